@@ -1,0 +1,1 @@
+//! Block-run cache (not yet implemented: see the README status table).

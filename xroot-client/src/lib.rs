@@ -1,0 +1,1 @@
+//! Async, multiplexed XRootD client (not yet implemented: see the README status table).

@@ -1,0 +1,117 @@
+//! Crate-internal helpers for reading and writing big-endian fields.
+//!
+//! [`Reader`] walks a [`Bytes`] and hands out sub-slices without copying;
+//! every read checks the remaining length first and names what it was
+//! reading when it runs out.
+
+use bytes::{Buf, Bytes};
+
+use crate::error::DecodeError;
+
+/// A bounds-checked cursor over a frame's bytes.
+#[derive(Debug, Clone)]
+pub(crate) struct Reader {
+    buf: Bytes,
+    what: &'static str,
+}
+
+impl Reader {
+    pub(crate) fn new(buf: Bytes, what: &'static str) -> Self {
+        Reader { buf, what }
+    }
+
+    pub(crate) fn remaining(&self) -> usize {
+        self.buf.len()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.buf.is_empty()
+    }
+
+    fn need(&self, n: usize) -> Result<(), DecodeError> {
+        if self.buf.len() < n {
+            Err(DecodeError::truncated(self.what, n, self.buf.len()))
+        } else {
+            Ok(())
+        }
+    }
+
+    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
+        self.need(1)?;
+        Ok(self.buf.get_u8())
+    }
+
+    pub(crate) fn u16(&mut self) -> Result<u16, DecodeError> {
+        self.need(2)?;
+        Ok(self.buf.get_u16())
+    }
+
+    pub(crate) fn i16(&mut self) -> Result<i16, DecodeError> {
+        self.need(2)?;
+        Ok(self.buf.get_i16())
+    }
+
+    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
+        self.need(4)?;
+        Ok(self.buf.get_u32())
+    }
+
+    pub(crate) fn i32(&mut self) -> Result<i32, DecodeError> {
+        self.need(4)?;
+        Ok(self.buf.get_i32())
+    }
+
+    pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
+        self.need(8)?;
+        Ok(self.buf.get_i64())
+    }
+
+    pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
+        self.need(8)?;
+        Ok(self.buf.get_u64())
+    }
+
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {
+        self.need(N)?;
+        let mut out = [0u8; N];
+        self.buf.copy_to_slice(&mut out);
+        Ok(out)
+    }
+
+    /// The next `n` bytes as a slice of the same buffer (no copy).
+    pub(crate) fn bytes(&mut self, n: usize) -> Result<Bytes, DecodeError> {
+        self.need(n)?;
+        Ok(self.buf.split_to(n))
+    }
+
+    /// Everything left, as a slice of the same buffer (no copy).
+    pub(crate) fn rest(&mut self) -> Bytes {
+        core::mem::take(&mut self.buf)
+    }
+
+    /// Fails with [`DecodeError::TrailingBytes`] if anything is left.
+    pub(crate) fn finish(self) -> Result<(), DecodeError> {
+        if self.buf.is_empty() {
+            Ok(())
+        } else {
+            Err(DecodeError::TrailingBytes {
+                what: self.what,
+                extra: self.buf.len() as u64,
+            })
+        }
+    }
+}
+
+/// Strips one trailing NUL, if present (stat text, error messages and other
+/// strings the server NUL-terminates, PROTOCOL.md §15 item 7).
+pub(crate) fn strip_nul(b: &Bytes) -> Bytes {
+    match b.last() {
+        Some(0) => b.slice(..b.len() - 1),
+        _ => b.clone(),
+    }
+}
+
+/// `b` as UTF-8 text, naming `what` if it is not.
+pub(crate) fn utf8<'a>(b: &'a [u8], what: &'static str) -> Result<&'a str, DecodeError> {
+    core::str::from_utf8(b).map_err(|e| DecodeError::malformed(what, format!("not UTF-8: {e}")))
+}

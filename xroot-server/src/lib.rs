@@ -1,0 +1,1 @@
+//! XRootD server framework (not yet implemented: see the README status table).
