@@ -9,8 +9,11 @@ pub const MAX_READV_LIST_BYTES: usize = MAX_READV_ELEMENTS * READ_LIST_LEN;
 /// `maxRVdsz`: most bytes one readv element may ask for (2 MiB − 16).
 #[doc(alias = "maxRVdsz")]
 pub const MAX_READV_ELEMENT: u32 = 2_097_136;
-/// Most bytes one readv may return, counting each element's 16-byte header.
-pub const MAX_READV_TOTAL: u64 = 2 << 30;
+/// Most bytes one readv may ask for: the sum of the element lengths plus 16
+/// bytes per element must not exceed `0x7fffffff` (do_ReadV: "Total readv
+/// transfer is too large", `kXR_NoMemory`). 1024 elements of the maximum
+/// size come to exactly 2 GiB and are therefore refused.
+pub const MAX_READV_TOTAL: u64 = 0x7fff_ffff;
 /// `maxWvecsz`: most elements in one `kXR_writev`.
 #[doc(alias = "maxWvecsz")]
 pub const MAX_WRITEV_ELEMENTS: usize = 1024;
