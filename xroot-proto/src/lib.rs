@@ -36,6 +36,7 @@ pub mod ext;
 pub mod frame;
 pub mod header;
 pub mod limits;
+pub mod list;
 pub mod page;
 pub mod request;
 pub mod response;
