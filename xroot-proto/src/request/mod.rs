@@ -105,7 +105,6 @@ macro_rules! requests {
         /// Any request: one variant per request id, or the raw frame for an id
         /// this crate does not know.
         #[derive(Debug, Clone, PartialEq, Eq)]
-        #[allow(clippy::large_enum_variant)]
         pub enum Request {
             $( $(#[$vmeta])* #[doc = concat!("[`RequestId::", stringify!($id), "`].")] $variant($ty), )*
             /// A request id outside this list, kept whole; it re-encodes

@@ -154,7 +154,7 @@ impl RequestBody for Writev {
                 max: MAX_WRITEV_ELEMENTS as u64,
             });
         }
-        let mut total = 0usize;
+        let mut total = 0u64;
         for e in &list {
             if e.rlen < 0 {
                 return Err(DecodeError::NegativeLength {
@@ -162,16 +162,21 @@ impl RequestBody for Writev {
                     value: e.rlen.into(),
                 });
             }
-            total += e.rlen as usize;
+            total += e.rlen as u64;
         }
         let data = &frame.data;
-        if data.len() < total {
-            return Err(DecodeError::truncated("kXR_writev data", total, data.len()));
+        let got = data.len() as u64;
+        if got < total {
+            return Err(DecodeError::Truncated {
+                what: "kXR_writev data",
+                expected: total,
+                got,
+            });
         }
-        if data.len() > total {
+        if got > total {
             return Err(DecodeError::TrailingBytes {
                 what: "kXR_writev data",
-                extra: (data.len() - total) as u64,
+                extra: got - total,
             });
         }
         let mut at = 0;

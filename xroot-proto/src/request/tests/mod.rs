@@ -1,5 +1,6 @@
 //! Tests of the request codecs: round-trip properties for every type
-//! ([`roundtrip`], [`check_roundtrip`]) and hand-written frames ([`frames`]).
+//! ([`roundtrip`], [`check_roundtrip`]) and hand-written frames ([`frames`],
+//! [`data`]).
 
 use bytes::{BufMut, Bytes, BytesMut};
 use proptest::collection::vec;
@@ -11,8 +12,39 @@ use crate::header::{FHandle, RequestHeader, StreamId};
 use crate::limits::MAX_READV_ELEMENT;
 use crate::list::ReadListEntry;
 
+mod data;
 mod frames;
 mod roundtrip;
+
+const SID: StreamId = StreamId([0, 1]);
+
+fn encoded(req: &impl RequestBody) -> Vec<u8> {
+    let mut b = BytesMut::new();
+    req.encode(SID, &mut b);
+    b.to_vec()
+}
+
+/// Header bytes 4..20 with `fields` written at their header offsets.
+fn params(fields: &[(usize, &[u8])]) -> [u8; 16] {
+    let mut p = [0u8; 16];
+    for (at, v) in fields {
+        p[at - 4..at - 4 + v.len()].copy_from_slice(v);
+    }
+    p
+}
+
+fn list_bytes(list: &[(i32, i64)]) -> Vec<u8> {
+    let mut b = BytesMut::new();
+    for &(rlen, offset) in list {
+        ReadListEntry {
+            fhandle: FHandle([0, 0, 0, 7]),
+            rlen,
+            offset,
+        }
+        .encode(&mut b);
+    }
+    b.to_vec()
+}
 
 /// Encodes `req`, decodes it through the frame decoder and both decode paths,
 /// and checks equality and a byte-identical re-encode.
