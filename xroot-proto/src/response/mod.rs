@@ -77,8 +77,11 @@ macro_rules! bit_flags {
 
 mod attn;
 mod error;
+mod open;
 mod redirect;
+mod stat;
 mod status;
+mod text;
 mod wait;
 
 #[cfg(test)]
@@ -86,7 +89,9 @@ mod tests;
 
 pub use attn::Attn;
 pub use error::ServerError;
+pub use open::{OpenCompression, OpenResponse};
 pub use redirect::{Redirect, RedirectFlags, RedirectMode};
+pub use stat::{decode_statx, encode_statx, StatExtended, StatFlags, StatInfo, StatVfs};
 pub use status::StatusResponse;
 pub use wait::{Wait, WaitResp};
 

@@ -27,6 +27,22 @@ pub(crate) fn decode_one(wire: Bytes) -> Response {
     Response::decode(frame).expect("response decodes")
 }
 
+/// Sends `body` as a `kXR_ok` through encoder and decoder and returns the
+/// body that came out.
+pub(crate) fn ok_roundtrip(body: Bytes) -> Bytes {
+    match decode_one(encode_response(&Response::Ok(body), StreamId([0, 1]))) {
+        Response::Ok(b) => b,
+        other => panic!("not kXR_ok: {other:?}"),
+    }
+}
+
+/// Encodes a body type with `encode` into fresh bytes.
+pub(crate) fn body_of(encode: impl FnOnce(&mut BytesMut)) -> Bytes {
+    let mut b = BytesMut::new();
+    encode(&mut b);
+    b.freeze()
+}
+
 /// Any bytes up to `max` long.
 pub(crate) fn arb_bytes(max: usize) -> impl Strategy<Value = Bytes> {
     proptest::collection::vec(any::<u8>(), 0..max).prop_map(Bytes::from)

@@ -26,19 +26,29 @@ fn show(field: &[u8]) -> String {
 
 /// Parses `digits` in `radix` into a `u64`, rejecting an empty field, a
 /// non-digit and overflow.
-fn parse_digits(digits: &[u8], radix: u32, field: &[u8], what: &'static str) -> Result<u64, DecodeError> {
+fn parse_digits(
+    digits: &[u8],
+    radix: u32,
+    field: &[u8],
+    what: &'static str,
+) -> Result<u64, DecodeError> {
     if digits.is_empty() {
-        return Err(DecodeError::malformed(what, format!("no digits in {}", show(field))));
+        return Err(DecodeError::malformed(
+            what,
+            format!("no digits in {}", show(field)),
+        ));
     }
     let mut v: u64 = 0;
     for &c in digits {
-        let d = (c as char)
-            .to_digit(radix)
-            .ok_or_else(|| DecodeError::malformed(what, format!("not a number: {}", show(field))))?;
+        let d = (c as char).to_digit(radix).ok_or_else(|| {
+            DecodeError::malformed(what, format!("not a number: {}", show(field)))
+        })?;
         v = v
             .checked_mul(radix as u64)
             .and_then(|v| v.checked_add(d as u64))
-            .ok_or_else(|| DecodeError::malformed(what, format!("out of range: {}", show(field))))?;
+            .ok_or_else(|| {
+                DecodeError::malformed(what, format!("out of range: {}", show(field)))
+            })?;
     }
     Ok(v)
 }
@@ -76,7 +86,8 @@ pub(crate) fn parse_uint(field: &[u8], what: &'static str) -> Result<u64, Decode
 /// Octal digits only (a stat `mode` such as `0644` or `4755`).
 pub(crate) fn parse_octal(field: &[u8], what: &'static str) -> Result<u32, DecodeError> {
     let v = parse_digits(field, 8, field, what)?;
-    u32::try_from(v).map_err(|_| DecodeError::malformed(what, format!("out of range: {}", show(field))))
+    u32::try_from(v)
+        .map_err(|_| DecodeError::malformed(what, format!("out of range: {}", show(field))))
 }
 
 /// Fails with [`DecodeError::Malformed`] if `text` contains `byte`.
@@ -107,7 +118,18 @@ mod tests {
         assert_eq!(p("-0x10"), Ok(-16));
         assert_eq!(p("9223372036854775807"), Ok(i64::MAX));
         assert_eq!(p("-9223372036854775808"), Ok(i64::MIN));
-        for bad in ["", "-", "0x", "08", "12a", "1 2", "+-1", "--1", "9223372036854775808", "0x1g"] {
+        for bad in [
+            "",
+            "-",
+            "0x",
+            "08",
+            "12a",
+            "1 2",
+            "+-1",
+            "--1",
+            "9223372036854775808",
+            "0x1g",
+        ] {
             assert!(
                 matches!(p(bad), Err(DecodeError::Malformed { .. })),
                 "{bad:?} accepted"
