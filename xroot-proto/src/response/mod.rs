@@ -76,6 +76,7 @@ macro_rules! bit_flags {
 }
 
 mod attn;
+mod dirlist;
 mod error;
 mod open;
 mod redirect;
@@ -88,6 +89,7 @@ mod wait;
 mod tests;
 
 pub use attn::Attn;
+pub use dirlist::{DirList, DirStatEntry, DirlistChecksum};
 pub use error::ServerError;
 pub use open::{OpenCompression, OpenResponse};
 pub use redirect::{Redirect, RedirectFlags, RedirectMode};
