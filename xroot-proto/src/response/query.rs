@@ -249,7 +249,7 @@ mod tests {
             b" 1234",
             b"adler32 ",
             b"a b c",
-            b"a 1\02",
+            b"a 1\x002",
         ] {
             assert!(
                 ChecksumAnswer::parse(&Bytes::copy_from_slice(bad)).is_err(),
