@@ -61,9 +61,10 @@ macro_rules! bit_flags {
                 let mut rest = self.0;
                 write!(f, "{}({:#x}", stringify!($name), self.0)?;
                 $(
-                    if $val != 0 && rest & $val == $val {
+                    let bit: $repr = $val;
+                    if bit != 0 && rest & bit == bit {
                         write!(f, " {}", $cname)?;
-                        rest &= !$val;
+                        rest &= !bit;
                     }
                 )*
                 if rest != 0 {
@@ -76,12 +77,16 @@ macro_rules! bit_flags {
 }
 
 mod attn;
+mod bind;
 mod dirlist;
 mod error;
+mod fattr;
 mod locate;
+mod login;
 mod open;
 mod pgread;
 mod pgwrite;
+mod protocol;
 mod query;
 mod readv;
 mod redirect;
@@ -94,12 +99,16 @@ mod wait;
 mod tests;
 
 pub use attn::Attn;
+pub use bind::BindResponse;
 pub use dirlist::{DirList, DirStatEntry, DirlistChecksum};
 pub use error::ServerError;
+pub use fattr::{FattrItem, FattrList, FattrReply};
 pub use locate::{LocateAccess, LocateEntry, LocateNode, LocateResponse};
+pub use login::{LoginResponse, SecProtocol};
 pub use open::{OpenCompression, OpenResponse};
 pub use pgread::{PgReadEncoder, PgReadExtent, PgReadFrame};
 pub use pgwrite::{PgWriteCse, PgWriteResponse};
+pub use protocol::{ProtocolFlags, ProtocolResponse, SecurityRequirements};
 pub use query::{ChecksumAnswer, QconfigAnswer, SpaceInfo};
 pub use readv::{readv_crc32c_matches, ReadvEncoder, ReadvIter};
 pub use redirect::{Redirect, RedirectFlags, RedirectMode};
