@@ -3,8 +3,21 @@
 //! A [`crate::frame::ResponseDecoder`] yields [`ResponseFrame`]s; [`Response::decode`]
 //! turns one into a typed [`Response`] by its status. The body of a `kXR_ok`
 //! (or of the `kXR_oksofar` chunks before it) is request-specific and is
-//! parsed by the type for that request. Every
-//! body type also encodes, so a server builds its replies from the same code.
+//! parsed by the type for that request; every body type also encodes, so a
+//! server builds its replies from the same code:
+//!
+//! | request | answer |
+//! |---|---|
+//! | `kXR_open` | [`OpenResponse`] |
+//! | `kXR_stat`, `kXR_statx` | [`StatInfo`], [`StatVfs`], [`decode_statx`] |
+//! | `kXR_dirlist` | [`DirList`] (over the joined chunks) |
+//! | `kXR_readv` | [`ReadvIter`], [`ReadvEncoder`] |
+//! | `kXR_pgread`, `kXR_pgreadv` | [`PgReadFrame`], [`PgReadEncoder`] (`kXR_status` frames) |
+//! | `kXR_pgwrite` | [`PgWriteResponse`] (a `kXR_status` frame) |
+//! | `kXR_query` | [`QconfigAnswer`], [`ChecksumAnswer`], [`SpaceInfo`] |
+//! | `kXR_locate` | [`LocateResponse`] |
+//! | `kXR_protocol`, `kXR_login`, `kXR_bind` | [`ProtocolResponse`], [`LoginResponse`], [`BindResponse`] |
+//! | `kXR_fattr` | [`FattrReply`], [`FattrList`] |
 //!
 //! Decoded payloads are [`Bytes`] slices of the frame (no copy); text fields
 //! are checked and parsed strictly, and anything that does not fit the

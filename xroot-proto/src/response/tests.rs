@@ -176,3 +176,74 @@ proptest! {
         let _ = Response::decode(frame);
     }
 }
+
+/// Decodes `wire` with the real decoder and returns the frame (whose body
+/// is a slice of the receive buffer) with its typed response.
+fn decode_frame(wire: &[u8]) -> (ResponseFrame, Response) {
+    let mut buf = BytesMut::from(wire);
+    let frame = ResponseDecoder::new().decode(&mut buf).unwrap().unwrap();
+    (frame.clone(), Response::decode(frame).unwrap())
+}
+
+/// Whether `part` lies inside `frame` (a non-empty part: same allocation).
+fn inside(frame: &ResponseFrame, part: &Bytes) -> bool {
+    let range = frame.body.as_ptr_range();
+    !part.is_empty() && range.contains(&part.as_ptr()) && part.as_ptr_range().end <= range.end
+}
+
+#[test]
+fn decoded_payloads_point_into_the_frame() {
+    let sid = StreamId([0, 1]);
+    let (f, r) = decode_frame(&encode_response(
+        &Response::Ok(Bytes::from_static(b"payload")),
+        sid,
+    ));
+    let Response::Ok(body) = r else { panic!() };
+    assert!(inside(&f, &body));
+
+    let error = Response::Error(ServerError::new(ErrorCode::IO_ERROR, "disk on fire"));
+    let (f, r) = decode_frame(&encode_response(&error, sid));
+    let Response::Error(e) = r else { panic!() };
+    assert!(inside(&f, &e.message));
+
+    let status = Response::Status(StatusResponse::with_offset(
+        RequestId::PGREAD,
+        ResponseType::FINAL,
+        0,
+        Bytes::from_static(b"\0\0\0\0data"),
+    ));
+    let (f, r) = decode_frame(&encode_response(&status, sid));
+    let Response::Status(s) = r else { panic!() };
+    assert!(inside(&f, &s.info) && inside(&f, &s.data));
+    let page = PgReadFrame::from_status(&s)
+        .unwrap()
+        .pages()
+        .next()
+        .unwrap()
+        .unwrap();
+    assert!(inside(&f, &page.data));
+
+    let asyn = Response::Attn(Attn::AsynResp {
+        streamid: sid,
+        response: Box::new(Response::Ok(Bytes::from_static(b"late answer"))),
+    });
+    let (f, r) = decode_frame(&encode_response(&asyn, StreamId::ZERO));
+    let Response::Attn(Attn::AsynResp { response, .. }) = r else {
+        panic!()
+    };
+    let Response::Ok(body) = *response else {
+        panic!()
+    };
+    assert!(inside(&f, &body));
+
+    // text bodies: the parsed fields are slices too
+    let stat = Bytes::from_static(b"1 2 16 3 4 5 0644 alice users\0");
+    let (f, r) = decode_frame(&encode_response(&Response::Ok(stat), sid));
+    let Response::Ok(body) = r else { panic!() };
+    let s = StatInfo::parse(&body).unwrap();
+    assert!(inside(&f, &s.extended.unwrap().owner));
+    let DirList::Plain(names) = DirList::parse(&body).unwrap() else {
+        panic!()
+    };
+    assert!(inside(&f, &names[0]));
+}
