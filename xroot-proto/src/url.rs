@@ -155,6 +155,7 @@ impl fmt::Display for Url {
 }
 
 fn split_host_port(hostport: &str) -> Result<(String, u16), DecodeError> {
+    let bracketed = hostport.starts_with('[');
     let (host, port) = if let Some(rest) = hostport.strip_prefix('[') {
         let (h, after) = rest
             .split_once(']')
@@ -178,10 +179,13 @@ fn split_host_port(hostport: &str) -> Result<(String, u16), DecodeError> {
     if host.is_empty() {
         return Err(DecodeError::malformed("URL host", "empty host"));
     }
-    if host
-        .chars()
-        .any(|c| c.is_whitespace() || c == '/' || c == '?' || c == '@')
-    {
+    // ':' only inside brackets (IPv6); brackets only around the host
+    if host.chars().any(|c| {
+        c.is_whitespace()
+            || c.is_control()
+            || matches!(c, '/' | '?' | '@' | '[' | ']')
+            || (c == ':' && !bracketed)
+    }) {
         return Err(DecodeError::malformed(
             "URL host",
             format!("{host:?} holds a character not allowed in a host"),
@@ -197,14 +201,13 @@ fn split_host_port(hostport: &str) -> Result<(String, u16), DecodeError> {
     Ok((host.to_string(), port))
 }
 
-/// Splits `a=1&b&c=3` into pairs; empty items are skipped.
+/// Splits `a=1&b&c=3` into pairs; items with an empty key (`&&`, `&=x`)
+/// are skipped.
 pub fn parse_cgi(q: &str) -> Vec<(String, String)> {
     q.split('&')
-        .filter(|kv| !kv.is_empty())
-        .map(|kv| match kv.split_once('=') {
-            Some((k, v)) => (k.to_string(), v.to_string()),
-            None => (kv.to_string(), String::new()),
-        })
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .filter(|(k, _)| !k.is_empty())
+        .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
@@ -226,6 +229,10 @@ mod tests {
         assert_eq!(u.cgi_value("xrdcl.intent"), Some("a"));
         assert_eq!(u.path_with_cgi(), "/eos/f.root?authz=t");
         assert_eq!(Url::parse(&u.to_string()).unwrap(), u);
+        assert_eq!(
+            parse_cgi("a=1&&=x&b"),
+            [("a".into(), "1".into()), ("b".into(), String::new())]
+        );
     }
 
     #[test]
@@ -251,6 +258,8 @@ mod tests {
             "root://h:99999//x",
             "root://[::1//x",
             "root://@h//x",
+            "root://a:b:1094//x",
+            "root://[:]:]:1094//x",
         ] {
             assert!(Url::parse(bad).is_err(), "{bad}");
         }

@@ -177,9 +177,10 @@ fn nonempty(text: &Bytes, name: &[u8]) -> Result<Bytes, DecodeError> {
 /// ` [ alg:value ]` suffix).
 fn stat_entry(name: Bytes, line: Bytes) -> Result<DirStatEntry, DecodeError> {
     const WHAT: &str = "dcksm checksum";
+    // ` [ ` must end before the closing ` ]` starts (`"x [ ]"` overlaps them)
     let split = line
         .ends_with(b" ]")
-        .then(|| line.windows(3).rposition(|w| w == b" [ "))
+        .then(|| line[..line.len() - 2].windows(3).rposition(|w| w == b" [ "))
         .flatten();
     let (stat, checksum) = match split {
         None => (line, None),
@@ -226,6 +227,13 @@ mod tests {
 
     fn names(n: usize, len: usize) -> Vec<Bytes> {
         (0..n).map(|i| Bytes::from(format!("{i:0len$}"))).collect()
+    }
+
+    #[test]
+    fn overlapping_checksum_brackets_are_not_a_checksum() {
+        // found by the dirlist_stat fuzz target: " [ " and " ]" overlap
+        let body = Bytes::from_static(b".\n0 0 0 0\nf\n1 2 0 4 [ ]\0");
+        assert!(DirList::parse(&body).is_err());
     }
 
     #[test]
