@@ -17,6 +17,8 @@
 //! - [`page`]: 4 kB page geometry and crc32c for pgread/pgwrite.
 //! - [`ext`]: this project's two protocol extensions and how they are negotiated.
 //! - [`limits`]: the protocol's limits.
+//! - [`list`]: the 16-byte `read_list` element and the readv limit checks.
+//! - [`url`]: `root://` URL parsing (pure, shared by client and server).
 //!
 //! Decoded payloads are [`bytes::Bytes`] slices of the frame they came from:
 //! no payload byte is copied on decode. Every length that comes off the wire
@@ -40,6 +42,7 @@ pub mod list;
 pub mod page;
 pub mod request;
 pub mod response;
+pub mod url;
 mod wire;
 
 pub use codes::{AttnAction, ErrorCode, RequestId, ResponseType, ServerType, Status};

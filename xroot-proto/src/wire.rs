@@ -20,10 +20,6 @@ impl Reader {
         Reader { buf, what }
     }
 
-    pub(crate) fn remaining(&self) -> usize {
-        self.buf.len()
-    }
-
     pub(crate) fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }

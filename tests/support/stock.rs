@@ -1,0 +1,165 @@
+//! Starts the stock C++ xrootd (Debian's `xrootd-server`) on loopback for a
+//! test: a config written into a temp dir, a free port, stopped by PID on drop.
+//!
+//! When `CI=true` a missing xrootd is a test failure; elsewhere the test is
+//! skipped with a message, so `cargo test` works on a machine without it.
+
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running stock `xrootd` data server exporting a directory.
+pub struct StockServer {
+    child: Child,
+    /// TCP port on 127.0.0.1.
+    pub port: u16,
+    /// The exported directory (the server's `oss.localroot`).
+    pub data: PathBuf,
+    /// Config, logs and admin files.
+    pub state: tempfile::TempDir,
+}
+
+/// Whether the stock server is installed. Panics when it is not and the
+/// environment says `CI=true`, so CI cannot pass by skipping.
+pub fn xrootd_available() -> bool {
+    let found = Command::new("xrootd")
+        .arg("-v")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok();
+    if !found {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but the stock xrootd is not installed (apt-get install xrootd-server)");
+        }
+        eprintln!("skipping: the stock xrootd is not installed");
+    }
+    found
+}
+
+/// A port that was free on 127.0.0.1 a moment ago.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("bind an ephemeral port")
+        .port()
+}
+
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+        .unwrap_or(false)
+}
+
+impl StockServer {
+    /// Starts `xrootd` exporting `data` (which must exist), with adler32 and
+    /// crc32c checksums and `extra` config lines appended. Returns `None`
+    /// when xrootd is missing outside CI. Panics if it does not come up.
+    pub fn start(data: &Path, extra: &[&str]) -> Option<StockServer> {
+        if !xrootd_available() {
+            return None;
+        }
+        let state = tempfile::tempdir().expect("temp dir");
+        let run = state.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        let port = free_port();
+        let mut cfg = format!(
+            "xrd.port {port}\nxrd.network nodnr\nall.export /\noss.localroot {}\n\
+             all.adminpath {}\nall.pidpath {}\nxrootd.chksum max 4 adler32 crc32c\n",
+            data.display(),
+            run.display(),
+            run.display()
+        );
+        for line in extra {
+            cfg.push_str(line);
+            cfg.push('\n');
+        }
+        let cfg_path = state.path().join("xrootd.cfg");
+        std::fs::write(&cfg_path, cfg).unwrap();
+        let log = state.path().join("xrootd.log");
+        let mut cmd = Command::new("xrootd");
+        cmd.args(["-I", "v4", "-n", "test", "-c"])
+            .arg(&cfg_path)
+            .arg("-l")
+            .arg(&log)
+            .current_dir(&run)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if running_as_root() {
+            // xrootd refuses to run as root; it drops to this user instead.
+            let user = if Command::new("id").arg("xrootd").output().map(|o| o.status.success()).unwrap_or(false) {
+                "xrootd"
+            } else {
+                "nobody"
+            };
+            for p in [state.path(), data] {
+                let _ = Command::new("chown").args(["-R", user]).arg(p).status();
+            }
+            let _ = Command::new("chmod").args(["a+rx"]).arg(state.path()).status();
+            cmd.args(["-R", user]);
+        }
+        let child = cmd.spawn().expect("spawn xrootd");
+        let mut server = StockServer {
+            child,
+            port,
+            data: data.to_path_buf(),
+            state,
+        };
+        server.wait_ready();
+        Some(server)
+    }
+
+    fn wait_ready(&mut self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                panic!("xrootd exited with {status}; log:\n{}", self.log_tail());
+            }
+            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("xrootd not listening on {} after 30 s; log:\n{}", self.port, self.log_tail());
+    }
+
+    /// The last lines of the server's log, for failure messages.
+    pub fn log_tail(&self) -> String {
+        let mut text = String::new();
+        for entry in walk(self.state.path()) {
+            if entry.extension().is_some_and(|e| e == "log") {
+                if let Ok(t) = std::fs::read_to_string(&entry) {
+                    let lines: Vec<_> = t.lines().collect();
+                    text.push_str(&lines[lines.len().saturating_sub(30)..].join("\n"));
+                }
+            }
+        }
+        text
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(rd) = std::fs::read_dir(dir) {
+        for e in rd.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
+
+impl Drop for StockServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

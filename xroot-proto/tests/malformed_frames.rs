@@ -1,0 +1,286 @@
+//! One test per kind of malformed input the frame decoders must refuse, each
+//! with its own typed error, and the zero-copy guarantee of decoding.
+
+use bytes::{BufMut, BytesMut};
+use xroot_proto::frame::{ClientMessage, RequestDecoder, ResponseDecoder};
+use xroot_proto::header::{ClientHandshake, RequestHeader, ResponseHeader, StreamId};
+use xroot_proto::{DecodeError, RequestId, Status};
+
+fn request(id: RequestId, dlen: i32, payload: &[u8]) -> BytesMut {
+    let mut b = BytesMut::new();
+    RequestHeader {
+        streamid: StreamId::from_u16(7),
+        requestid: id,
+        params: [0; 16],
+        dlen,
+    }
+    .encode(&mut b);
+    b.put_slice(payload);
+    b
+}
+
+fn response(status: Status, dlen: i32, body: &[u8]) -> BytesMut {
+    let mut b = BytesMut::new();
+    ResponseHeader {
+        streamid: StreamId::from_u16(7),
+        status,
+        dlen,
+    }
+    .encode(&mut b);
+    b.put_slice(body);
+    b
+}
+
+#[test]
+fn negative_request_dlen() {
+    let mut b = request(RequestId::OPEN, -1, b"");
+    let err = RequestDecoder::without_handshake()
+        .decode(&mut b)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::NegativeLength {
+            what: "request dlen",
+            value: -1
+        }
+    );
+}
+
+#[test]
+fn negative_response_dlen() {
+    let mut b = response(Status::OK, i32::MIN, b"");
+    let err = ResponseDecoder::new().decode(&mut b).unwrap_err();
+    assert!(matches!(err, DecodeError::NegativeLength { value, .. } if value == i32::MIN as i64));
+}
+
+#[test]
+fn oversized_dlen_is_refused_before_the_body_arrives() {
+    // Only the 24-byte header is present: the decoder must refuse at once,
+    // not wait for (or reserve) 2 GiB.
+    let mut b = request(RequestId::WRITE, i32::MAX, b"");
+    let err = RequestDecoder::without_handshake()
+        .with_max_dlen(1 << 20)
+        .decode(&mut b)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::LengthTooLarge {
+            what: "request dlen",
+            value: i32::MAX as u64,
+            max: 1 << 20
+        }
+    );
+    assert!(b.capacity() < 4096, "no allocation for the hostile length");
+
+    let mut b = response(Status::OK, 100_000_000, b"");
+    let err = ResponseDecoder::new()
+        .with_max_dlen(1 << 20)
+        .decode(&mut b)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::LengthTooLarge {
+            value: 100_000_000,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn too_many_readv_elements_from_the_header_alone() {
+    let mut b = request(RequestId::READV, 1025 * 16, b"");
+    let err = RequestDecoder::without_handshake()
+        .decode(&mut b)
+        .unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::TooManyElements {
+            what: "read_list",
+            count: 1025,
+            max: 1024
+        }
+    );
+}
+
+#[test]
+fn misaligned_read_list() {
+    let mut b = request(RequestId::READV, 17, &[0; 17]);
+    let err = RequestDecoder::without_handshake()
+        .decode(&mut b)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::Misaligned {
+            len: 17,
+            unit: 16,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn writev_negative_and_oversized_elements() {
+    let mut list = BytesMut::new();
+    list.put_slice(&[0; 4]);
+    list.put_i32(-5);
+    list.put_i64(0);
+    let mut b = request(RequestId::WRITEV, 16, &list);
+    let err = RequestDecoder::without_handshake()
+        .decode(&mut b)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::NegativeLength {
+            what: "kXR_writev wlen",
+            value: -5
+        }
+    ));
+
+    let mut list = BytesMut::new();
+    list.put_slice(&[0; 4]);
+    list.put_i32(3 << 20);
+    list.put_i64(0);
+    let mut b = request(RequestId::WRITEV, 16, &list);
+    let err = RequestDecoder::without_handshake()
+        .decode(&mut b)
+        .unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::LengthTooLarge {
+            what: "kXR_writev element",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn writev_data_follows_the_list_uncounted() {
+    let mut list = BytesMut::new();
+    for (len, off) in [(3i32, 0i64), (2, 100)] {
+        list.put_slice(&[1, 2, 3, 4]);
+        list.put_i32(len);
+        list.put_i64(off);
+    }
+    let mut b = request(RequestId::WRITEV, 32, &list);
+    b.put_slice(b"abc");
+    let mut dec = RequestDecoder::without_handshake();
+    assert_eq!(dec.decode(&mut b).unwrap(), None, "waits for the data");
+    b.put_slice(b"de");
+    b.put_slice(b"NEXT");
+    let Some(ClientMessage::Request(f)) = dec.decode(&mut b).unwrap() else {
+        panic!("no frame")
+    };
+    assert_eq!(f.payload.len(), 32);
+    assert_eq!(&f.data[..], b"abcde");
+    assert_eq!(&b[..], b"NEXT");
+}
+
+#[test]
+fn negative_status_data_length() {
+    let mut body = [0u8; 24];
+    body[12..16].copy_from_slice(&(-8i32).to_be_bytes());
+    let mut b = response(Status::STATUS, 24, &body);
+    let err = ResponseDecoder::new().decode(&mut b).unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::NegativeLength {
+            what: "kXR_status bdy.dlen",
+            value: -8
+        }
+    ));
+}
+
+#[test]
+fn status_shorter_than_its_body() {
+    let mut b = response(Status::STATUS, 8, &[0; 8]);
+    let err = ResponseDecoder::new().decode(&mut b).unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::Truncated {
+            what: "kXR_status body",
+            expected: 16,
+            got: 8
+        }
+    ));
+}
+
+#[test]
+fn truncated_frames_at_end_of_stream() {
+    let mut b = request(RequestId::OPEN, 10, b"/tmp");
+    let mut dec = RequestDecoder::without_handshake();
+    assert_eq!(dec.decode(&mut b).unwrap(), None);
+    let err = dec.decode_eof(&mut b).unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::Truncated {
+            what: "request frame",
+            expected: 34,
+            got: 28
+        }
+    );
+
+    let mut b = response(Status::OK, 100, &[1; 40]);
+    let err = ResponseDecoder::new().decode_eof(&mut b).unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::Truncated {
+            what: "response frame",
+            expected: 108,
+            got: 48
+        }
+    ));
+
+    let mut b = BytesMut::from(&[0u8; 5][..]);
+    let err = ResponseDecoder::new().decode_eof(&mut b).unwrap_err();
+    assert!(matches!(
+        err,
+        DecodeError::Truncated {
+            expected: 8,
+            got: 5,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn garbage_handshake() {
+    let mut b = BytesMut::from(&b"GET / HTTP/1.1\r\nHost: x\r\n"[..]);
+    let err = RequestDecoder::new().decode(&mut b).unwrap_err();
+    assert!(matches!(err, DecodeError::BadHandshake { .. }));
+}
+
+#[test]
+fn handshake_then_request_byte_by_byte() {
+    let mut wire = BytesMut::new();
+    ClientHandshake.encode(&mut wire);
+    wire.extend_from_slice(&request(RequestId::PING, 0, b""));
+    let mut dec = RequestDecoder::new();
+    let mut buf = BytesMut::new();
+    let mut got = Vec::new();
+    for byte in wire.iter() {
+        buf.put_u8(*byte);
+        while let Some(m) = dec.decode(&mut buf).unwrap() {
+            got.push(m);
+        }
+    }
+    assert_eq!(got.len(), 2);
+    assert!(matches!(got[0], ClientMessage::Handshake(_)));
+    assert!(matches!(&got[1], ClientMessage::Request(f) if f.header.requestid == RequestId::PING));
+}
+
+#[test]
+fn payloads_are_slices_of_the_input_not_copies() {
+    let mut b = request(RequestId::WRITE, 5000, &[0xAB; 5000]);
+    b.extend_from_slice(&response(Status::OK, 3000, &[0xCD; 3000]));
+    let base = b.as_ptr() as usize;
+    let span = base..base + b.len();
+    let Some(ClientMessage::Request(f)) =
+        RequestDecoder::without_handshake().decode(&mut b).unwrap()
+    else {
+        panic!("no request")
+    };
+    assert!(span.contains(&(f.payload.as_ptr() as usize)));
+    assert_eq!(f.payload.as_ptr() as usize, base + 24);
+    let r = ResponseDecoder::new().decode(&mut b).unwrap().unwrap();
+    assert_eq!(r.body.as_ptr() as usize, base + 24 + 5000 + 8);
+}
