@@ -4,6 +4,12 @@
 //! Each scenario `NAME` is a pair of files: `NAME.c2s` (client to server: the
 //! 20-byte handshake, then requests) and `NAME.s2c` (server to client: the
 //! 16-byte handshake reply, then responses).
+//!
+//! Also: [`Exchange::replies`] pairs responses with requests by streamid,
+//! [`parse_script`] reads the expected request/status sequences, the
+//! `request!`/`response!` macros pick a typed variant, and small helpers
+//! build expected bytes ([`pattern`], [`text`], [`encoded`], [`wire`],
+//! [`adler32`]).
 
 #![allow(dead_code)] // each test crate that includes this module uses part of it
 
@@ -11,9 +17,11 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use bytes::{Bytes, BytesMut};
+use xroot::proto::request::Request;
+use xroot::proto::response::{Attn, Response};
 use xroot::proto::{
-    AttnAction, ClientMessage, RequestDecoder, RequestFrame, ResponseDecoder, ResponseFrame,
-    ResponseHeader, ResponseType, Status, StreamId,
+    ClientMessage, RequestDecoder, RequestFrame, RequestId, ResponseDecoder, ResponseFrame, Status,
+    StreamId,
 };
 
 /// The directory holding the vectors.
@@ -142,7 +150,7 @@ impl Exchange {
     }
 
     /// The first request with id `id` and the frames that answered it.
-    pub fn reply(&self, id: xroot::proto::RequestId) -> Reply {
+    pub fn reply(&self, id: RequestId) -> Reply {
         self.replies()
             .into_iter()
             .find(|r| r.request.header.requestid == id)
@@ -152,9 +160,10 @@ impl Exchange {
     /// Pairs every request with the frames that answered it (see [`Reply`]),
     /// in the order the requests were sent. Responses are matched by
     /// streamid: the frames for one streamid answer that streamid's requests
-    /// in order, a request being complete at its final frame. A `kXR_attn`
-    /// asynresp (streamid 0) is credited to the streamid of the response it
-    /// carries. Panics on a response nobody asked for, a request never
+    /// in order, a request being complete at its final frame
+    /// ([`Response::is_final`]). A `kXR_attn` asynresp (streamid 0) is
+    /// credited to the streamid of the response it carries. Panics on a frame
+    /// that does not decode, a response nobody asked for, a request never
     /// completed or an unsolicited frame other than asynresp.
     pub fn replies(&self) -> Vec<Reply> {
         let name = &self.name;
@@ -171,22 +180,21 @@ impl Exchange {
             waiting.entry(r.header.streamid).or_default().push_back(i);
         }
         for f in &self.responses[1..] {
-            // the response proper: the frame itself, or the one an asynresp carries
-            let (header, body) = match f.header.status {
-                Status::ATTN => {
-                    let inner = asynresp_header(f)
-                        .unwrap_or_else(|| panic!("{name}: a kXR_attn that is not asynresp"));
-                    (inner, &f.body[8 + ResponseHeader::LEN..])
+            let typed = Response::decode(f.clone())
+                .unwrap_or_else(|e| panic!("{name}: {:?} does not decode: {e}", f.header));
+            let (sid, done) = match typed {
+                Response::Attn(Attn::AsynResp { streamid, response }) => {
+                    (streamid, response.is_final())
                 }
-                _ => (f.header, &f.body[..]),
+                Response::Attn(a) => panic!("{name}: unsolicited {a:?}"),
+                r => (f.header.streamid, r.is_final()),
             };
-            let sid = header.streamid;
             let queue = waiting.get_mut(&sid);
             let Some(&i) = queue.as_ref().and_then(|q| q.front()) else {
                 panic!("{name}: a response for {sid:?} that no request is waiting for")
             };
             replies[i].responses.push(f.clone());
-            if is_final(header.status, body) {
+            if done {
                 queue.unwrap().pop_front();
             }
         }
@@ -210,6 +218,12 @@ pub struct Reply {
 }
 
 impl Reply {
+    /// The request, typed. Panics if it does not decode.
+    pub fn typed(&self) -> Request {
+        Request::decode(self.request.clone())
+            .unwrap_or_else(|e| panic!("{:?}: {e}", self.request.header))
+    }
+
     /// The statuses of the responses, in order.
     pub fn statuses(&self) -> Vec<Status> {
         self.responses.iter().map(|f| f.header.status).collect()
@@ -225,36 +239,98 @@ impl Reply {
         assert_eq!(found.len(), 1, "{:?}: one {status}", self.request.header);
         found[0]
     }
-}
 
-/// Whether a response with `status` and `body` ends its request: everything
-/// but `kXR_oksofar`, `kXR_waitresp` and a `kXR_status` whose `resptype` (body
-/// byte 7) is not `kXR_FinalResult`.
-fn is_final(status: Status, body: &[u8]) -> bool {
-    match status {
-        Status::OKSOFAR | Status::WAITRESP => false,
-        Status::STATUS => ResponseType(body[7]) == ResponseType::FINAL,
-        _ => true,
+    /// The body of the only `kXR_ok`.
+    pub fn ok_body(&self) -> Bytes {
+        self.only(Status::OK).body.clone()
+    }
+
+    /// The only response with `status`, typed. Panics if it does not decode.
+    pub fn typed_response(&self, status: Status) -> Response {
+        let f = self.only(status);
+        Response::decode(f.clone()).unwrap_or_else(|e| panic!("{:?}: {e}", f.header))
     }
 }
 
-/// The header of the response carried by a `kXR_attn` asynresp frame:
-/// `actnum:i32 = 5008, reserved[4]`, then a whole response.
-pub fn asynresp_header(f: &ResponseFrame) -> Option<ResponseHeader> {
-    if f.body.len() < 8 + ResponseHeader::LEN || be_i32(&f.body, 0) != AttnAction::ASYNRESP.0 {
-        return None;
+/// Parses a script of requests and the statuses answering them:
+/// space-separated `request:status+status…`, each name the C name without
+/// its `kXR_` prefix (`"open:ok read:oksofar+ok"`). Panics on an unknown name.
+pub fn parse_script(script: &str) -> Vec<(RequestId, Vec<Status>)> {
+    fn named<T: Copy>(all: &[T], name: fn(T) -> Option<&'static str>, short: &str) -> T {
+        let want = format!("kXR_{short}");
+        *all.iter()
+            .find(|&&c| name(c) == Some(want.as_str()))
+            .unwrap_or_else(|| panic!("no {want}"))
     }
-    ResponseHeader::decode(&f.body[8..]).ok()
+    script
+        .split(' ')
+        .map(|step| {
+            let (id, statuses) = step.split_once(':').expect("request:status");
+            let id = named(RequestId::ALL, RequestId::protocol_name, id);
+            let statuses = statuses
+                .split('+')
+                .map(|s| named(Status::ALL, Status::protocol_name, s))
+                .collect();
+            (id, statuses)
+        })
+        .collect()
 }
 
-/// The big-endian `i32` at `at`.
-pub fn be_i32(b: &[u8], at: usize) -> i32 {
-    i32::from_be_bytes(b[at..at + 4].try_into().unwrap())
+/// The typed request of `reply`, which must be `Request::$variant`.
+macro_rules! request {
+    ($reply:expr, $variant:ident) => {
+        match $reply.typed() {
+            xroot::proto::request::Request::$variant(r) => r,
+            other => panic!("expected {}, got {other:?}", stringify!($variant)),
+        }
+    };
 }
 
-/// The big-endian `i64` at `at`.
-pub fn be_i64(b: &[u8], at: usize) -> i64 {
-    i64::from_be_bytes(b[at..at + 8].try_into().unwrap())
+/// The only response of `reply` with status `$status`, typed, which must be
+/// `Response::$variant`.
+macro_rules! response {
+    ($reply:expr, $status:expr, $variant:ident) => {
+        match $reply.typed_response($status) {
+            xroot::proto::response::Response::$variant(r) => r,
+            other => panic!("expected {}, got {other:?}", stringify!($variant)),
+        }
+    };
+}
+
+/// Every scenario, loaded and split ([`Exchange::load`]).
+pub fn all() -> Vec<Exchange> {
+    names().iter().map(|n| Exchange::load(n)).collect()
+}
+
+/// `Bytes` of a `&str`, for comparing bodies and payloads.
+pub fn text(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+/// What `encode` appends to an empty buffer.
+pub fn encoded(encode: impl FnOnce(&mut BytesMut)) -> BytesMut {
+    let mut buf = BytesMut::new();
+    encode(&mut buf);
+    buf
+}
+
+/// The bytes a request frame occupied on the wire.
+pub fn wire(f: &RequestFrame) -> BytesMut {
+    encoded(|b| {
+        f.header.encode(b);
+        b.extend_from_slice(&f.payload);
+        b.extend_from_slice(&f.data);
+    })
+}
+
+/// adler32 (RFC 1950), to check the server's checksums.
+pub fn adler32(data: &[u8]) -> u32 {
+    let (mut a, mut b) = (1u32, 0u32);
+    for &x in data {
+        a = (a + x as u32) % 65521;
+        b = (b + a) % 65521;
+    }
+    (b << 16) | a
 }
 
 /// The content of every data file in the vectors: byte `i` of a file is
