@@ -19,7 +19,8 @@
 //!
 //! **Payloads are not copied.** Paths, text, credentials and data are
 //! [`Bytes`](bytes::Bytes) slices of the frame; they are sent without a
-//! trailing NUL (the server adds its own, PROTOCOL.md §1). Text accessors
+//! trailing NUL (the server adds its own, PROTOCOL.md §1), except `kXR_query`
+//! arguments, which the stock clients NUL-terminate ([`Query::args`]). Text accessors
 //! (`path_str` and the like) check UTF-8 and return
 //! [`DecodeError::Malformed`] if it is not.
 //!

@@ -44,6 +44,9 @@ simple_request! {
         fhandle: FHandle = 8,
     }
     payload
-        /// The arguments: a path with CGI, keys, or text.
+        /// The arguments: a path with CGI, keys, or text. Unlike other
+        /// request payloads, the stock clients (xrdfs, XrdCl 5.5.3) end
+        /// these with a NUL counted in `dlen` (seen in the golden vectors
+        /// `query_config*` and `query_checksum`); a server strips it.
         args => args_str;
 }
