@@ -11,7 +11,9 @@
 //! build expected bytes ([`pattern`], [`text`], [`encoded`], [`wire`],
 //! [`adler32`]).
 
-#![allow(dead_code)] // each test crate that includes this module uses part of it
+#![allow(dead_code, unused_macros)] // each test crate that includes this module uses part of it
+
+pub mod stock;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

@@ -91,7 +91,12 @@ impl StockServer {
             .stderr(Stdio::null());
         if running_as_root() {
             // xrootd refuses to run as root; it drops to this user instead.
-            let user = if Command::new("id").arg("xrootd").output().map(|o| o.status.success()).unwrap_or(false) {
+            let user = if Command::new("id")
+                .arg("xrootd")
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false)
+            {
                 "xrootd"
             } else {
                 "nobody"
@@ -99,7 +104,10 @@ impl StockServer {
             for p in [state.path(), data] {
                 let _ = Command::new("chown").args(["-R", user]).arg(p).status();
             }
-            let _ = Command::new("chmod").args(["a+rx"]).arg(state.path()).status();
+            let _ = Command::new("chmod")
+                .args(["a+rx"])
+                .arg(state.path())
+                .status();
             cmd.args(["-R", user]);
         }
         let child = cmd.spawn().expect("spawn xrootd");
@@ -124,7 +132,11 @@ impl StockServer {
             }
             std::thread::sleep(Duration::from_millis(50));
         }
-        panic!("xrootd not listening on {} after 30 s; log:\n{}", self.port, self.log_tail());
+        panic!(
+            "xrootd not listening on {} after 30 s; log:\n{}",
+            self.port,
+            self.log_tail()
+        );
     }
 
     /// The last lines of the server's log, for failure messages.

@@ -25,6 +25,39 @@
 //! is checked before it is used; a malformed input yields a
 //! [`DecodeError`] naming what was expected and what came.
 //!
+//! # Example
+//!
+//! A client encodes a `kXR_read`; the server side decodes it from the bytes
+//! as they arrive, then answers, and the client decodes the answer:
+//!
+//! ```
+//! use bytes::BytesMut;
+//! use xroot_proto::frame::{ClientMessage, RequestDecoder, ResponseDecoder};
+//! use xroot_proto::request::{Read, Request};
+//! use xroot_proto::response::Response;
+//! use xroot_proto::{FHandle, StreamId};
+//!
+//! // client: 24-byte header, no payload
+//! let mut wire = BytesMut::new();
+//! let read = Read { fhandle: FHandle([0, 0, 0, 1]), offset: 4096, rlen: 5, args: None };
+//! Request::from(read.clone()).encode(StreamId::from_u16(1), &mut wire);
+//! assert_eq!(wire.len(), 24);
+//!
+//! // server: a whole frame comes off the buffer, typed by its request id
+//! let mut dec = RequestDecoder::without_handshake();
+//! let Some(ClientMessage::Request(frame)) = dec.decode(&mut wire)? else { unreachable!() };
+//! let sid = frame.header.streamid;
+//! assert_eq!(Request::decode(frame)?, Request::Read(read));
+//!
+//! // server answers with the data; the client decodes it
+//! let mut reply = BytesMut::new();
+//! Response::Ok(bytes::Bytes::from_static(b"hello")).encode(sid, &mut reply);
+//! let frame = ResponseDecoder::new().decode(&mut reply)?.expect("whole frame");
+//! assert_eq!(frame.header.streamid, StreamId::from_u16(1));
+//! assert!(matches!(Response::decode(frame)?, Response::Ok(data) if &data[..] == b"hello"));
+//! # Ok::<(), xroot_proto::DecodeError>(())
+//! ```
+//!
 //! The wire facts come from `src/XProtocol/XProtocol.hh` of xrootd, as
 //! summarised in the project's PROTOCOL.md; where the installed xrootd 5.5.3
 //! differs, its bytes win.
@@ -51,3 +84,4 @@ pub use frame::{ClientMessage, RequestDecoder, RequestFrame, ResponseDecoder, Re
 pub use header::{
     ClientHandshake, FHandle, RequestHeader, ResponseHeader, ServerHandshake, StreamId,
 };
+pub use list::ReadListEntry;

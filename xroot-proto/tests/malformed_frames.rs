@@ -284,3 +284,57 @@ fn payloads_are_slices_of_the_input_not_copies() {
     let r = ResponseDecoder::new().decode(&mut b).unwrap().unwrap();
     assert_eq!(r.body.as_ptr() as usize, base + 24 + 5000 + 8);
 }
+
+fn readv_frame(elements: &[(i32, i64)]) -> BytesMut {
+    let mut list = BytesMut::new();
+    for &(rlen, offset) in elements {
+        xroot_proto::ReadListEntry {
+            fhandle: xroot_proto::FHandle([0; 4]),
+            rlen,
+            offset,
+        }
+        .encode(&mut list);
+    }
+    request(RequestId::READV, list.len() as i32, &list)
+}
+
+fn decode_request(mut b: BytesMut) -> Result<xroot_proto::request::Request, DecodeError> {
+    let Some(ClientMessage::Request(f)) = RequestDecoder::without_handshake().decode(&mut b)?
+    else {
+        panic!("no whole frame")
+    };
+    xroot_proto::request::Request::decode(f)
+}
+
+#[test]
+fn readv_element_over_2097136_bytes() {
+    let err = decode_request(readv_frame(&[(100, 0), (2_097_137, 4096)])).unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::ReadvElementTooLarge {
+            index: 1,
+            rlen: 2_097_137,
+            max: 2_097_136
+        }
+    );
+    assert!(decode_request(readv_frame(&[(2_097_136, 0)])).is_ok());
+}
+
+#[test]
+fn readv_negative_element_length() {
+    let err = decode_request(readv_frame(&[(-1, 0)])).unwrap_err();
+    assert!(matches!(err, DecodeError::NegativeLength { value: -1, .. }));
+}
+
+#[test]
+fn readv_total_over_2_gib_with_element_headers() {
+    // 1024 maximal elements: 1024 × (2,097,136 + 16) = 2^31 > 0x7fffffff
+    let err = decode_request(readv_frame(&vec![(2_097_136, 0); 1024])).unwrap_err();
+    assert_eq!(
+        err,
+        DecodeError::ReadvTotalTooLarge {
+            total: 1 << 31,
+            max: 0x7fff_ffff
+        }
+    );
+}
