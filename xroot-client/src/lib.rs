@@ -1,12 +1,41 @@
-//! Async, multiplexed XRootD client — **not implemented yet**.
+//! Async, multiplexed XRootD client.
 //!
-//! Planned (see the project README's status table): channels keyed by
-//! scheme, user, host, port and `xrdcl.intent`, many requests in flight per
-//! channel, one response driver for oksofar / wait / waitresp / attn /
-//! redirect, `File` (read, readv, pgread, write, pgwrite, ...) and
-//! `FileSystem` calls, substreams and channel spreading.
+//! A [`Client`] keeps one **channel** per [`ChannelKey`] (scheme, user,
+//! host, port, `xrdcl.intent` and credential CGI, as the reference client
+//! composes its channel id). Each channel is one TCP connection (plus
+//! optional `kXR_bind` substreams) with a writer task and a reader task;
+//! many requests are in flight on it at once, each identified by its
+//! streamid. One driver handles the whole response protocol for every
+//! request: `kXR_oksofar`, `kXR_wait`, `kXR_waitresp` + `kXR_attn`,
+//! redirects and errors.
 //!
-//! Today the wire format lives in [`xroot_proto`], including the `root://`
-//! URL parser ([`xroot_proto::url::Url`]) this client will build on.
+//! - [`Client`]: channels, [`Client::open`], [`Client::fs`].
+//! - [`File`]: an open file.
+//! - [`FileSystem`]: namespace and query calls.
+//! - [`Error`]: every way a call fails, with the server's code kept.
+//!
+//! Wire formats come from [`xroot_proto`].
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod channel;
+mod client;
+mod config;
+mod driver;
+mod error;
+mod file;
+mod fs;
+mod key;
+mod stats;
+
+pub use channel::{Channel, ServerInfo};
+pub use client::Client;
+pub use config::Config;
+pub use error::{Error, Result};
+pub use file::{File, OpenFlags};
+pub use fs::FileSystem;
+pub use key::ChannelKey;
+pub use stats::ChannelStats;
 pub use xroot_proto as proto;
+pub use xroot_proto::url::Url;

@@ -1,0 +1,335 @@
+//! One logged-in connection and its two tasks.
+//!
+//! The **writer** task owns the socket's write half and writes whole frames
+//! taken from an unbounded queue, so a frame is never interleaved with
+//! another. The **reader** task owns the read half, decodes frames and
+//! routes each by streamid to the request waiting for it (a `kXR_attn`
+//! asynresp to the request it names). No lock is held across an await: the
+//! stream table is locked only to register a request or deliver a frame.
+//! Bound substreams (`kXR_bind`) get a reader task each, routing into the
+//! same table: XrdCl sends every request on the main stream and only the
+//! answers to reads come back on a substream (PROTOCOL.md §9).
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::mpsc;
+use xroot_proto::codes::{AttnAction, ResponseType};
+use xroot_proto::frame::ResponseDecoder;
+use xroot_proto::header::ResponseHeader;
+use xroot_proto::request::Request;
+use xroot_proto::{ResponseFrame, Status, StreamId};
+
+use super::login::{ServerInfo, Setup};
+use super::streams::{Delivery, Streams};
+use crate::error::{Error, Result};
+use crate::stats::LinkStats;
+
+/// A logged-in connection (the main stream plus any bound substreams).
+#[derive(Debug)]
+pub(crate) struct Link {
+    pub(crate) endpoint: String,
+    pub(crate) info: ServerInfo,
+    out: mpsc::UnboundedSender<Bytes>,
+    streams: Mutex<Streams>,
+    dead: AtomicBool,
+    /// Stream inactivity is not held against the link before this instant
+    /// (`kXR_wait` / `kXR_waitresp` barrier), as nanoseconds since `epoch`.
+    barrier: AtomicU64,
+    epoch: Instant,
+    /// Bound substreams' pathids, in binding order.
+    pub(crate) pathids: Mutex<Vec<u8>>,
+    pub(crate) stats: LinkStats,
+}
+
+impl Link {
+    /// Starts the reader and writer tasks on a connection set up by
+    /// [`super::login::establish`].
+    pub(crate) fn start(setup: Setup, info: ServerInfo, stream_timeout: Duration) -> Arc<Link> {
+        let endpoint = setup_endpoint(&setup);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let link = Arc::new(Link {
+            endpoint,
+            info,
+            out: tx,
+            streams: Mutex::new(Streams::default()),
+            dead: AtomicBool::new(false),
+            barrier: AtomicU64::new(0),
+            epoch: Instant::now(),
+            pathids: Mutex::new(Vec::new()),
+            stats: LinkStats::default(),
+        });
+        let (read, write) = setup.sock.into_split();
+        tokio::spawn(writer(Arc::downgrade(&link), write, rx));
+        tokio::spawn(reader(
+            Arc::clone(&link),
+            read,
+            setup.buf,
+            setup.dec,
+            stream_timeout,
+        ));
+        link
+    }
+
+    /// Adds a bound substream's socket: its frames are routed like the main
+    /// stream's.
+    pub(crate) fn add_substream(
+        self: &Arc<Self>,
+        setup: Setup,
+        pathid: u8,
+        stream_timeout: Duration,
+    ) {
+        self.pathids.lock().unwrap().push(pathid);
+        let (read, _write) = setup.sock.into_split();
+        tokio::spawn(reader(
+            Arc::clone(self),
+            read,
+            setup.buf,
+            setup.dec,
+            stream_timeout,
+        ));
+    }
+
+    /// Whether the connection has failed; a new one is needed.
+    pub(crate) fn is_dead(&self) -> bool {
+        self.dead.load(Ordering::Acquire)
+    }
+
+    /// Requests waiting for an answer on this connection.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.streams.lock().unwrap().in_flight()
+    }
+
+    /// Sends `req` on a new streamid. Errors: [`Error::ConnectionLost`] if
+    /// the connection is gone, [`Error::StreamIdsExhausted`].
+    pub(crate) fn send(self: &Arc<Self>, req: &Request) -> Result<InFlight> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let sid = {
+            let mut streams = self.streams.lock().unwrap();
+            if self.is_dead() {
+                return Err(self.lost());
+            }
+            streams
+                .register(tx)
+                .ok_or_else(|| Error::StreamIdsExhausted {
+                    endpoint: self.endpoint.clone(),
+                })?
+        };
+        let flight = InFlight {
+            link: Arc::clone(self),
+            sid,
+            rx,
+            started: Instant::now(),
+        };
+        flight.resend(req)?;
+        self.stats.request_started();
+        Ok(flight)
+    }
+
+    fn lost(&self) -> Error {
+        Error::ConnectionLost {
+            endpoint: self.endpoint.clone(),
+        }
+    }
+
+    /// Marks the connection dead and fails every request waiting on it.
+    fn kill(&self, why: &str) {
+        if !self.dead.swap(true, Ordering::AcqRel) {
+            tracing::debug!(endpoint = %self.endpoint, why, "connection closed");
+        }
+        let endpoint = self.endpoint.clone();
+        self.streams
+            .lock()
+            .unwrap()
+            .close(|| Error::ConnectionLost {
+                endpoint: endpoint.clone(),
+            });
+    }
+
+    fn hold_off_timeout(&self, seconds: i32) {
+        let until = Instant::now() + Duration::from_secs(seconds.max(0) as u64 + 5);
+        let nanos = until.duration_since(self.epoch).as_nanos() as u64;
+        self.barrier.fetch_max(nanos, Ordering::AcqRel);
+    }
+
+    fn timeout_held_off(&self) -> bool {
+        let now = Instant::now().duration_since(self.epoch).as_nanos() as u64;
+        now < self.barrier.load(Ordering::Acquire)
+    }
+
+    /// Routes one frame from the wire.
+    fn route(&self, frame: ResponseFrame) {
+        let frame = match frame.header.status {
+            Status::ATTN => match asynresp(&frame) {
+                Some(inner) => inner,
+                None => {
+                    tracing::debug!(endpoint = %self.endpoint, "unsolicited kXR_attn ignored");
+                    return;
+                }
+            },
+            _ => frame,
+        };
+        let status = frame.header.status;
+        if status == Status::WAIT || status == Status::WAITRESP {
+            if let Some(secs) = frame.body.get(..4) {
+                self.hold_off_timeout(i32::from_be_bytes(secs.try_into().unwrap()));
+            }
+        }
+        let is_final = match status {
+            Status::OKSOFAR | Status::WAIT | Status::WAITRESP | Status::ATTN => false,
+            // bdy.resptype is byte 7 of the status body
+            Status::STATUS => frame.body.get(7) == Some(&ResponseType::FINAL.0),
+            _ => true,
+        };
+        self.stats.bytes_received(frame.wire_len());
+        self.streams.lock().unwrap().deliver(frame, is_final);
+    }
+}
+
+fn setup_endpoint(s: &Setup) -> String {
+    s.sock
+        .peer_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_else(|_| "?".to_string())
+}
+
+/// The response embedded in a `kXR_attn` asynresp (actnum 5008, 4 reserved
+/// bytes, then a whole response: PROTOCOL.md §8.4), as a slice of the frame.
+fn asynresp(frame: &ResponseFrame) -> Option<ResponseFrame> {
+    let b = &frame.body;
+    if b.len() < 16 || i32::from_be_bytes(b[..4].try_into().unwrap()) != AttnAction::ASYNRESP.0 {
+        return None;
+    }
+    let header = ResponseHeader::decode(&b[8..16]).ok()?;
+    Some(ResponseFrame {
+        header,
+        body: b.slice(16..),
+    })
+}
+
+/// A request on the wire: receives its frames until the final one.
+#[derive(Debug)]
+pub(crate) struct InFlight {
+    pub(crate) link: Arc<Link>,
+    pub(crate) sid: StreamId,
+    rx: mpsc::UnboundedReceiver<Delivery>,
+    started: Instant,
+}
+
+impl InFlight {
+    /// (Re)writes `req` with this request's streamid (the resend after
+    /// `kXR_wait` keeps it, PROTOCOL.md §8.4).
+    pub(crate) fn resend(&self, req: &Request) -> Result<()> {
+        let mut buf = BytesMut::new();
+        req.encode(self.sid, &mut buf);
+        self.link.stats.bytes_sent(buf.len());
+        self.link
+            .out
+            .send(buf.freeze())
+            .map_err(|_| self.link.lost())
+    }
+
+    /// The next frame for this request. Errors: [`Error::ConnectionLost`]
+    /// when the connection drops first.
+    pub(crate) async fn next(&mut self) -> Result<ResponseFrame> {
+        match self.rx.recv().await {
+            Some(d) => d,
+            None => Err(self.link.lost()),
+        }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.link.stats.request_finished(self.started.elapsed());
+    }
+}
+
+async fn writer(
+    link: std::sync::Weak<Link>,
+    mut sock: OwnedWriteHalf,
+    mut rx: mpsc::UnboundedReceiver<Bytes>,
+) {
+    // Small frames queued together go out in one write; large ones as they are.
+    const COALESCE: usize = 64 * 1024;
+    let mut batch = BytesMut::new();
+    while let Some(first) = rx.recv().await {
+        let mut result = Ok(());
+        let mut pending = Some(first);
+        while let Some(frame) = pending.take() {
+            if frame.len() >= COALESCE {
+                if !batch.is_empty() {
+                    result = sock.write_all(&batch.split()).await;
+                }
+                if result.is_ok() {
+                    result = sock.write_all(&frame).await;
+                }
+            } else {
+                batch.extend_from_slice(&frame);
+            }
+            if result.is_err() {
+                break;
+            }
+            if batch.len() < COALESCE {
+                pending = rx.try_recv().ok();
+            }
+        }
+        if result.is_ok() && !batch.is_empty() {
+            result = sock.write_all(&batch.split()).await;
+        }
+        if let Err(e) = result {
+            if let Some(link) = link.upgrade() {
+                link.kill(&format!("write failed: {e}"));
+            }
+            return;
+        }
+    }
+    // every sender is gone: the link was dropped
+    let _ = sock.shutdown().await;
+}
+
+async fn reader(
+    link: Arc<Link>,
+    mut sock: OwnedReadHalf,
+    mut buf: BytesMut,
+    mut dec: ResponseDecoder,
+    stream_timeout: Duration,
+) {
+    let why = loop {
+        match dec.decode(&mut buf) {
+            Ok(Some(frame)) => {
+                link.route(frame);
+                continue;
+            }
+            Ok(None) => {}
+            Err(e) => break format!("undecodable frame: {e}"),
+        }
+        if buf.capacity() - buf.len() < 16 * 1024 {
+            buf.reserve(64 * 1024);
+        }
+        let read = tokio::time::timeout(stream_timeout, sock.read_buf(&mut buf)).await;
+        match read {
+            Ok(Ok(0)) => break "closed by the server".to_string(),
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => break format!("read failed: {e}"),
+            Err(_) => {
+                if link.in_flight() > 0 && !link.timeout_held_off() {
+                    break format!("no data for {stream_timeout:?} with requests outstanding");
+                }
+            }
+        }
+        if link.is_dead() {
+            break "connection failed elsewhere".to_string();
+        }
+        // a dropped link (no requests, no owner) ends its reader
+        if Arc::strong_count(&link) == 1 {
+            break "no longer used".to_string();
+        }
+    };
+    // a substream failing fails the link too: answers routed to it would never come
+    link.kill(&why);
+}

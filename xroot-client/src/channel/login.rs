@@ -1,0 +1,304 @@
+//! Bringing up one connection: TCP connect, the handshake and `kXR_protocol`
+//! in one write, `kXR_login`, and `host` / `unix` authentication when the
+//! server asks for it (PROTOCOL.md §2, §5). This runs before the
+//! connection's reader and writer tasks start, on the raw socket.
+
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use xroot_proto::codes::version;
+use xroot_proto::frame::ResponseDecoder;
+use xroot_proto::header::{ClientHandshake, ServerHandshake};
+use xroot_proto::request::{
+    Auth, Bind, Capver, Expect, Login, LoginAbility, Protocol, ProtocolFlags, Request,
+};
+use xroot_proto::response::{self as resp, LoginResponse, ProtocolResponse, Response};
+use xroot_proto::{ResponseFrame, ServerType, StreamId};
+
+use crate::config::Config;
+use crate::error::{Error, Result};
+use crate::key::ChannelKey;
+
+/// What the server told us while the connection came up.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    /// Protocol version from the `kXR_protocol` answer (`0x511` for xrootd 5.5).
+    pub protover: u32,
+    /// Data server or load balancer, from the handshake.
+    pub server_type: ServerType,
+    /// The `kXR_protocol` flags (`kXR_isServer`, `kXR_isManager`, `kXR_suppgrw`, ...).
+    pub flags: resp::ProtocolFlags,
+    /// The session id from login (for `kXR_bind` and `kXR_endsess`).
+    pub sessid: [u8; 16],
+}
+
+impl ServerInfo {
+    /// Whether the server supports `kXR_pgread` / `kXR_pgwrite`.
+    pub fn supports_pgrw(&self) -> bool {
+        self.protover >= version::PGRW && self.flags.contains(resp::ProtocolFlags::SUPPGRW)
+    }
+
+    /// Whether it is a data server (not a manager or redirector).
+    pub fn is_data_server(&self) -> bool {
+        self.flags.contains(resp::ProtocolFlags::IS_SERVER)
+    }
+}
+
+/// A socket mid-setup: the bytes read past the last frame stay in `buf`.
+pub(crate) struct Setup {
+    pub(crate) sock: TcpStream,
+    pub(crate) buf: BytesMut,
+    pub(crate) dec: ResponseDecoder,
+    endpoint: String,
+}
+
+impl Setup {
+    async fn connect(key: &ChannelKey, cfg: &Config) -> Result<Setup> {
+        let endpoint = key.endpoint();
+        let host = key.host.trim_start_matches('[').trim_end_matches(']');
+        let sock = TcpStream::connect((host, key.port))
+            .await
+            .map_err(|source| Error::Io {
+                endpoint: endpoint.clone(),
+                source,
+            })?;
+        let _ = sock.set_nodelay(true);
+        Ok(Setup {
+            sock,
+            buf: BytesMut::with_capacity(64 * 1024),
+            dec: ResponseDecoder::new().with_max_dlen(cfg.max_response_dlen),
+            endpoint,
+        })
+    }
+
+    async fn write(&mut self, bytes: &[u8]) -> Result<()> {
+        self.sock
+            .write_all(bytes)
+            .await
+            .map_err(|source| Error::Io {
+                endpoint: self.endpoint.clone(),
+                source,
+            })
+    }
+
+    async fn frame(&mut self) -> Result<ResponseFrame> {
+        loop {
+            match self.dec.decode(&mut self.buf) {
+                Ok(Some(f)) => return Ok(f),
+                Ok(None) => {}
+                Err(source) => {
+                    return Err(Error::Protocol {
+                        endpoint: self.endpoint.clone(),
+                        source,
+                    })
+                }
+            }
+            let n = self
+                .sock
+                .read_buf(&mut self.buf)
+                .await
+                .map_err(|source| Error::Io {
+                    endpoint: self.endpoint.clone(),
+                    source,
+                })?;
+            if n == 0 {
+                return Err(Error::ConnectionLost {
+                    endpoint: self.endpoint.clone(),
+                });
+            }
+        }
+    }
+
+    /// Sends `req` on streamid 0 and returns the body of its `kXR_ok`,
+    /// resending after `kXR_wait` (handshake-phase requests are not
+    /// redirected).
+    async fn call(&mut self, req: Request) -> Result<Bytes> {
+        let id = req.id();
+        let mut out = BytesMut::new();
+        req.encode(StreamId::ZERO, &mut out);
+        self.write(&out).await?;
+        loop {
+            let frame = self.frame().await?;
+            match self.decode(frame)? {
+                Response::Ok(body) => return Ok(body),
+                Response::Error(e) => return Err(server_error(e)),
+                Response::Wait(w) => {
+                    tokio::time::sleep(Duration::from_secs(w.seconds.max(0) as u64)).await;
+                    self.write(&out).await?;
+                }
+                other => return Err(Error::unexpected(id, format!("{other:?}"))),
+            }
+        }
+    }
+
+    fn decode(&self, frame: ResponseFrame) -> Result<Response> {
+        Response::decode(frame).map_err(|source| Error::Protocol {
+            endpoint: self.endpoint.clone(),
+            source,
+        })
+    }
+
+    /// Handshake and `kXR_protocol` in one write; returns the server type
+    /// and the protocol answer.
+    async fn handshake(&mut self, expect: Expect) -> Result<(ServerHandshake, ProtocolResponse)> {
+        let mut out = BytesMut::new();
+        ClientHandshake.encode(&mut out);
+        Request::from(Protocol {
+            clientpv: version::CURRENT,
+            flags: ProtocolFlags::SECREQS | ProtocolFlags::BIFREQS,
+            expect,
+        })
+        .encode(StreamId::ZERO, &mut out);
+        self.write(&out).await?;
+        let hs = self.frame().await?;
+        let hs = ServerHandshake::from_body(&hs.body).map_err(|source| Error::Protocol {
+            endpoint: self.endpoint.clone(),
+            source,
+        })?;
+        let frame = self.frame().await?;
+        let body = match self.decode(frame)? {
+            Response::Ok(b) => b,
+            Response::Error(e) => return Err(server_error(e)),
+            other => {
+                return Err(Error::unexpected(
+                    xroot_proto::RequestId::PROTOCOL,
+                    format!("{other:?}"),
+                ))
+            }
+        };
+        let proto = ProtocolResponse::decode(body).map_err(|source| Error::Protocol {
+            endpoint: self.endpoint.clone(),
+            source,
+        })?;
+        Ok((hs, proto))
+    }
+}
+
+pub(crate) fn server_error(e: resp::ServerError) -> Error {
+    Error::Server {
+        code: e.code,
+        message: e.message_lossy().into_owned(),
+    }
+}
+
+/// The user name to log in as: the URL's, else the OS user, else `_anon_`
+/// (what XrdCl does).
+fn login_user(key: &ChannelKey) -> String {
+    key.user
+        .clone()
+        .or_else(|| std::env::var("USER").ok())
+        .or_else(|| std::env::var("LOGNAME").ok())
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "_anon_".to_string())
+}
+
+/// Connects, handshakes, logs in and authenticates the main stream of a
+/// channel. Errors: [`Error::Io`], [`Error::Timeout`] past
+/// `connect_timeout`, [`Error::Server`] for a refused login,
+/// [`Error::AuthUnsupported`] when the server offers no protocol we have.
+pub(crate) async fn establish(key: &ChannelKey, cfg: &Config) -> Result<(Setup, ServerInfo)> {
+    tokio::time::timeout(cfg.connect_timeout, async {
+        let mut s = Setup::connect(key, cfg).await?;
+        let (hs, proto) = s.handshake(Expect::LOGIN).await?;
+        let user = login_user(key);
+        let cgi = format!(
+            "&xrd.appname={}&xrd.rn=xroot-{}",
+            cfg.app_name,
+            env!("CARGO_PKG_VERSION")
+        );
+        let body = s
+            .call(
+                Login {
+                    pid: std::process::id() as i32,
+                    username: Login::pack_username(&user),
+                    ability: LoginAbility::FULLURL
+                        | LoginAbility::READRDOK
+                        | LoginAbility::REDIRFLAGS,
+                    capver: Capver(0x85),
+                    cgi: Bytes::from(cgi),
+                    ..Default::default()
+                }
+                .into(),
+            )
+            .await?;
+        let login = LoginResponse::decode(body).map_err(|source| Error::Protocol {
+            endpoint: key.endpoint(),
+            source,
+        })?;
+        if login.sec.is_some() {
+            authenticate(&mut s, &login, &user).await?;
+        }
+        let info = ServerInfo {
+            protover: proto.pval,
+            server_type: hs.server_type,
+            flags: proto.flags,
+            sessid: login.sessid,
+        };
+        Ok((s, info))
+    })
+    .await
+    .map_err(|_| Error::Timeout {
+        what: "connect",
+        after: cfg.connect_timeout,
+    })?
+}
+
+/// Answers the login's security token with `unix` (preferred) or `host`.
+async fn authenticate(s: &mut Setup, login: &LoginResponse, user: &str) -> Result<()> {
+    let offered = login.protocols().map_err(|source| Error::Protocol {
+        endpoint: s.endpoint.clone(),
+        source,
+    })?;
+    let names: Vec<String> = offered
+        .iter()
+        .map(|p| String::from_utf8_lossy(&p.name).into_owned())
+        .collect();
+    let (credtype, credentials): ([u8; 4], Bytes) = if names.iter().any(|n| n == "unix") {
+        let group = std::env::var("GROUP").unwrap_or_default();
+        let mut cred = format!("unix\0{user}");
+        if !group.is_empty() {
+            cred.push(' ');
+            cred.push_str(&group);
+        }
+        cred.push('\0');
+        (*b"unix", Bytes::from(cred))
+    } else if names.iter().any(|n| n == "host") {
+        (*b"host", Bytes::from_static(b"host\0"))
+    } else {
+        return Err(Error::AuthUnsupported {
+            endpoint: s.endpoint.clone(),
+            offered: names,
+        });
+    };
+    s.call(
+        Auth {
+            credtype,
+            credentials,
+        }
+        .into(),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Connects a substream and binds it to `sessid`; returns the socket and the
+/// pathid the server assigned (PROTOCOL.md §5.4).
+pub(crate) async fn bind(key: &ChannelKey, cfg: &Config, sessid: [u8; 16]) -> Result<(Setup, u8)> {
+    tokio::time::timeout(cfg.connect_timeout, async {
+        let mut s = Setup::connect(key, cfg).await?;
+        s.handshake(Expect::BIND).await?;
+        let body = s.call(Bind { sessid }.into()).await?;
+        let reply = resp::BindResponse::decode(body).map_err(|source| Error::Protocol {
+            endpoint: key.endpoint(),
+            source,
+        })?;
+        Ok((s, reply.pathid))
+    })
+    .await
+    .map_err(|_| Error::Timeout {
+        what: "connect",
+        after: cfg.connect_timeout,
+    })?
+}

@@ -1,0 +1,46 @@
+//! Client settings, with the reference client's defaults (XrdCl's
+//! `XRD_*` environment settings, PROTOCOL.md §12.3).
+
+use std::time::Duration;
+
+/// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// Deadline for one request, redirects and waits included
+    /// (`XRD_REQUESTTIMEOUT`, 1800 s).
+    pub request_timeout: Duration,
+    /// With requests outstanding, a connection silent this long is declared
+    /// dead (`XRD_STREAMTIMEOUT`, 60 s).
+    pub stream_timeout: Duration,
+    /// Deadline for TCP connect, handshake and login (`XRD_CONNECTIONWINDOW`,
+    /// 120 s).
+    pub connect_timeout: Duration,
+    /// Most redirects one request may follow (`XRD_REDIRECTLIMIT`, 16).
+    pub redirect_limit: u32,
+    /// Retries of a pgread page whose crc32c is bad, each a single-page
+    /// `kXR_pgread` with `kXR_pgRetry` (XrdCl retries once per page; 3 here).
+    pub pgread_retries: u32,
+    /// Largest response body accepted, in bytes (plain reads arrive as one
+    /// frame from the stock server, so this bounds the largest `read_at`).
+    pub max_response_dlen: usize,
+    /// Application name sent in the login CGI (`XRD_APPNAME`).
+    pub app_name: String,
+    /// TCP connections per channel toward a data server: the main stream
+    /// plus `substreams - 1` bound with `kXR_bind` (`XRD_SUBSTREAMSPERCHANNEL`, 1).
+    pub substreams: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            request_timeout: Duration::from_secs(1800),
+            stream_timeout: Duration::from_secs(60),
+            connect_timeout: Duration::from_secs(120),
+            redirect_limit: 16,
+            pgread_retries: 3,
+            max_response_dlen: 256 << 20,
+            app_name: "xroot".to_string(),
+            substreams: 1,
+        }
+    }
+}

@@ -1,0 +1,179 @@
+//! The client's error type: every way a call can fail, each naming what
+//! went wrong and keeping what the server said.
+
+use std::io;
+use std::time::Duration;
+
+use xroot_proto::{DecodeError, ErrorCode};
+
+/// Why a client call failed.
+#[non_exhaustive]
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The server answered `kXR_error`: its code and message, verbatim.
+    #[error("server error {code:?}: {message}")]
+    Server {
+        /// The `kXR_error` number (PROTOCOL.md §8.2).
+        code: ErrorCode,
+        /// The server's message, without its trailing NUL.
+        message: String,
+    },
+
+    /// Connecting, reading or writing the socket failed.
+    #[error("I/O error with {endpoint}: {source}")]
+    Io {
+        /// `host:port` of the server.
+        endpoint: String,
+        /// The underlying error.
+        #[source]
+        source: io::Error,
+    },
+
+    /// The server sent bytes that do not decode.
+    #[error("protocol violation from {endpoint}: {source}")]
+    Protocol {
+        /// `host:port` of the server.
+        endpoint: String,
+        /// What did not decode.
+        #[source]
+        source: DecodeError,
+    },
+
+    /// A well-formed response that does not fit the request (a `kXR_status`
+    /// to a stat, a body of the wrong shape, ...).
+    #[error("unexpected response to {request}: {detail}")]
+    UnexpectedResponse {
+        /// The request, by its protocol name.
+        request: &'static str,
+        /// What came instead.
+        detail: String,
+    },
+
+    /// The connection dropped while the request was in flight.
+    #[error("connection to {endpoint} lost")]
+    ConnectionLost {
+        /// `host:port` of the server.
+        endpoint: String,
+    },
+
+    /// A deadline passed: the request's own, or the stream's inactivity
+    /// timeout while requests were outstanding.
+    #[error("{what} timed out after {after:?}")]
+    Timeout {
+        /// What timed out (`"request"`, `"stream"`, `"connect"`).
+        what: &'static str,
+        /// The limit that passed.
+        after: Duration,
+    },
+
+    /// More redirects than the configured limit (16 by default).
+    #[error("redirect limit of {limit} reached (last target {last})")]
+    RedirectLimit {
+        /// The limit.
+        limit: u32,
+        /// The last redirect target.
+        last: String,
+    },
+
+    /// The server asked for authentication with protocols this client does
+    /// not implement (it implements `host` and `unix`).
+    #[error(
+        "{endpoint} requires authentication by {offered:?}; this client supports host and unix"
+    )]
+    AuthUnsupported {
+        /// `host:port` of the server.
+        endpoint: String,
+        /// The protocols the server offered (`gsi`, `krb5`, ...).
+        offered: Vec<String>,
+    },
+
+    /// pgread pages still failed their crc32c after the retry bound.
+    #[error("pages at offsets {offsets:?} failed crc32c after {attempts} retries")]
+    PageChecksum {
+        /// File offsets of the bad pages, in bytes.
+        offsets: Vec<u64>,
+        /// Retries made for each.
+        attempts: u32,
+    },
+
+    /// A URL that does not parse.
+    #[error("invalid URL: {0}")]
+    Url(#[source] DecodeError),
+
+    /// A redirect to a URL this client cannot follow (another scheme).
+    #[error("redirected to {0}, which is not a root:// URL")]
+    ForeignRedirect(String),
+
+    /// Every one of the channel's 65,535 stream ids is in use.
+    #[error("no free stream id on the channel to {endpoint}")]
+    StreamIdsExhausted {
+        /// `host:port` of the server.
+        endpoint: String,
+    },
+
+    /// The file was closed (or never opened).
+    #[error("file is not open")]
+    NotOpen,
+
+    /// An argument the protocol cannot carry (a read of more than 2 GiB, ...).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    /// The server's `kXR_error` code, if the server refused the request.
+    pub fn server_code(&self) -> Option<ErrorCode> {
+        match self {
+            Error::Server { code, .. } => Some(*code),
+            _ => None,
+        }
+    }
+
+    /// The closest [`io::ErrorKind`]: server codes through their errno
+    /// (XrdCl's `toErrno`, PROTOCOL.md §8.2), the rest by their nature.
+    pub fn kind(&self) -> io::ErrorKind {
+        use io::ErrorKind as K;
+        match self {
+            Error::Server { code, .. } => match code.to_errno() {
+                2 => K::NotFound,
+                13 => K::PermissionDenied,
+                17 => K::AlreadyExists,
+                22 | 36 => K::InvalidInput,
+                12 => K::OutOfMemory,
+                95 => K::Unsupported,
+                110 | 62 => K::TimedOut,
+                21 => K::IsADirectory,
+                28 | 122 => K::StorageFull,
+                30 => K::ReadOnlyFilesystem,
+                35 => K::ResourceBusy,
+                113 => K::HostUnreachable,
+                _ => K::Other,
+            },
+            Error::Io { source, .. } => source.kind(),
+            Error::Protocol { .. } | Error::UnexpectedResponse { .. } => K::InvalidData,
+            Error::ConnectionLost { .. } => K::ConnectionAborted,
+            Error::Timeout { .. } => K::TimedOut,
+            Error::PageChecksum { .. } => K::InvalidData,
+            Error::Url(_) | Error::InvalidArgument(_) => K::InvalidInput,
+            Error::AuthUnsupported { .. } => K::PermissionDenied,
+            Error::NotOpen => K::NotConnected,
+            _ => K::Other,
+        }
+    }
+
+    pub(crate) fn unexpected(request: xroot_proto::RequestId, detail: impl Into<String>) -> Self {
+        Error::UnexpectedResponse {
+            request: request.protocol_name().unwrap_or("request"),
+            detail: detail.into(),
+        }
+    }
+}
+
+impl From<Error> for io::Error {
+    fn from(e: Error) -> io::Error {
+        io::Error::new(e.kind(), e)
+    }
+}
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,289 @@
+//! An open file: positional reads and writes, vector reads, paged reads and
+//! writes with crc32c, sync, truncate, stat and close (PROTOCOL.md §6).
+//!
+//! A file handle lives on the connection that opened it. When that
+//! connection dies, the next call re-opens the file at the URL it was opened
+//! from (without `new`/`delete`, so nothing is recreated) and retries once,
+//! as the reference client's recovery does.
+
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use xroot_proto::request::{
+    Close, Mode, Open, OpenOptions, Read, Request, Stat, Sync, Truncate, Write,
+};
+use xroot_proto::response::{OpenResponse, StatInfo};
+use xroot_proto::url::Url;
+use xroot_proto::{FHandle, RequestId};
+
+use crate::channel::{Channel, Link};
+use crate::client::Client;
+use crate::driver::{self, Reply};
+use crate::error::{Error, Result};
+
+/// How to open a file: the `kXR_open` options and, for a file created, its
+/// permission bits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenFlags {
+    /// `kXR_open` option bits (`kXR_async` and `kXR_retstat` are always added).
+    pub options: OpenOptions,
+    /// Permissions of a created file (POSIX `0o777` bits).
+    pub mode: u16,
+}
+
+impl OpenFlags {
+    /// Read only (`kXR_open_read`).
+    pub const READ: OpenFlags = OpenFlags {
+        options: OpenOptions::READ,
+        mode: 0,
+    };
+    /// Read and write an existing file (`kXR_open_updt`).
+    pub const UPDATE: OpenFlags = OpenFlags {
+        options: OpenOptions::UPDATE,
+        mode: 0,
+    };
+    /// Create a new file, failing if it exists (`kXR_new`), mode 0644.
+    pub const NEW: OpenFlags = OpenFlags {
+        options: OpenOptions(OpenOptions::NEW.0 | OpenOptions::UPDATE.0),
+        mode: 0o644,
+    };
+    /// Create or truncate (`kXR_delete`), mode 0644.
+    pub const OVERWRITE: OpenFlags = OpenFlags {
+        options: OpenOptions(OpenOptions::DELETE.0 | OpenOptions::UPDATE.0),
+        mode: 0o644,
+    };
+
+    /// The same, also creating missing parent directories (`kXR_mkpath`).
+    pub const fn mkpath(self) -> OpenFlags {
+        OpenFlags {
+            options: OpenOptions(self.options.0 | OpenOptions::MKPATH.0),
+            mode: self.mode,
+        }
+    }
+
+    /// The same with permissions `mode` for a created file.
+    pub const fn with_mode(self, mode: u16) -> OpenFlags {
+        OpenFlags {
+            options: self.options,
+            mode,
+        }
+    }
+
+    /// The flags a re-open after a lost connection uses: nothing created or
+    /// truncated again.
+    fn for_reopen(self) -> OpenFlags {
+        OpenFlags {
+            options: self
+                .options
+                .without(OpenOptions::NEW)
+                .without(OpenOptions::DELETE),
+            mode: self.mode,
+        }
+    }
+}
+
+/// Where a file's handle lives.
+#[derive(Debug, Clone)]
+pub(crate) struct Handle {
+    pub(crate) fhandle: FHandle,
+    pub(crate) link: Arc<Link>,
+    pub(crate) channel: Arc<Channel>,
+    /// The server that holds the handle (after redirects).
+    pub(crate) url: Url,
+}
+
+/// An open file. Dropping it without [`File::close`] leaves the handle open
+/// on the server until the connection ends.
+#[derive(Debug)]
+pub struct File {
+    pub(crate) client: Client,
+    /// The URL as opened (before redirects), used to re-open.
+    url: Url,
+    flags: OpenFlags,
+    handle: Mutex<Option<Handle>>,
+    stat: Mutex<Option<StatInfo>>,
+}
+
+impl File {
+    /// Opens `url` with `flags`. Errors: [`Error::Server`] (e.g.
+    /// `kXR_NotFound`), connection errors, [`Error::RedirectLimit`],
+    /// [`Error::Timeout`].
+    pub async fn open(client: &Client, url: &Url, flags: OpenFlags) -> Result<File> {
+        let (handle, stat) = open_at(client, url, flags).await?;
+        Ok(File {
+            client: client.clone(),
+            url: url.clone(),
+            flags,
+            handle: Mutex::new(Some(handle)),
+            stat: Mutex::new(stat),
+        })
+    }
+
+    /// The URL the file was opened with.
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The URL of the server that holds the file (after redirects).
+    pub fn server_url(&self) -> Option<Url> {
+        self.handle.lock().unwrap().as_ref().map(|h| h.url.clone())
+    }
+
+    /// The stat the server returned at open (or the last [`File::stat`]).
+    pub fn cached_stat(&self) -> Option<StatInfo> {
+        self.stat.lock().unwrap().clone()
+    }
+
+    /// The current handle, re-opening first if its connection died.
+    /// Errors: [`Error::NotOpen`] after close; those of re-opening.
+    pub(crate) async fn handle(&self) -> Result<Handle> {
+        let current = self.handle.lock().unwrap().clone();
+        match current {
+            None => Err(Error::NotOpen),
+            Some(h) if !h.link.is_dead() => Ok(h),
+            Some(_) => {
+                tracing::debug!(url = %self.url, "connection lost: re-opening");
+                let (h, stat) = open_at(&self.client, &self.url, self.flags.for_reopen()).await?;
+                *self.handle.lock().unwrap() = Some(h.clone());
+                if stat.is_some() {
+                    *self.stat.lock().unwrap() = stat;
+                }
+                Ok(h)
+            }
+        }
+    }
+
+    /// Runs a handle-based request built by `make`, re-opening and retrying
+    /// once if the connection was lost.
+    pub(crate) async fn call(&self, make: impl Fn(FHandle) -> Request) -> Result<Reply> {
+        let h = self.handle().await?;
+        match driver::execute_on(&self.client, &h.link, &h.url, &make(h.fhandle)).await {
+            Err(Error::ConnectionLost { .. }) => {
+                let h = self.handle().await?;
+                driver::execute_on(&self.client, &h.link, &h.url, &make(h.fhandle)).await
+            }
+            other => other,
+        }
+    }
+
+    /// Reads up to `len` bytes at `offset`; fewer only at end of file.
+    /// Errors: [`Error::InvalidArgument`] for `len` over `i32::MAX`, and the
+    /// server's and connection's errors.
+    pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let rlen = i32::try_from(len)
+            .map_err(|_| Error::InvalidArgument(format!("read of {len} bytes")))?;
+        let offset = to_offset(offset)?;
+        self.call(|fhandle| {
+            Read {
+                fhandle,
+                offset,
+                rlen,
+                args: None,
+            }
+            .into()
+        })
+        .await?
+        .into_bytes(RequestId::READ)
+    }
+
+    /// Writes `data` at `offset` (plain `kXR_write`).
+    pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<()> {
+        let offset = to_offset(offset)?;
+        self.call(|fhandle| {
+            Write {
+                fhandle,
+                offset,
+                pathid: 0,
+                data: data.clone(),
+            }
+            .into()
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Flushes the file to stable storage on the server.
+    pub async fn sync(&self) -> Result<()> {
+        self.call(|fhandle| Sync { fhandle }.into()).await?;
+        Ok(())
+    }
+
+    /// Sets the file's size to `size` bytes.
+    pub async fn truncate(&self, size: u64) -> Result<()> {
+        let offset = to_offset(size)?;
+        self.call(|fhandle| {
+            Truncate {
+                fhandle,
+                offset,
+                path: Bytes::new(),
+            }
+            .into()
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Asks the server for the file's stat (by handle).
+    pub async fn stat(&self) -> Result<StatInfo> {
+        let body = self
+            .call(|fhandle| {
+                Stat {
+                    fhandle,
+                    ..Default::default()
+                }
+                .into()
+            })
+            .await?
+            .into_bytes(RequestId::STAT)?;
+        let st = StatInfo::parse(&body)
+            .map_err(|e| Error::unexpected(RequestId::STAT, e.to_string()))?;
+        *self.stat.lock().unwrap() = Some(st.clone());
+        Ok(st)
+    }
+
+    /// Closes the file. A second close is [`Error::NotOpen`].
+    pub async fn close(&self) -> Result<()> {
+        let h = self.handle.lock().unwrap().take().ok_or(Error::NotOpen)?;
+        if h.link.is_dead() {
+            return Ok(()); // the server closed it with the connection
+        }
+        driver::execute_on(
+            &self.client,
+            &h.link,
+            &h.url,
+            &Close { fhandle: h.fhandle }.into(),
+        )
+        .await?;
+        Ok(())
+    }
+}
+
+async fn open_at(
+    client: &Client,
+    url: &Url,
+    flags: OpenFlags,
+) -> Result<(Handle, Option<StatInfo>)> {
+    let req = Open {
+        mode: Mode(flags.mode),
+        options: flags.options | OpenOptions::ASYNC | OpenOptions::RETSTAT,
+        path: Bytes::from(url.path_with_cgi()),
+        ..Default::default()
+    };
+    let answered = driver::execute(client, url, req.into()).await?;
+    let body = answered.reply.into_bytes(RequestId::OPEN)?;
+    let open = OpenResponse::decode(body)
+        .map_err(|e| Error::unexpected(RequestId::OPEN, e.to_string()))?;
+    Ok((
+        Handle {
+            fhandle: open.fhandle,
+            link: answered.link,
+            channel: answered.channel,
+            url: answered.url,
+        },
+        open.stat,
+    ))
+}
+
+pub(crate) fn to_offset(offset: u64) -> Result<i64> {
+    i64::try_from(offset).map_err(|_| Error::InvalidArgument(format!("offset {offset}")))
+}
