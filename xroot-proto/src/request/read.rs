@@ -10,21 +10,51 @@ use crate::header::{FHandle, StreamId};
 use crate::limits::MAX_READV_ELEMENTS;
 use crate::list::{validate_readv, ReadListEntry};
 
-use super::params::{put_header, Params};
+use super::params::{put_header, Param, Params};
 use super::RequestBody;
 
-/// Appends a request whose payload is a read_list.
-fn put_list_request(
+/// The layout `kXR_readv` and `kXR_pgreadv` share: flags at header byte 18,
+/// `pathid` at byte 19 and a read_list payload, checked with `validate`.
+/// Errors: [`Params::of`]'s, [`DecodeError::Misaligned`] and `validate`'s.
+fn decode_list_request<F: Param>(
+    frame: &RequestFrame,
+    id: RequestId,
+    what: &'static str,
+    validate: fn(&[ReadListEntry]) -> Result<(), DecodeError>,
+) -> Result<(F, u8, Vec<ReadListEntry>), DecodeError> {
+    let p = Params::of(frame, id)?;
+    let list = ReadListEntry::decode_list(&frame.payload, what)?;
+    validate(&list)?;
+    Ok((p.get(18), p.get(19), list))
+}
+
+/// Appends a request laid out as [`decode_list_request`] reads it.
+fn put_list_request<F: Param>(
     buf: &mut BytesMut,
     streamid: StreamId,
     id: RequestId,
-    params: Params,
+    (flags, pathid): (F, u8),
     list: &[ReadListEntry],
 ) {
-    put_header(buf, streamid, id, params, list.len() * ReadListEntry::LEN);
+    let p = Params::default().set(18, flags).set(19, pathid);
+    put_header(buf, streamid, id, p, list.len() * ReadListEntry::LEN);
     for e in list {
         e.encode(buf);
     }
+}
+
+/// Header bytes 4-19 of `kXR_read` and `kXR_pgread`: `fhandle`, `offset`,
+/// `rlen`.
+fn extent_params(fhandle: FHandle, offset: i64, rlen: i32) -> Params {
+    Params::default()
+        .set(4, fhandle)
+        .set(8, offset)
+        .set(16, rlen)
+}
+
+/// The inverse of [`extent_params`].
+fn extent_of(p: &Params) -> (FHandle, i64, i32) {
+    (p.get(4), p.get(8), p.get(16))
 }
 
 /// The optional `read_args` payload of `kXR_read` (PROTOCOL.md §6.3): 8
@@ -94,19 +124,17 @@ impl RequestBody for Read {
                 )?,
             })
         };
+        let (fhandle, offset, rlen) = extent_of(&p);
         Ok(Read {
-            fhandle: p.get(4),
-            offset: p.get(8),
-            rlen: p.get(16),
+            fhandle,
+            offset,
+            rlen,
             args,
         })
     }
 
     fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default()
-            .set(4, self.fhandle)
-            .set(8, self.offset)
-            .set(16, self.rlen);
+        let p = extent_params(self.fhandle, self.offset, self.rlen);
         let Some(args) = &self.args else {
             return put_header(buf, streamid, Self::ID, p, 0);
         };
@@ -171,19 +199,18 @@ impl RequestBody for Readv {
     const ID: RequestId = RequestId::READV;
 
     fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let p = Params::of(frame, Self::ID)?;
-        let list = ReadListEntry::decode_list(&frame.payload, "kXR_readv read_list")?;
-        validate_readv(&list)?;
+        let (flags, pathid, list) =
+            decode_list_request(frame, Self::ID, "kXR_readv read_list", validate_readv)?;
         Ok(Readv {
-            flags: p.get(18),
-            pathid: p.get(19),
+            flags,
+            pathid,
             list,
         })
     }
 
     fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default().set(18, self.flags).set(19, self.pathid);
-        put_list_request(buf, streamid, Self::ID, p, &self.list);
+        let head = (self.flags, self.pathid);
+        put_list_request(buf, streamid, Self::ID, head, &self.list);
     }
 }
 
@@ -253,19 +280,17 @@ impl RequestBody for Pgread {
             pathid,
             reqflags: b.get(1).map(|&f| PgReqFlags(f)),
         });
+        let (fhandle, offset, rlen) = extent_of(&p);
         Ok(Pgread {
-            fhandle: p.get(4),
-            offset: p.get(8),
-            rlen: p.get(16),
+            fhandle,
+            offset,
+            rlen,
             args,
         })
     }
 
     fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default()
-            .set(4, self.fhandle)
-            .set(8, self.offset)
-            .set(16, self.rlen);
+        let p = extent_params(self.fhandle, self.offset, self.rlen);
         let mut args = [0u8; 2];
         let n = match self.args {
             None => 0,
@@ -327,20 +352,17 @@ impl RequestBody for PgReadv {
     const ID: RequestId = RequestId::PGREADV;
 
     fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let p = Params::of(frame, Self::ID)?;
-        let list = ReadListEntry::decode_list(&frame.payload, "kXR_pgreadv read_list")?;
-        validate_pgreadv(&list)?;
+        let (reqflags, pathid, list) =
+            decode_list_request(frame, Self::ID, "kXR_pgreadv read_list", validate_pgreadv)?;
         Ok(PgReadv {
-            reqflags: p.get(18),
-            pathid: p.get(19),
+            reqflags,
+            pathid,
             list,
         })
     }
 
     fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default()
-            .set(18, self.reqflags)
-            .set(19, self.pathid);
-        put_list_request(buf, streamid, Self::ID, p, &self.list);
+        let head = (self.reqflags, self.pathid);
+        put_list_request(buf, streamid, Self::ID, head, &self.list);
     }
 }
