@@ -76,13 +76,7 @@ impl ReadListEntry {
 /// [`DecodeError::ReadvTotalTooLarge`] when the lengths plus 16 bytes per
 /// element exceed `0x7fffffff`.
 pub fn validate_readv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
-    if list.len() > MAX_READV_ELEMENTS {
-        return Err(DecodeError::TooManyElements {
-            what: "read_list",
-            count: list.len() as u64,
-            max: MAX_READV_ELEMENTS as u64,
-        });
-    }
+    DecodeError::check_count("read_list", list.len(), MAX_READV_ELEMENTS)?;
     let mut total = (list.len() * READ_LIST_LEN) as u64;
     for (index, e) in list.iter().enumerate() {
         if e.rlen < 0 {

@@ -248,13 +248,7 @@ impl RequestBody for CloneRanges {
             });
         }
         let count = len / CloneEntry::LEN;
-        if count > MAX_CLONE_ELEMENTS {
-            return Err(DecodeError::TooManyElements {
-                what: WHAT,
-                count: count as u64,
-                max: MAX_CLONE_ELEMENTS as u64,
-            });
-        }
+        DecodeError::check_count(WHAT, count, MAX_CLONE_ELEMENTS)?;
         let mut r = Reader::new(frame.payload.clone(), WHAT);
         let list = (0..count)
             .map(|_| CloneEntry::decode(&mut r))

@@ -309,13 +309,7 @@ impl RequestBody for Pgread {
 /// Unlike readv, an element's length is not capped: each extent is streamed
 /// as its own run of pgread frames (seeds/002 "Addendum").
 pub fn validate_pgreadv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
-    if list.len() > MAX_READV_ELEMENTS {
-        return Err(DecodeError::TooManyElements {
-            what: "kXR_pgreadv read_list",
-            count: list.len() as u64,
-            max: MAX_READV_ELEMENTS as u64,
-        });
-    }
+    DecodeError::check_count("kXR_pgreadv read_list", list.len(), MAX_READV_ELEMENTS)?;
     match list.iter().find(|e| e.rlen < 0) {
         Some(e) => Err(DecodeError::NegativeLength {
             what: "kXR_pgreadv rlen",
