@@ -10,37 +10,43 @@ use crate::header::{FHandle, StreamId};
 use crate::limits::MAX_READV_ELEMENTS;
 use crate::list::{validate_readv, ReadListEntry};
 
-use super::params::{put_header, Param, Params};
+use super::params::{put_header, Params};
 use super::RequestBody;
 
-/// The layout `kXR_readv` and `kXR_pgreadv` share: flags at header byte 18,
-/// `pathid` at byte 19 and a read_list payload, checked with `validate`.
-/// Errors: [`Params::of`]'s, [`DecodeError::Misaligned`] and `validate`'s.
-fn decode_list_request<F: Param>(
-    frame: &RequestFrame,
-    id: RequestId,
-    what: &'static str,
-    validate: fn(&[ReadListEntry]) -> Result<(), DecodeError>,
-) -> Result<(F, u8, Vec<ReadListEntry>), DecodeError> {
-    let p = Params::of(frame, id)?;
-    let list = ReadListEntry::decode_list(&frame.payload, what)?;
-    validate(&list)?;
-    Ok((p.get(18), p.get(19), list))
-}
+/// Implements [`RequestBody`] for a request laid out like `kXR_readv`: a
+/// flags byte `$flags` at header byte 18, `pathid` at byte 19 and a
+/// read_list payload, checked on decode with `$validate`.
+macro_rules! list_request {
+    ($name:ident = $id:ident, $flags:ident, $what:literal, $validate:path) => {
+        impl RequestBody for $name {
+            const ID: RequestId = RequestId::$id;
 
-/// Appends a request laid out as [`decode_list_request`] reads it.
-fn put_list_request<F: Param>(
-    buf: &mut BytesMut,
-    streamid: StreamId,
-    id: RequestId,
-    (flags, pathid): (F, u8),
-    list: &[ReadListEntry],
-) {
-    let p = Params::default().set(18, flags).set(19, pathid);
-    put_header(buf, streamid, id, p, list.len() * ReadListEntry::LEN);
-    for e in list {
-        e.encode(buf);
-    }
+            fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
+                let p = Params::of(frame, Self::ID)?;
+                let list = ReadListEntry::decode_list(&frame.payload, $what)?;
+                $validate(&list)?;
+                Ok($name {
+                    $flags: p.get(18),
+                    pathid: p.get(19),
+                    list,
+                })
+            }
+
+            fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
+                let p = Params::default().set(18, self.$flags).set(19, self.pathid);
+                put_header(
+                    buf,
+                    streamid,
+                    Self::ID,
+                    p,
+                    self.list.len() * ReadListEntry::LEN,
+                );
+                for e in &self.list {
+                    e.encode(buf);
+                }
+            }
+        }
+    };
 }
 
 /// Header bytes 4-19 of `kXR_read` and `kXR_pgread`: `fhandle`, `offset`,
@@ -195,24 +201,7 @@ impl Readv {
     }
 }
 
-impl RequestBody for Readv {
-    const ID: RequestId = RequestId::READV;
-
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let (flags, pathid, list) =
-            decode_list_request(frame, Self::ID, "kXR_readv read_list", validate_readv)?;
-        Ok(Readv {
-            flags,
-            pathid,
-            list,
-        })
-    }
-
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let head = (self.flags, self.pathid);
-        put_list_request(buf, streamid, Self::ID, head, &self.list);
-    }
-}
+list_request! { Readv = READV, flags, "kXR_readv read_list", validate_readv }
 
 wire_newtype! {
     /// `reqflags` of `kXR_pgread` (payload byte 1), `kXR_pgwrite` (byte 17)
@@ -342,21 +331,4 @@ pub struct PgReadv {
     pub list: Vec<ReadListEntry>,
 }
 
-impl RequestBody for PgReadv {
-    const ID: RequestId = RequestId::PGREADV;
-
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let (reqflags, pathid, list) =
-            decode_list_request(frame, Self::ID, "kXR_pgreadv read_list", validate_pgreadv)?;
-        Ok(PgReadv {
-            reqflags,
-            pathid,
-            list,
-        })
-    }
-
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let head = (self.reqflags, self.pathid);
-        put_list_request(buf, streamid, Self::ID, head, &self.list);
-    }
-}
+list_request! { PgReadv = PGREADV, reqflags, "kXR_pgreadv read_list", validate_pgreadv }
