@@ -107,6 +107,15 @@ impl DecodeError {
         }
     }
 
+    /// `Ok` when `got >= expected` (bytes), else a [`DecodeError::Truncated`]
+    /// for `what`.
+    pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), Self> {
+        if got < expected {
+            return Err(DecodeError::truncated(what, expected, got));
+        }
+        Ok(())
+    }
+
     /// `Ok` when `count <= max`, else a [`DecodeError::TooManyElements`]
     /// for `what`.
     pub(crate) fn check_count(what: &'static str, count: usize, max: usize) -> Result<(), Self> {

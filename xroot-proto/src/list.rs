@@ -32,13 +32,7 @@ impl ReadListEntry {
     /// Reads one element from the first 16 bytes of `b`.
     /// Errors: [`DecodeError::Truncated`] if `b` is shorter.
     pub fn decode(b: &[u8]) -> Result<Self, DecodeError> {
-        if b.len() < Self::LEN {
-            return Err(DecodeError::truncated(
-                "read_list element",
-                Self::LEN,
-                b.len(),
-            ));
-        }
+        DecodeError::check_len("read_list element", Self::LEN, b.len())?;
         Ok(ReadListEntry {
             fhandle: FHandle(b[0..4].try_into().unwrap()),
             rlen: i32::from_be_bytes(b[4..8].try_into().unwrap()),

@@ -25,11 +25,7 @@ impl Reader {
     }
 
     fn need(&self, n: usize) -> Result<(), DecodeError> {
-        if self.buf.len() < n {
-            Err(DecodeError::truncated(self.what, n, self.buf.len()))
-        } else {
-            Ok(())
-        }
+        DecodeError::check_len(self.what, n, self.buf.len())
     }
 
     pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {

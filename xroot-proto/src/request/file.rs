@@ -159,9 +159,7 @@ impl Chkpoint {
             });
         }
         let end = RequestHeader::LEN + header.dlen as usize;
-        if b.len() < end {
-            return Err(DecodeError::truncated(WHAT, end, b.len()));
-        }
+        DecodeError::check_len(WHAT, end, b.len())?;
         let data = b.slice(end..);
         if header.requestid != RequestId::WRITEV && !data.is_empty() {
             return Err(DecodeError::TrailingBytes {

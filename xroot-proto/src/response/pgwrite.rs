@@ -59,9 +59,7 @@ impl PgWriteResponse {
         if data.is_empty() {
             return Ok(PgWriteResponse { offset, cse: None });
         }
-        if data.len() < CSE_HEAD {
-            return Err(DecodeError::truncated("pgwrite CSE", CSE_HEAD, data.len()));
-        }
+        DecodeError::check_len("pgwrite CSE", CSE_HEAD, data.len())?;
         let list = data.len() - CSE_HEAD;
         if list % 8 != 0 {
             return Err(DecodeError::Misaligned {
