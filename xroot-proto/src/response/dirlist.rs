@@ -337,9 +337,9 @@ mod tests {
 
     fn arb_list() -> impl Strategy<Value = DirList> {
         let stat = arb_stat().prop_filter("no brackets in owner/group", |s| {
-            s.extended.as_ref().map_or(true, |x| {
-                !x.owner.contains(&b'[') && !x.group.contains(&b']')
-            })
+            s.extended
+                .as_ref()
+                .is_none_or(|x| !x.owner.contains(&b'[') && !x.group.contains(&b']'))
         });
         let entry = (
             arb_name(),
