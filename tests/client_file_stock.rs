@@ -207,6 +207,20 @@ async fn pgwrite_lands_on_disk() {
     assert_eq!(relay.spoiled(), 1);
     assert_eq!(relay.pgwrite_retries(), 1);
     assert!(on_disk(&server, "/w/retry.bin") == data);
+    // a page spoiled every time: the retries are bounded and the call fails
+    let relay = CorruptProxy::start(server.port, Spoil::EveryPgwrite).await;
+    let client = Client::with_config(Config {
+        pgread_retries: 2,
+        ..Config::default()
+    });
+    let w = open(&client, relay.port, "/w/bad.bin", OpenFlags::NEW).await;
+    match w.pgwrite(4096, Bytes::from(pattern(10_000))).await {
+        Err(Error::PageChecksum { offsets, attempts }) => {
+            assert_eq!((offsets, attempts), (vec![4096], 2));
+        }
+        other => panic!("expected PageChecksum, got {other:?}"),
+    }
+    assert_eq!(relay.pgwrite_retries(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

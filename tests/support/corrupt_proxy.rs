@@ -34,6 +34,8 @@ pub enum Spoil {
     EveryPgread,
     /// The first pgwrite request, then nothing.
     FirstPgwrite,
+    /// Every pgwrite request (its first page), retries included.
+    EveryPgwrite,
 }
 
 /// What the proxy saw.
@@ -122,14 +124,18 @@ impl Drop for CorruptProxy {
     }
 }
 
-/// Whether the frame at hand, a candidate for `target`, is to be spoiled
-/// under `spoil`; counts the frames spoiled.
-fn take_turn(spoil: Spoil, target: Spoil, counters: &Counters) -> bool {
-    if spoil == Spoil::EveryPgread && target == Spoil::FirstPgread {
+/// Whether the frame at hand, a pgread answer (`pgread`) or a pgwrite
+/// request, is to be spoiled under `spoil`; counts the frames spoiled.
+fn take_turn(spoil: Spoil, pgread: bool, counters: &Counters) -> bool {
+    let (first, every) = match pgread {
+        true => (Spoil::FirstPgread, Spoil::EveryPgread),
+        false => (Spoil::FirstPgwrite, Spoil::EveryPgwrite),
+    };
+    if spoil == every {
         counters.spoiled.fetch_add(1, Ordering::SeqCst);
         return true;
     }
-    spoil == target
+    spoil == first
         && counters
             .spoiled
             .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
@@ -191,10 +197,7 @@ async fn to_server(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc
                     counter.fetch_add(1, Ordering::SeqCst);
                 }
                 // [crc][page...]: flip the first page's first data byte
-                if id == RequestId::PGWRITE
-                    && payload.len() > 4
-                    && take_turn(spoil, Spoil::FirstPgwrite, &c)
-                {
+                if id == RequestId::PGWRITE && payload.len() > 4 && take_turn(spoil, false, &c) {
                     payload[4] ^= 0xff;
                 }
             }
@@ -218,7 +221,7 @@ async fn to_client(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc
             let is_pgread = frame.header.status == Status::STATUS
                 && frame.body.get(6) == Some(&((RequestId::PGREAD.0 - 3000) as u8));
             let data_at = start + 8 + frame.header.dlen as usize;
-            if is_pgread && out.len() > data_at + 4 && take_turn(spoil, Spoil::FirstPgread, &c) {
+            if is_pgread && out.len() > data_at + 4 && take_turn(spoil, true, &c) {
                 out[data_at + 4] ^= 0xff;
             }
         }

@@ -11,6 +11,7 @@
 //!
 //! - [`Client`]: channels, [`Client::open`], [`Client::fs`].
 //! - [`File`]: an open file.
+//! - [`FileReader`]: `AsyncRead + AsyncSeek` over a [`File`].
 //! - [`FileSystem`]: namespace and query calls.
 //! - [`Error`]: every way a call fails, with the server's code kept.
 //!
