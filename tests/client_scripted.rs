@@ -328,6 +328,56 @@ async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server_trips_the_stream_timeout() {
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) => vec![], // never answered
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.stream_timeout = Duration::from_secs(1));
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { what: "stream", .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    // the dead connection is closed, and the next request reconnects
+    guard(async {
+        while peer.client_closes() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ)).await;
+    assert!(f.is_ok(), "{f:?}");
+    assert_eq!(peer.logins().len(), 2, "logged in again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_timeout_counts_from_the_request_not_from_the_idle_time_before() {
+    // answers a stat 1.5 s late: within the 3 s stream timeout counted from
+    // the request, past it counted from the last traffic before (the open)
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) => {
+            let mut steps = vec![Step::Sleep(Duration::from_millis(1500))];
+            steps.extend(call.serve());
+            steps
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.stream_timeout = Duration::from_secs(3));
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await; // idle, nothing outstanding
+    let st = guard(f.stat()).await;
+    assert!(st.is_ok(), "{st:?}");
+    assert_eq!(peer.connections(), 1, "no reconnection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_deadline_passes_then_the_channel_still_works() {
     let peer = Peer::start(|call| match &call.request {
         Request::Stat(_) if call.nth == 0 => vec![], // never answered
