@@ -378,6 +378,51 @@ async fn stream_timeout_counts_from_the_request_not_from_the_idle_time_before() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bound_substream_stays_open() {
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: content(100),
+            ..Default::default()
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let client = config(|c| {
+        c.substreams = 2;
+        c.stream_timeout = Duration::from_secs(1); // how often idle readers look
+    });
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    let binds = peer.requests_of(RequestId::BIND);
+    assert_eq!(binds.len(), 1);
+    assert_eq!(binds[0].conn, 1, "on a second connection");
+    let Request::Bind(b) = &binds[0].request else {
+        unreachable!()
+    };
+    assert_eq!(
+        b.sessid[..8],
+        1u64.to_be_bytes(),
+        "the main stream's sessid"
+    );
+    assert_eq!(guard(f.read_at(0, 100)).await.unwrap(), content(100));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        peer.client_closes(),
+        0,
+        "no connection closed by the client"
+    );
+    // once nothing uses the link, both its connections close
+    drop((f, client));
+    guard(async {
+        while peer.client_closes() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn request_deadline_passes_then_the_channel_still_works() {
     let peer = Peer::start(|call| match &call.request {
         Request::Stat(_) if call.nth == 0 => vec![], // never answered

@@ -26,8 +26,8 @@ use tokio::task::AbortHandle;
 use xroot::proto::codes::version;
 use xroot::proto::request::{OpenOptions, Request};
 use xroot::proto::response::{
-    Attn, LoginResponse, OpenResponse, ProtocolFlags, ProtocolResponse, ReadvEncoder, Response,
-    SecProtocol, ServerError, StatFlags, StatInfo,
+    Attn, BindResponse, LoginResponse, OpenResponse, ProtocolFlags, ProtocolResponse, ReadvEncoder,
+    Response, SecProtocol, ServerError, StatFlags, StatInfo,
 };
 use xroot::proto::{
     ClientMessage, ErrorCode, FHandle, ReadListEntry, RequestDecoder, RequestId, ResponseDecoder,
@@ -125,7 +125,8 @@ pub const FHANDLE: FHandle = FHandle([0, 0, 0, 7]);
 impl Call {
     /// The default answer of a no-auth data server exporting
     /// [`Options::content`] under every path: protocol, login (with the
-    /// security token of [`Options::security`]), auth, open (with retstat),
+    /// security token of [`Options::security`]), auth, bind (pathid 1), open
+    /// (with retstat),
     /// stat, read, readv (frames of 64 kB at most), close, sync, write,
     /// truncate and ping succeed; anything else is `kXR_Unsupported`.
     pub fn serve(&self) -> Vec<Step> {
@@ -166,6 +167,7 @@ impl Call {
             }
             .encode(&mut body),
             Request::Stat(_) => self.stat().encode(&mut body),
+            Request::Bind(_) => BindResponse { pathid: 1 }.encode(&mut body),
             Request::Read(r) => return vec![Step::ok(self.slice(r.offset, r.rlen as i64))],
             Request::Readv(r) => return vec![Step::Raw(self.readv_frames(&r.list))],
             Request::Auth(_)

@@ -82,7 +82,7 @@ impl Link {
         ));
         tokio::spawn(reader(
             Arc::clone(&link),
-            read,
+            (read, None),
             setup.buf,
             setup.dec,
             stream_timeout,
@@ -99,10 +99,13 @@ impl Link {
         stream_timeout: Duration,
     ) {
         self.pathids.lock().unwrap().push(pathid);
-        let (read, _write) = setup.sock.into_split();
+        let (read, write) = setup.sock.into_split();
+        // nothing is written on a substream, but dropping the write half
+        // would send a FIN and the server would end the substream: the
+        // reader keeps it
         tokio::spawn(reader(
             Arc::clone(self),
-            read,
+            (read, Some(write)),
             setup.buf,
             setup.dec,
             stream_timeout,
@@ -323,9 +326,12 @@ async fn writer(
     let _ = sock.shutdown().await;
 }
 
+/// Reads the frames of one stream (main or bound) until the link dies.
+/// `sock` is the read half and, for a substream, its write half, held
+/// (unused) until the reader ends so that the socket stays open.
 async fn reader(
     link: Arc<Link>,
-    mut sock: OwnedReadHalf,
+    (mut sock, _write): (OwnedReadHalf, Option<OwnedWriteHalf>),
     mut buf: BytesMut,
     mut dec: ResponseDecoder,
     stream_timeout: Duration,
@@ -383,8 +389,9 @@ async fn reader(
                     );
                 }
                 checked = Instant::now();
-                // a dropped link (no requests, no owner) ends its reader
-                if Arc::strong_count(&link) == 1 {
+                // a dropped link (no requests, no owner but its readers)
+                // ends its readers
+                if Arc::strong_count(&link) <= 1 + link.pathids.lock().unwrap().len() {
                     break lost("no longer used".to_string());
                 }
             }
