@@ -454,6 +454,32 @@ async fn request_deadline_passes_then_the_channel_still_works() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_abandoned_at_the_request_deadline_does_not_block_the_channel() {
+    // the first connection never gets its kXR_protocol answer
+    let peer = Peer::start(|call| match &call.request {
+        Request::Protocol(_) if call.conn == 0 => vec![],
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(1));
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                what: "request",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let st = guard(fs.stat("/f")).await;
+    assert!(st.is_ok(), "the next request connects again: {st:?}");
+    assert_eq!(peer.connections(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn urls_share_a_connection_iff_their_channel_keys_are_equal() {
     let peer = Peer::start(|call| call.serve()).await;
     let client = Client::new();

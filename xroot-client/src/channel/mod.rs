@@ -32,6 +32,23 @@ enum State {
     Up(Arc<Link>),
 }
 
+/// A connection attempt in progress. It publishes its outcome when dropped,
+/// so that a caller that gives up mid-way (its request deadline passed, its
+/// future was dropped) leaves the channel `Down` for the next caller rather
+/// than `Connecting` forever.
+struct Attempt<'a> {
+    channel: &'a Channel,
+    outcome: State,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        let outcome = std::mem::replace(&mut self.outcome, State::Down(None));
+        *self.channel.state.lock().unwrap() = outcome;
+        self.channel.changed.send_modify(|n| *n += 1);
+    }
+}
+
 /// The logical connection to one endpoint (see the module docs).
 #[derive(Debug)]
 pub struct Channel {
@@ -93,20 +110,16 @@ impl Channel {
             }
         }
         // this caller connects; the others wait on `changed`
-        let result = self.connect().await;
-        let mut state = self.state.lock().unwrap();
-        let out = match result {
-            Ok(link) => {
-                *state = State::Up(Arc::clone(&link));
-                Ok(link)
-            }
-            Err(e) => {
-                *state = State::Down(Some((e.kind(), e.to_string())));
-                Err(e)
-            }
+        let mut attempt = Attempt {
+            channel: self,
+            outcome: State::Down(None),
         };
-        self.changed.send_modify(|n| *n += 1);
-        out
+        let result = self.connect().await;
+        attempt.outcome = match &result {
+            Ok(link) => State::Up(Arc::clone(link)),
+            Err(e) => State::Down(Some((e.kind(), e.to_string()))),
+        };
+        result
     }
 
     async fn connect(&self) -> Result<Arc<Link>> {
