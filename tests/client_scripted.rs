@@ -239,6 +239,41 @@ async fn redirect_to_the_same_endpoint_as_another_user_uses_a_new_channel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
+    let data = content(200_000);
+    // connections 0 and 1 send the first part of a read, then close
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        |call| match &call.request {
+            Request::Read(r) if call.conn < 2 => vec![
+                Step::Reply(Response::OkSoFar(call.slice(r.offset, 1000))),
+                Step::Close,
+            ],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    // the read is retried once on a new connection (re-opening the file),
+    // which drops too
+    let err = guard(f.read_at(0, 100_000)).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::ConnectionAborted);
+    assert_eq!(peer.logins().len(), 2);
+    // the next call connects, logs in and re-opens again
+    let got = guard(f.read_at(50_000, 100_000)).await.unwrap();
+    assert_eq!(got, data.slice(50_000..150_000));
+    assert_eq!(peer.logins().len(), 3, "logged in again");
+    assert_eq!(peer.requests_of(RequestId::OPEN).len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_error_keeps_code_and_message() {
     let peer = Peer::start(|call| match &call.request {
         Request::Stat(s) if &s.path[..] == b"/missing" => {
