@@ -13,6 +13,7 @@
 
 #![allow(dead_code, unused_macros)] // each test crate that includes this module uses part of it
 
+pub mod cluster;
 pub mod scripted;
 pub mod stock;
 
