@@ -6,79 +6,10 @@
 //! C names of `XProtocol.hh` as doc aliases (`RequestId::READV` ↔ `kXR_readv`).
 //! Values: PROTOCOL.md §4 (requests), §8.1 (status), §8.2 (errors), §8.4 (attn).
 
-use core::fmt;
-
-/// Defines a newtype wire code with named constants, a protocol name lookup
-/// and `Debug`/`Display` that print the C name when it is known.
-macro_rules! wire_code {
-    (
-        $(#[$meta:meta])*
-        $vis:vis struct $name:ident($repr:ty);
-        $( $(#[$cmeta:meta])* $konst:ident = $val:literal => $cname:literal; )*
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
-        $vis struct $name(pub $repr);
-
-        impl $name {
-            $(
-                $(#[$cmeta])*
-                #[doc = concat!("`", $cname, "` = ", stringify!($val), ".")]
-                #[doc(alias = $cname)]
-                pub const $konst: $name = $name($val);
-            )*
-
-            /// Every code this crate names, in ascending order.
-            pub const ALL: &'static [$name] = &[$($name($val)),*];
-
-            /// The name `XProtocol.hh` gives this value, or `None` for a value
-            /// this crate does not know (which still round-trips).
-            pub const fn protocol_name(self) -> Option<&'static str> {
-                match self.0 {
-                    $( $val => Some($cname), )*
-                    _ => None,
-                }
-            }
-
-            /// Whether this crate names the value.
-            pub const fn is_known(self) -> bool {
-                self.protocol_name().is_some()
-            }
-        }
-
-        impl fmt::Debug for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                match self.protocol_name() {
-                    Some(n) => write!(f, "{}({})", n, self.0),
-                    None => write!(f, "{}({})", stringify!($name), self.0),
-                }
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                fmt::Debug::fmt(self, f)
-            }
-        }
-
-        impl From<$repr> for $name {
-            fn from(v: $repr) -> Self {
-                $name(v)
-            }
-        }
-
-        impl From<$name> for $repr {
-            fn from(v: $name) -> Self {
-                v.0
-            }
-        }
-    };
-}
-
-wire_code! {
+wire_newtype! {
     /// A request id: bytes 2–3 of the 24-byte request header (`kXR_char requestid[2]`
     /// in `ClientRequestHdr`, big-endian). PROTOCOL.md §4.
-    pub struct RequestId(u16);
+    code RequestId(u16);
     AUTH = 3000 => "kXR_auth";
     QUERY = 3001 => "kXR_query";
     CHMOD = 3002 => "kXR_chmod";
@@ -140,10 +71,10 @@ impl RequestId {
     }
 }
 
-wire_code! {
+wire_newtype! {
     /// A response status: bytes 2–3 of the 8-byte response header
     /// (`ServerResponseHeader::status`). PROTOCOL.md §8.1.
-    pub struct Status(u16);
+    code Status(u16);
     OK = 0 => "kXR_ok";
     OKSOFAR = 4000 => "kXR_oksofar";
     ATTN = 4001 => "kXR_attn";
@@ -155,10 +86,10 @@ wire_code! {
     STATUS = 4007 => "kXR_status";
 }
 
-wire_code! {
+wire_newtype! {
     /// An error number carried by `kXR_error` (`ServerResponseBody_Error::errnum`).
     /// PROTOCOL.md §8.2 lists them with their errno mapping.
-    pub struct ErrorCode(i32);
+    code ErrorCode(i32);
     ARG_INVALID = 3000 => "kXR_ArgInvalid";
     ARG_MISSING = 3001 => "kXR_ArgMissing";
     ARG_TOO_LONG = 3002 => "kXR_ArgTooLong";
@@ -287,11 +218,11 @@ impl ErrorCode {
     }
 }
 
-wire_code! {
+wire_newtype! {
     /// The action number that starts a `kXR_attn` body (`actnum`). Only
     /// `kXR_asynresp` and `kXR_asyncms` are still sent by servers; the rest are
     /// obsolete but named. PROTOCOL.md §8.4.
-    pub struct AttnAction(i32);
+    code AttnAction(i32);
     ASYNCAB = 5000 => "kXR_asyncab";
     ASYNCDI = 5001 => "kXR_asyncdi";
     ASYNCMS = 5002 => "kXR_asyncms";
@@ -303,17 +234,17 @@ wire_code! {
     ASYNRESP = 5008 => "kXR_asynresp";
 }
 
-wire_code! {
+wire_newtype! {
     /// The server type in the 16-byte handshake reply (`msgval`). PROTOCOL.md §2.
-    pub struct ServerType(i32);
+    code ServerType(i32);
     LOAD_BALANCER = 0 => "kXR_LBalServer";
     DATA_SERVER = 1 => "kXR_DataServer";
 }
 
-wire_code! {
+wire_newtype! {
     /// `resptype` of a `kXR_status` body (`ServerResponseStatus::bdy.resptype`).
     /// PROTOCOL.md §8.1.
-    pub struct ResponseType(u8);
+    code ResponseType(u8);
     FINAL = 0 => "kXR_FinalResult";
     PARTIAL = 1 => "kXR_PartialResult";
     PROGRESS = 2 => "kXR_ProgressInfo";

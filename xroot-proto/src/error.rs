@@ -107,6 +107,28 @@ impl DecodeError {
         }
     }
 
+    /// `Ok` when `got >= expected` (bytes), else a [`DecodeError::Truncated`]
+    /// for `what`.
+    pub(crate) fn check_len(what: &'static str, expected: usize, got: usize) -> Result<(), Self> {
+        if got < expected {
+            return Err(DecodeError::truncated(what, expected, got));
+        }
+        Ok(())
+    }
+
+    /// `Ok` when `count <= max`, else a [`DecodeError::TooManyElements`]
+    /// for `what`.
+    pub(crate) fn check_count(what: &'static str, count: usize, max: usize) -> Result<(), Self> {
+        if count > max {
+            return Err(DecodeError::TooManyElements {
+                what,
+                count: count as u64,
+                max: max as u64,
+            });
+        }
+        Ok(())
+    }
+
     /// A [`DecodeError::Malformed`] for `what`.
     pub fn malformed(what: &'static str, detail: impl Into<String>) -> Self {
         DecodeError::Malformed {

@@ -352,13 +352,11 @@ impl ResponseDecoder {
                 if header.status != Status::STATUS {
                     ResponseHeader::LEN + dlen
                 } else {
-                    if dlen < crate::response::STATUS_BODY_LEN {
-                        return Err(DecodeError::truncated(
-                            "kXR_status body",
-                            crate::response::STATUS_BODY_LEN,
-                            dlen,
-                        ));
-                    }
+                    DecodeError::check_len(
+                        "kXR_status body",
+                        crate::response::STATUS_BODY_LEN,
+                        dlen,
+                    )?;
                     // bdy.dlen is the last field of the 16-byte status body
                     if buf.len() < ResponseHeader::LEN + crate::response::STATUS_BODY_LEN {
                         return Ok(None);

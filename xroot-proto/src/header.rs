@@ -70,13 +70,7 @@ impl ClientHandshake {
     /// Checks 20 bytes. Errors: [`DecodeError::Truncated`] if fewer than 20,
     /// [`DecodeError::BadHandshake`] if the values differ.
     pub fn decode(b: &[u8]) -> Result<Self, DecodeError> {
-        if b.len() < Self::LEN {
-            return Err(DecodeError::truncated(
-                "client handshake",
-                Self::LEN,
-                b.len(),
-            ));
-        }
+        DecodeError::check_len("client handshake", Self::LEN, b.len())?;
         let mut got = [0i32; 5];
         for (i, g) in got.iter_mut().enumerate() {
             *g = i32::from_be_bytes(b[i * 4..i * 4 + 4].try_into().unwrap());
@@ -120,13 +114,7 @@ impl ServerHandshake {
     /// Reads the 8-byte body. Errors: [`DecodeError::Truncated`] when shorter,
     /// [`DecodeError::TrailingBytes`] when longer.
     pub fn from_body(body: &[u8]) -> Result<Self, DecodeError> {
-        if body.len() < 8 {
-            return Err(DecodeError::truncated(
-                "server handshake body",
-                8,
-                body.len(),
-            ));
-        }
+        DecodeError::check_len("server handshake body", 8, body.len())?;
         if body.len() > 8 {
             return Err(DecodeError::TrailingBytes {
                 what: "server handshake body",
@@ -162,9 +150,7 @@ impl RequestHeader {
     /// Reads the header from the first 24 bytes of `b`.
     /// Errors: [`DecodeError::Truncated`] if `b` is shorter.
     pub fn decode(b: &[u8]) -> Result<Self, DecodeError> {
-        if b.len() < Self::LEN {
-            return Err(DecodeError::truncated("request header", Self::LEN, b.len()));
-        }
+        DecodeError::check_len("request header", Self::LEN, b.len())?;
         Ok(RequestHeader {
             streamid: StreamId([b[0], b[1]]),
             requestid: RequestId(u16::from_be_bytes([b[2], b[3]])),
@@ -201,13 +187,7 @@ impl ResponseHeader {
     /// Reads the header from the first 8 bytes of `b`.
     /// Errors: [`DecodeError::Truncated`] if `b` is shorter.
     pub fn decode(b: &[u8]) -> Result<Self, DecodeError> {
-        if b.len() < Self::LEN {
-            return Err(DecodeError::truncated(
-                "response header",
-                Self::LEN,
-                b.len(),
-            ));
-        }
+        DecodeError::check_len("response header", Self::LEN, b.len())?;
         Ok(ResponseHeader {
             streamid: StreamId([b[0], b[1]]),
             status: Status(u16::from_be_bytes([b[2], b[3]])),

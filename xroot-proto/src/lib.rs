@@ -65,6 +65,9 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[macro_use]
+mod macros;
+
 pub mod codes;
 pub mod error;
 pub mod ext;

@@ -32,13 +32,7 @@ impl ReadListEntry {
     /// Reads one element from the first 16 bytes of `b`.
     /// Errors: [`DecodeError::Truncated`] if `b` is shorter.
     pub fn decode(b: &[u8]) -> Result<Self, DecodeError> {
-        if b.len() < Self::LEN {
-            return Err(DecodeError::truncated(
-                "read_list element",
-                Self::LEN,
-                b.len(),
-            ));
-        }
+        DecodeError::check_len("read_list element", Self::LEN, b.len())?;
         Ok(ReadListEntry {
             fhandle: FHandle(b[0..4].try_into().unwrap()),
             rlen: i32::from_be_bytes(b[4..8].try_into().unwrap()),
@@ -76,13 +70,7 @@ impl ReadListEntry {
 /// [`DecodeError::ReadvTotalTooLarge`] when the lengths plus 16 bytes per
 /// element exceed `0x7fffffff`.
 pub fn validate_readv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
-    if list.len() > MAX_READV_ELEMENTS {
-        return Err(DecodeError::TooManyElements {
-            what: "read_list",
-            count: list.len() as u64,
-            max: MAX_READV_ELEMENTS as u64,
-        });
-    }
+    DecodeError::check_count("read_list", list.len(), MAX_READV_ELEMENTS)?;
     let mut total = (list.len() * READ_LIST_LEN) as u64;
     for (index, e) in list.iter().enumerate() {
         if e.rlen < 0 {

@@ -15,7 +15,18 @@ pub(crate) struct Reader {
     what: &'static str,
 }
 
+/// `Reader::u8()`, `Reader::u16()`…: the next big-endian integer of that type.
+macro_rules! read_int {
+    ($($t:ident),*) => {$(
+        pub(crate) fn $t(&mut self) -> Result<$t, DecodeError> {
+            self.array().map($t::from_be_bytes)
+        }
+    )*};
+}
+
 impl Reader {
+    read_int!(u8, u16, i16, u32, i32, i64, u64);
+
     pub(crate) fn new(buf: Bytes, what: &'static str) -> Self {
         Reader { buf, what }
     }
@@ -25,46 +36,7 @@ impl Reader {
     }
 
     fn need(&self, n: usize) -> Result<(), DecodeError> {
-        if self.buf.len() < n {
-            Err(DecodeError::truncated(self.what, n, self.buf.len()))
-        } else {
-            Ok(())
-        }
-    }
-
-    pub(crate) fn u8(&mut self) -> Result<u8, DecodeError> {
-        self.need(1)?;
-        Ok(self.buf.get_u8())
-    }
-
-    pub(crate) fn u16(&mut self) -> Result<u16, DecodeError> {
-        self.need(2)?;
-        Ok(self.buf.get_u16())
-    }
-
-    pub(crate) fn i16(&mut self) -> Result<i16, DecodeError> {
-        self.need(2)?;
-        Ok(self.buf.get_i16())
-    }
-
-    pub(crate) fn u32(&mut self) -> Result<u32, DecodeError> {
-        self.need(4)?;
-        Ok(self.buf.get_u32())
-    }
-
-    pub(crate) fn i32(&mut self) -> Result<i32, DecodeError> {
-        self.need(4)?;
-        Ok(self.buf.get_i32())
-    }
-
-    pub(crate) fn i64(&mut self) -> Result<i64, DecodeError> {
-        self.need(8)?;
-        Ok(self.buf.get_i64())
-    }
-
-    pub(crate) fn u64(&mut self) -> Result<u64, DecodeError> {
-        self.need(8)?;
-        Ok(self.buf.get_u64())
+        DecodeError::check_len(self.what, n, self.buf.len())
     }
 
     pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], DecodeError> {

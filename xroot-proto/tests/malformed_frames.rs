@@ -31,12 +31,30 @@ fn response(status: Status, dlen: i32, body: &[u8]) -> BytesMut {
     b
 }
 
+/// The error the request decoder (no handshake expected) gives for `b`.
+fn request_err(mut b: BytesMut) -> DecodeError {
+    RequestDecoder::without_handshake()
+        .decode(&mut b)
+        .unwrap_err()
+}
+
+/// A request whose payload is a read_list/write_list of `(rlen, offset)`.
+fn list_frame(id: RequestId, elements: &[(i32, i64)]) -> BytesMut {
+    let mut list = BytesMut::new();
+    for &(rlen, offset) in elements {
+        xroot_proto::ReadListEntry {
+            fhandle: xroot_proto::FHandle([1, 2, 3, 4]),
+            rlen,
+            offset,
+        }
+        .encode(&mut list);
+    }
+    request(id, list.len() as i32, &list)
+}
+
 #[test]
 fn negative_request_dlen() {
-    let mut b = request(RequestId::OPEN, -1, b"");
-    let err = RequestDecoder::without_handshake()
-        .decode(&mut b)
-        .unwrap_err();
+    let err = request_err(request(RequestId::OPEN, -1, b""));
     assert_eq!(
         err,
         DecodeError::NegativeLength {
@@ -88,10 +106,7 @@ fn oversized_dlen_is_refused_before_the_body_arrives() {
 
 #[test]
 fn too_many_readv_elements_from_the_header_alone() {
-    let mut b = request(RequestId::READV, 1025 * 16, b"");
-    let err = RequestDecoder::without_handshake()
-        .decode(&mut b)
-        .unwrap_err();
+    let err = request_err(request(RequestId::READV, 1025 * 16, b""));
     assert_eq!(
         err,
         DecodeError::TooManyElements {
@@ -104,10 +119,7 @@ fn too_many_readv_elements_from_the_header_alone() {
 
 #[test]
 fn misaligned_read_list() {
-    let mut b = request(RequestId::READV, 17, &[0; 17]);
-    let err = RequestDecoder::without_handshake()
-        .decode(&mut b)
-        .unwrap_err();
+    let err = request_err(request(RequestId::READV, 17, &[0; 17]));
     assert!(matches!(
         err,
         DecodeError::Misaligned {
@@ -120,14 +132,7 @@ fn misaligned_read_list() {
 
 #[test]
 fn writev_negative_and_oversized_elements() {
-    let mut list = BytesMut::new();
-    list.put_slice(&[0; 4]);
-    list.put_i32(-5);
-    list.put_i64(0);
-    let mut b = request(RequestId::WRITEV, 16, &list);
-    let err = RequestDecoder::without_handshake()
-        .decode(&mut b)
-        .unwrap_err();
+    let err = request_err(list_frame(RequestId::WRITEV, &[(-5, 0)]));
     assert!(matches!(
         err,
         DecodeError::NegativeLength {
@@ -136,14 +141,7 @@ fn writev_negative_and_oversized_elements() {
         }
     ));
 
-    let mut list = BytesMut::new();
-    list.put_slice(&[0; 4]);
-    list.put_i32(3 << 20);
-    list.put_i64(0);
-    let mut b = request(RequestId::WRITEV, 16, &list);
-    let err = RequestDecoder::without_handshake()
-        .decode(&mut b)
-        .unwrap_err();
+    let err = request_err(list_frame(RequestId::WRITEV, &[(3 << 20, 0)]));
     assert!(matches!(
         err,
         DecodeError::LengthTooLarge {
@@ -155,13 +153,7 @@ fn writev_negative_and_oversized_elements() {
 
 #[test]
 fn writev_data_follows_the_list_uncounted() {
-    let mut list = BytesMut::new();
-    for (len, off) in [(3i32, 0i64), (2, 100)] {
-        list.put_slice(&[1, 2, 3, 4]);
-        list.put_i32(len);
-        list.put_i64(off);
-    }
-    let mut b = request(RequestId::WRITEV, 32, &list);
+    let mut b = list_frame(RequestId::WRITEV, &[(3, 0), (2, 100)]);
     b.put_slice(b"abc");
     let mut dec = RequestDecoder::without_handshake();
     assert_eq!(dec.decode(&mut b).unwrap(), None, "waits for the data");
@@ -285,19 +277,6 @@ fn payloads_are_slices_of_the_input_not_copies() {
     assert_eq!(r.body.as_ptr() as usize, base + 24 + 5000 + 8);
 }
 
-fn readv_frame(elements: &[(i32, i64)]) -> BytesMut {
-    let mut list = BytesMut::new();
-    for &(rlen, offset) in elements {
-        xroot_proto::ReadListEntry {
-            fhandle: xroot_proto::FHandle([0; 4]),
-            rlen,
-            offset,
-        }
-        .encode(&mut list);
-    }
-    request(RequestId::READV, list.len() as i32, &list)
-}
-
 fn decode_request(mut b: BytesMut) -> Result<xroot_proto::request::Request, DecodeError> {
     let Some(ClientMessage::Request(f)) = RequestDecoder::without_handshake().decode(&mut b)?
     else {
@@ -308,7 +287,8 @@ fn decode_request(mut b: BytesMut) -> Result<xroot_proto::request::Request, Deco
 
 #[test]
 fn readv_element_over_2097136_bytes() {
-    let err = decode_request(readv_frame(&[(100, 0), (2_097_137, 4096)])).unwrap_err();
+    let err =
+        decode_request(list_frame(RequestId::READV, &[(100, 0), (2_097_137, 4096)])).unwrap_err();
     assert_eq!(
         err,
         DecodeError::ReadvElementTooLarge {
@@ -317,19 +297,20 @@ fn readv_element_over_2097136_bytes() {
             max: 2_097_136
         }
     );
-    assert!(decode_request(readv_frame(&[(2_097_136, 0)])).is_ok());
+    assert!(decode_request(list_frame(RequestId::READV, &[(2_097_136, 0)])).is_ok());
 }
 
 #[test]
 fn readv_negative_element_length() {
-    let err = decode_request(readv_frame(&[(-1, 0)])).unwrap_err();
+    let err = decode_request(list_frame(RequestId::READV, &[(-1, 0)])).unwrap_err();
     assert!(matches!(err, DecodeError::NegativeLength { value: -1, .. }));
 }
 
 #[test]
 fn readv_total_over_2_gib_with_element_headers() {
     // 1024 maximal elements: 1024 × (2,097,136 + 16) = 2^31 > 0x7fffffff
-    let err = decode_request(readv_frame(&vec![(2_097_136, 0); 1024])).unwrap_err();
+    let err =
+        decode_request(list_frame(RequestId::READV, &vec![(2_097_136, 0); 1024])).unwrap_err();
     assert_eq!(
         err,
         DecodeError::ReadvTotalTooLarge {

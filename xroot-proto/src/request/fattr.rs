@@ -89,13 +89,7 @@ impl RequestBody for Fattr {
         let p = Params::of(frame, Self::ID)?;
         let subcode: FattrSubcode = p.get(8);
         let numattr = usize::from(p.get::<u8>(9));
-        if numattr > MAX_FATTR_ATTRS {
-            return Err(DecodeError::TooManyElements {
-                what: "kXR_fattr numattr",
-                count: numattr as u64,
-                max: MAX_FATTR_ATTRS as u64,
-            });
-        }
+        DecodeError::check_count("kXR_fattr numattr", numattr, MAX_FATTR_ATTRS)?;
         let mut r = Reader::new(frame.payload.clone(), WHAT);
         let path = if r.is_empty() {
             Bytes::new()

@@ -159,9 +159,7 @@ impl Chkpoint {
             });
         }
         let end = RequestHeader::LEN + header.dlen as usize;
-        if b.len() < end {
-            return Err(DecodeError::truncated(WHAT, end, b.len()));
-        }
+        DecodeError::check_len(WHAT, end, b.len())?;
         let data = b.slice(end..);
         if header.requestid != RequestId::WRITEV && !data.is_empty() {
             return Err(DecodeError::TrailingBytes {
@@ -248,13 +246,7 @@ impl RequestBody for CloneRanges {
             });
         }
         let count = len / CloneEntry::LEN;
-        if count > MAX_CLONE_ELEMENTS {
-            return Err(DecodeError::TooManyElements {
-                what: WHAT,
-                count: count as u64,
-                max: MAX_CLONE_ELEMENTS as u64,
-            });
-        }
+        DecodeError::check_count(WHAT, count, MAX_CLONE_ELEMENTS)?;
         let mut r = Reader::new(frame.payload.clone(), WHAT);
         let list = (0..count)
             .map(|_| CloneEntry::decode(&mut r))

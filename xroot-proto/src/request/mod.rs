@@ -41,10 +41,9 @@ use crate::error::DecodeError;
 use crate::frame::RequestFrame;
 use crate::header::StreamId;
 
-#[macro_use]
 mod flags;
 #[macro_use]
-mod params;
+pub(crate) mod params;
 
 mod fattr;
 mod file;

@@ -55,16 +55,6 @@ impl Param for FHandle {
     }
 }
 
-impl Param for RequestId {
-    const LEN: usize = 2;
-    fn read(b: &[u8]) -> Self {
-        RequestId(Param::read(b))
-    }
-    fn write(self, b: &mut [u8]) {
-        self.0.write(b)
-    }
-}
-
 /// Header bytes 4..20 (`ClientRequestHdr::body`), read and written at the
 /// header byte offsets that PROTOCOL.md §4 uses, so `p.get::<u16>(18)` is
 /// "bytes 18-19". Bytes nobody sets are zero (the reserved fields).

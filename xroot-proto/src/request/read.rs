@@ -1,7 +1,7 @@
 //! Read requests: read, readv, pgread and the `kXR_pgreadv` extension
 //! (PROTOCOL.md §6.3–6.5, seeds/002 "Addendum").
 
-use bytes::{BufMut, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::codes::RequestId;
 use crate::error::DecodeError;
@@ -13,18 +13,68 @@ use crate::list::{validate_readv, ReadListEntry};
 use super::params::{put_header, Params};
 use super::RequestBody;
 
-/// Appends a request whose payload is a read_list.
-fn put_list_request(
-    buf: &mut BytesMut,
-    streamid: StreamId,
-    id: RequestId,
-    params: Params,
-    list: &[ReadListEntry],
-) {
-    put_header(buf, streamid, id, params, list.len() * ReadListEntry::LEN);
-    for e in list {
-        e.encode(buf);
-    }
+/// Implements [`RequestBody`] for a request laid out like `kXR_readv`: a
+/// flags byte `$flags` at header byte 18, `pathid` at byte 19 and a
+/// read_list payload, checked on decode with `$validate`.
+macro_rules! list_request {
+    ($name:ident = $id:ident, $flags:ident, $what:literal, $validate:path) => {
+        impl RequestBody for $name {
+            const ID: RequestId = RequestId::$id;
+
+            fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
+                let p = Params::of(frame, Self::ID)?;
+                let list = ReadListEntry::decode_list(&frame.payload, $what)?;
+                $validate(&list)?;
+                Ok($name {
+                    $flags: p.get(18),
+                    pathid: p.get(19),
+                    list,
+                })
+            }
+
+            fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
+                let p = Params::default().set(18, self.$flags).set(19, self.pathid);
+                let dlen = self.list.len() * ReadListEntry::LEN;
+                put_header(buf, streamid, Self::ID, p, dlen);
+                for e in &self.list {
+                    e.encode(buf);
+                }
+            }
+        }
+    };
+}
+
+/// Implements [`RequestBody`] for a request laid out like `kXR_read`:
+/// `fhandle`, `offset` and `rlen` at header bytes 4, 8 and 16, and an
+/// optional `args` payload that `$args` decodes, measures and encodes.
+macro_rules! extent_request {
+    ($name:ident = $id:ident, $args:ident) => {
+        impl RequestBody for $name {
+            const ID: RequestId = RequestId::$id;
+
+            fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
+                let p = Params::of(frame, Self::ID)?;
+                Ok($name {
+                    fhandle: p.get(4),
+                    offset: p.get(8),
+                    rlen: p.get(16),
+                    args: $args::decode(&frame.payload)?,
+                })
+            }
+
+            fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
+                let p = Params::default()
+                    .set(4, self.fhandle)
+                    .set(8, self.offset)
+                    .set(16, self.rlen);
+                let dlen = self.args.as_ref().map_or(0, $args::wire_len);
+                put_header(buf, streamid, Self::ID, p, dlen);
+                if let Some(args) = &self.args {
+                    args.encode(buf);
+                }
+            }
+        }
+    };
 }
 
 /// The optional `read_args` payload of `kXR_read` (PROTOCOL.md §6.3): 8
@@ -42,6 +92,34 @@ pub struct ReadArgs {
 impl ReadArgs {
     /// Bytes of the fixed part.
     pub const LEN: usize = 8;
+
+    /// `None` for an empty payload. Errors: [`DecodeError::Truncated`] for
+    /// 1–7 bytes, [`DecodeError::Misaligned`] for a pre-read list that is not
+    /// a multiple of 16 bytes.
+    fn decode(b: &Bytes) -> Result<Option<Self>, DecodeError> {
+        if b.is_empty() {
+            return Ok(None);
+        }
+        DecodeError::check_len("kXR_read read_args", Self::LEN, b.len())?;
+        let preread = b.slice(Self::LEN..);
+        Ok(Some(ReadArgs {
+            pathid: b[0],
+            preread: ReadListEntry::decode_list(&preread, "kXR_read readahead_list")?,
+        }))
+    }
+
+    /// Bytes on the wire.
+    fn wire_len(&self) -> usize {
+        Self::LEN + self.preread.len() * ReadListEntry::LEN
+    }
+
+    fn encode(&self, buf: &mut BytesMut) {
+        buf.put_u8(self.pathid);
+        buf.put_bytes(0, Self::LEN - 1);
+        for e in &self.preread {
+            e.encode(buf);
+        }
+    }
 }
 
 /// `kXR_read` (3013): `rlen` bytes at `offset` of an open file
@@ -71,54 +149,7 @@ impl Read {
     }
 }
 
-impl RequestBody for Read {
-    const ID: RequestId = RequestId::READ;
-
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let p = Params::of(frame, Self::ID)?;
-        let b = &frame.payload;
-        let args = if b.is_empty() {
-            None
-        } else if b.len() < ReadArgs::LEN {
-            return Err(DecodeError::truncated(
-                "kXR_read read_args",
-                ReadArgs::LEN,
-                b.len(),
-            ));
-        } else {
-            Some(ReadArgs {
-                pathid: b[0],
-                preread: ReadListEntry::decode_list(
-                    &b.slice(ReadArgs::LEN..),
-                    "kXR_read readahead_list",
-                )?,
-            })
-        };
-        Ok(Read {
-            fhandle: p.get(4),
-            offset: p.get(8),
-            rlen: p.get(16),
-            args,
-        })
-    }
-
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default()
-            .set(4, self.fhandle)
-            .set(8, self.offset)
-            .set(16, self.rlen);
-        let Some(args) = &self.args else {
-            return put_header(buf, streamid, Self::ID, p, 0);
-        };
-        let dlen = ReadArgs::LEN + args.preread.len() * ReadListEntry::LEN;
-        put_header(buf, streamid, Self::ID, p, dlen);
-        buf.put_u8(args.pathid);
-        buf.put_bytes(0, ReadArgs::LEN - 1);
-        for e in &args.preread {
-            e.encode(buf);
-        }
-    }
-}
+extent_request! { Read = READ, ReadArgs }
 
 wire_newtype! {
     /// Byte 18 of a `kXR_readv` header, reserved in stock xrootd: this
@@ -167,25 +198,7 @@ impl Readv {
     }
 }
 
-impl RequestBody for Readv {
-    const ID: RequestId = RequestId::READV;
-
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let p = Params::of(frame, Self::ID)?;
-        let list = ReadListEntry::decode_list(&frame.payload, "kXR_readv read_list")?;
-        validate_readv(&list)?;
-        Ok(Readv {
-            flags: p.get(18),
-            pathid: p.get(19),
-            list,
-        })
-    }
-
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default().set(18, self.flags).set(19, self.pathid);
-        put_list_request(buf, streamid, Self::ID, p, &self.list);
-    }
-}
+list_request! { Readv = READV, flags, "kXR_readv read_list", validate_readv }
 
 wire_newtype! {
     /// `reqflags` of `kXR_pgread` (payload byte 1), `kXR_pgwrite` (byte 17)
@@ -205,6 +218,35 @@ pub struct PgReadArgs {
     pub pathid: u8,
     /// Sent only when `Some`.
     pub reqflags: Option<PgReqFlags>,
+}
+
+impl PgReadArgs {
+    /// `None` for an empty payload. Errors: [`DecodeError::TrailingBytes`]
+    /// over 2 bytes.
+    fn decode(b: &Bytes) -> Result<Option<Self>, DecodeError> {
+        if b.len() > 2 {
+            return Err(DecodeError::TrailingBytes {
+                what: "kXR_pgread args",
+                extra: b.len() as u64 - 2,
+            });
+        }
+        Ok(b.first().map(|&pathid| PgReadArgs {
+            pathid,
+            reqflags: b.get(1).map(|&f| PgReqFlags(f)),
+        }))
+    }
+
+    /// Bytes on the wire: 1, or 2 with `reqflags`.
+    fn wire_len(&self) -> usize {
+        1 + usize::from(self.reqflags.is_some())
+    }
+
+    fn encode(&self, buf: &mut BytesMut) {
+        buf.put_u8(self.pathid);
+        if let Some(f) = self.reqflags {
+            buf.put_u8(f.0);
+        }
+    }
 }
 
 /// `kXR_pgread` (3030): `rlen` bytes at `offset`, answered as `kXR_status`
@@ -237,60 +279,14 @@ impl Pgread {
     }
 }
 
-impl RequestBody for Pgread {
-    const ID: RequestId = RequestId::PGREAD;
-
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let p = Params::of(frame, Self::ID)?;
-        let b = &frame.payload;
-        if b.len() > 2 {
-            return Err(DecodeError::TrailingBytes {
-                what: "kXR_pgread args",
-                extra: b.len() as u64 - 2,
-            });
-        }
-        let args = b.first().map(|&pathid| PgReadArgs {
-            pathid,
-            reqflags: b.get(1).map(|&f| PgReqFlags(f)),
-        });
-        Ok(Pgread {
-            fhandle: p.get(4),
-            offset: p.get(8),
-            rlen: p.get(16),
-            args,
-        })
-    }
-
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default()
-            .set(4, self.fhandle)
-            .set(8, self.offset)
-            .set(16, self.rlen);
-        let mut args = [0u8; 2];
-        let n = match self.args {
-            None => 0,
-            Some(PgReadArgs { pathid, reqflags }) => {
-                args = [pathid, reqflags.unwrap_or_default().0];
-                1 + usize::from(reqflags.is_some())
-            }
-        };
-        put_header(buf, streamid, Self::ID, p, n);
-        buf.put_slice(&args[..n]);
-    }
-}
+extent_request! { Pgread = PGREAD, PgReadArgs }
 
 /// Checks a `kXR_pgreadv` list: [`DecodeError::TooManyElements`] over 1024
 /// elements (`maxRvecsz`), [`DecodeError::NegativeLength`] for `rlen < 0`.
 /// Unlike readv, an element's length is not capped: each extent is streamed
 /// as its own run of pgread frames (seeds/002 "Addendum").
 pub fn validate_pgreadv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
-    if list.len() > MAX_READV_ELEMENTS {
-        return Err(DecodeError::TooManyElements {
-            what: "kXR_pgreadv read_list",
-            count: list.len() as u64,
-            max: MAX_READV_ELEMENTS as u64,
-        });
-    }
+    DecodeError::check_count("kXR_pgreadv read_list", list.len(), MAX_READV_ELEMENTS)?;
     match list.iter().find(|e| e.rlen < 0) {
         Some(e) => Err(DecodeError::NegativeLength {
             what: "kXR_pgreadv rlen",
@@ -323,24 +319,4 @@ pub struct PgReadv {
     pub list: Vec<ReadListEntry>,
 }
 
-impl RequestBody for PgReadv {
-    const ID: RequestId = RequestId::PGREADV;
-
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError> {
-        let p = Params::of(frame, Self::ID)?;
-        let list = ReadListEntry::decode_list(&frame.payload, "kXR_pgreadv read_list")?;
-        validate_pgreadv(&list)?;
-        Ok(PgReadv {
-            reqflags: p.get(18),
-            pathid: p.get(19),
-            list,
-        })
-    }
-
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-        let p = Params::default()
-            .set(18, self.reqflags)
-            .set(19, self.pathid);
-        put_list_request(buf, streamid, Self::ID, p, &self.list);
-    }
-}
+list_request! { PgReadv = PGREADV, reqflags, "kXR_pgreadv read_list", validate_pgreadv }

@@ -147,13 +147,7 @@ impl RequestBody for Writev {
         const WHAT: &str = "kXR_writev write_list";
         let p = Params::of(frame, Self::ID)?;
         let list = ReadListEntry::decode_list(&frame.payload, WHAT)?;
-        if list.len() > MAX_WRITEV_ELEMENTS {
-            return Err(DecodeError::TooManyElements {
-                what: WHAT,
-                count: list.len() as u64,
-                max: MAX_WRITEV_ELEMENTS as u64,
-            });
-        }
+        DecodeError::check_count(WHAT, list.len(), MAX_WRITEV_ELEMENTS)?;
         let mut total = 0u64;
         for e in &list {
             if e.rlen < 0 {

@@ -17,7 +17,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::stat::StatInfo;
-use super::text::forbid;
+use super::text::{forbid, split_checksum};
 use super::Response;
 use crate::error::DecodeError;
 use crate::wire::strip_nul;
@@ -186,17 +186,7 @@ fn stat_entry(name: Bytes, line: Bytes) -> Result<DirStatEntry, DecodeError> {
         None => (line, None),
         Some(at) => {
             let inner = line.slice(at + 3..line.len() - 2);
-            let colon = inner
-                .iter()
-                .position(|&b| b == b':')
-                .ok_or_else(|| DecodeError::malformed(WHAT, "no ':' between name and value"))?;
-            let (alg, value) = (inner.slice(..colon), inner.slice(colon + 1..));
-            if alg.is_empty() || value.is_empty() || value.contains(&b' ') {
-                return Err(DecodeError::malformed(
-                    WHAT,
-                    "expected ` [ <alg>:<value> ]`",
-                ));
-            }
+            let (alg, value) = split_checksum(&inner, b':', WHAT, "expected ` [ <alg>:<value> ]`")?;
             (line.slice(..at), Some(DirlistChecksum { alg, value }))
         }
     };
@@ -347,9 +337,9 @@ mod tests {
 
     fn arb_list() -> impl Strategy<Value = DirList> {
         let stat = arb_stat().prop_filter("no brackets in owner/group", |s| {
-            s.extended.as_ref().map_or(true, |x| {
-                !x.owner.contains(&b'[') && !x.group.contains(&b']')
-            })
+            s.extended
+                .as_ref()
+                .is_none_or(|x| !x.owner.contains(&b'[') && !x.group.contains(&b']'))
         });
         let entry = (
             arb_name(),

@@ -30,65 +30,6 @@ use crate::error::DecodeError;
 use crate::frame::ResponseFrame;
 use crate::header::{ResponseHeader, StreamId};
 
-/// Defines a bit-set newtype over a wire integer with named bits, `|`,
-/// `contains` and a `Debug` that lists the named bits that are set.
-macro_rules! bit_flags {
-    (
-        $(#[$meta:meta])*
-        $vis:vis struct $name:ident($repr:ty);
-        $( $(#[$cmeta:meta])* $konst:ident = $val:literal => $cname:literal; )*
-    ) => {
-        $(#[$meta])*
-        #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
-        $vis struct $name(pub $repr);
-
-        impl $name {
-            $(
-                $(#[$cmeta])*
-                #[doc = concat!("`", $cname, "` = ", stringify!($val), ".")]
-                #[doc(alias = $cname)]
-                pub const $konst: $name = $name($val);
-            )*
-
-            /// Whether every bit of `other` is set in `self`.
-            pub const fn contains(self, other: $name) -> bool {
-                self.0 & other.0 == other.0
-            }
-        }
-
-        impl core::ops::BitOr for $name {
-            type Output = $name;
-            fn bitor(self, rhs: $name) -> $name {
-                $name(self.0 | rhs.0)
-            }
-        }
-
-        impl core::ops::BitOrAssign for $name {
-            fn bitor_assign(&mut self, rhs: $name) {
-                self.0 |= rhs.0;
-            }
-        }
-
-        impl core::fmt::Debug for $name {
-            fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-                let mut rest = self.0;
-                write!(f, "{}({:#x}", stringify!($name), self.0)?;
-                $(
-                    let bit: $repr = $val;
-                    if bit != 0 && rest & bit == bit {
-                        write!(f, " {}", $cname)?;
-                        rest &= !bit;
-                    }
-                )*
-                if rest != 0 {
-                    write!(f, " {:#x}", rest)?;
-                }
-                write!(f, ")")
-            }
-        }
-    };
-}
-
 mod attn;
 mod bind;
 mod dirlist;

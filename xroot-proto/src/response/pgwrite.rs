@@ -59,9 +59,7 @@ impl PgWriteResponse {
         if data.is_empty() {
             return Ok(PgWriteResponse { offset, cse: None });
         }
-        if data.len() < CSE_HEAD {
-            return Err(DecodeError::truncated("pgwrite CSE", CSE_HEAD, data.len()));
-        }
+        DecodeError::check_len("pgwrite CSE", CSE_HEAD, data.len())?;
         let list = data.len() - CSE_HEAD;
         if list % 8 != 0 {
             return Err(DecodeError::Misaligned {
@@ -70,13 +68,7 @@ impl PgWriteResponse {
                 unit: 8,
             });
         }
-        if list / 8 > PG_MAX_ERRORS_PER_REQUEST {
-            return Err(DecodeError::TooManyElements {
-                what: "pgwrite CSE offsets",
-                count: (list / 8) as u64,
-                max: PG_MAX_ERRORS_PER_REQUEST as u64,
-            });
-        }
+        DecodeError::check_count("pgwrite CSE offsets", list / 8, PG_MAX_ERRORS_PER_REQUEST)?;
         let mut r = Reader::new(data.clone(), "pgwrite CSE");
         let crc = r.u32()?;
         if crc != crc32c(&data[4..]) {

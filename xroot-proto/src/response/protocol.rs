@@ -11,9 +11,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::error::DecodeError;
 use crate::wire::Reader;
 
-bit_flags! {
+wire_newtype! {
     /// The `flags` of a `kXR_protocol` answer (honoured from `pval >= 0x297`).
-    pub struct ProtocolFlags(u32);
+    flags ProtocolFlags(u32);
     IS_SERVER = 0x0000_0001 => "kXR_isServer";
     IS_MANAGER = 0x0000_0002 => "kXR_isManager";
     ATTR_CACHE = 0x0000_0080 => "kXR_attrCache";

@@ -9,7 +9,7 @@
 use bytes::{BufMut, Bytes, BytesMut};
 use std::io::Write as _;
 
-use super::text::{forbid, parse_int, sub};
+use super::text::{forbid, parse_int, split_checksum, sub};
 use crate::error::DecodeError;
 use crate::wire::strip_nul;
 
@@ -80,14 +80,7 @@ impl ChecksumAnswer {
         const WHAT: &str = "kXR_Qcksum answer";
         let text = strip_nul(body);
         forbid(&text, 0, WHAT)?;
-        let space = text
-            .iter()
-            .position(|&b| b == b' ')
-            .ok_or_else(|| DecodeError::malformed(WHAT, "no space between name and value"))?;
-        let (alg, value) = (text.slice(..space), text.slice(space + 1..));
-        if alg.is_empty() || value.is_empty() || value.contains(&b' ') {
-            return Err(DecodeError::malformed(WHAT, "expected `<alg> <value>`"));
-        }
+        let (alg, value) = split_checksum(&text, b' ', WHAT, "expected `<alg> <value>`")?;
         Ok(ChecksumAnswer { alg, value })
     }
 

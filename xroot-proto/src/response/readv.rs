@@ -53,9 +53,7 @@ impl ReadvIter {
         }
         let len = entry.rlen as usize;
         let have = self.body.len() - ReadListEntry::LEN;
-        if have < len {
-            return Err(DecodeError::truncated("readv element data", len, have));
-        }
+        DecodeError::check_len("readv element data", len, have)?;
         let mut unit = self.body.split_to(ReadListEntry::LEN + len);
         Ok((entry, unit.split_off(ReadListEntry::LEN)))
     }

@@ -10,10 +10,10 @@ use bytes::{BufMut, Bytes, BytesMut};
 use crate::error::DecodeError;
 use crate::wire::Reader;
 
-bit_flags! {
+wire_newtype! {
     /// The flags a redirect carries in a port below −1, as `!port` (sent only
     /// to clients that set `kXR_redirflags` at login). PROTOCOL.md §5.1, §8.3.
-    pub struct RedirectFlags(u32);
+    flags RedirectFlags(u32);
     RECOVER_WRTS = 0x1000 => "kXR_recoverWrts";
     COLLAPSE_REDIR = 0x2000 => "kXR_collapseRedir";
     EC_REDIR = 0x4000 => "kXR_ecRedir";

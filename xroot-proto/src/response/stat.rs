@@ -16,9 +16,9 @@ use super::text::{fields, parse_int, parse_octal, parse_uint, sub};
 use crate::error::DecodeError;
 use crate::wire::strip_nul;
 
-bit_flags! {
+wire_newtype! {
     /// The `flags` field of stat text (`XStatRespFlags`). PROTOCOL.md §7.1.
-    pub struct StatFlags(u32);
+    flags StatFlags(u32);
     /// A regular file: no bit set.
     FILE = 0 => "kXR_file";
     XSET = 1 => "kXR_xset";
@@ -291,7 +291,7 @@ pub(crate) mod tests {
         assert_eq!(decode_statx(&body).collect::<Vec<_>>(), flags);
         assert_eq!(
             format!("{:?}", StatFlags::IS_DIR | StatFlags(0x4000)),
-            "StatFlags(0x4002 kXR_isDir 0x4000)"
+            "StatFlags(kXR_isDir | 0x4000)"
         );
     }
 

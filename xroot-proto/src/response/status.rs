@@ -116,20 +116,8 @@ impl StatusResponse {
             });
         }
         let dlen = header.dlen as usize;
-        if dlen < STATUS_BODY_LEN {
-            return Err(DecodeError::truncated(
-                "kXR_status body",
-                STATUS_BODY_LEN,
-                dlen,
-            ));
-        }
-        if body.len() < dlen {
-            return Err(DecodeError::truncated(
-                "kXR_status body and info",
-                dlen,
-                body.len(),
-            ));
-        }
+        DecodeError::check_len("kXR_status body", STATUS_BODY_LEN, dlen)?;
+        DecodeError::check_len("kXR_status body and info", dlen, body.len())?;
         let mut r = Reader::new(body.clone(), "kXR_status body");
         let crc = r.u32()?;
         let streamid = StreamId(r.array()?);

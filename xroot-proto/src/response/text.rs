@@ -90,6 +90,24 @@ pub(crate) fn parse_octal(field: &[u8], what: &'static str) -> Result<u32, Decod
         .map_err(|_| DecodeError::malformed(what, format!("out of range: {}", show(field))))
 }
 
+/// Splits a checksum `<alg><sep><value>` at the first `sep` into slices of
+/// `text`. Errors: [`DecodeError::Malformed`], saying `expected`, when there
+/// is no `sep`, either part is empty or the value holds a space.
+pub(crate) fn split_checksum(
+    text: &Bytes,
+    sep: u8,
+    what: &'static str,
+    expected: &'static str,
+) -> Result<(Bytes, Bytes), DecodeError> {
+    let bad = || DecodeError::malformed(what, expected);
+    let at = text.iter().position(|&b| b == sep).ok_or_else(bad)?;
+    let (alg, value) = (text.slice(..at), text.slice(at + 1..));
+    if alg.is_empty() || value.is_empty() || value.contains(&b' ') {
+        return Err(bad());
+    }
+    Ok((alg, value))
+}
+
 /// Fails with [`DecodeError::Malformed`] if `text` contains `byte`.
 pub(crate) fn forbid(text: &[u8], byte: u8, what: &'static str) -> Result<(), DecodeError> {
     match text.iter().position(|&b| b == byte) {

@@ -325,7 +325,7 @@ fn path_lists_and_text() {
     ))
     .unwrap();
     assert_eq!(q.infotype, QueryCode::CONFIG);
-    assert_eq!(format!("{:?}", q.infotype), "QueryCode(kXR_Qconfig)");
+    assert_eq!(format!("{:?}", q.infotype), "kXR_Qconfig(7)");
     assert_eq!(format!("{:?}", QueryCode(99)), "QueryCode(99)");
 }
 
