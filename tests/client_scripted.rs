@@ -16,8 +16,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use support::scripted::{Peer, Step};
 use xroot::client::{Client, Config, Error, OpenFlags};
-use xroot::proto::request::Request;
-use xroot::proto::response::{Redirect, RedirectFlags, Response};
+use xroot::proto::request::{OpenOptions, Request};
+use xroot::proto::response::{ProtocolFlags, Redirect, RedirectFlags, Response};
 use xroot::proto::{ErrorCode, RequestId};
 
 /// Awaits `f`, failing the test if it takes more than 30 s (a hang).
@@ -195,6 +195,55 @@ async fn redirect_ping_pong_between_two_peers_stops_at_the_limit() {
         (1, 1),
         "channels reused"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_at_the_data_server_is_retried_at_the_manager_with_tried() {
+    let data = content(1000);
+    // the data server does not find the file the first time
+    let ds = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        |call| match &call.request {
+            r if is_open(r) && call.nth == 0 => vec![Step::error(ErrorCode::NOT_FOUND, "not yet")],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let ds_port = ds.port;
+    let manager = Peer::start_with(
+        support::scripted::Options {
+            flags: ProtocolFlags::IS_MANAGER,
+            ..Default::default()
+        },
+        move |call| match &call.request {
+            r if is_open(r) => vec![Step::Reply(Response::Redirect(Redirect::to_host(
+                "127.0.0.1",
+                ds_port,
+            )))],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&manager.url(None, "/f?a=1"), OpenFlags::READ))
+        .await
+        .unwrap();
+    assert_eq!(f.server_url().unwrap().port, ds.port);
+    let opens = manager.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 2, "asked the manager again");
+    let Request::Open(again) = &opens[1].request else {
+        unreachable!()
+    };
+    assert_eq!(&again.path[..], b"/f?a=1&tried=127.0.0.1");
+    assert!(
+        again.options.contains(OpenOptions::REFRESH),
+        "{:?}",
+        again.options
+    );
+    assert_eq!(guard(f.read_at(0, 1000)).await.unwrap(), data);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
