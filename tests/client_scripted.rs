@@ -409,6 +409,22 @@ async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
     assert!(err.to_string().contains("gsi"), "{err}");
     assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(peer.requests_of(RequestId::AUTH).is_empty());
+
+    // callers that waited on the same connection attempt get the same error
+    let url = peer.url(Some("many"), "/f");
+    let opens = (0..3).map(|_| client.open(&url, OpenFlags::READ));
+    for r in guard(futures::future::join_all(opens)).await {
+        let err = r.unwrap_err();
+        assert!(
+            matches!(&err, Error::AuthUnsupported { offered, .. } if offered == &["gsi"]),
+            "{err:?}"
+        );
+    }
+    assert_eq!(
+        peer.logins(),
+        [peer.logins()[0].as_str(), "many"],
+        "one attempt"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
