@@ -154,8 +154,15 @@ fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url) -> Result<Ur
             url.cgi.push((k.clone(), v.clone()));
         }
     }
+    // the redirect's CGI replaces a key already there (a map, as XrdCl
+    // keeps it): hop after hop, a key is sent once, with its latest value
     for part in [&r.opaque, &r.token].into_iter().flatten() {
-        url.cgi.extend(parse_cgi(&String::from_utf8_lossy(part)));
+        for (k, v) in parse_cgi(&String::from_utf8_lossy(part)) {
+            match url.cgi.iter_mut().find(|(key, _)| *key == k) {
+                Some(kv) => kv.1 = v,
+                None => url.cgi.push((k, v)),
+            }
+        }
     }
     Ok(url)
 }
@@ -335,6 +342,16 @@ mod tests {
             ("ds2", 3000, Some("bob"))
         );
         assert_eq!(u.path, "/other");
+
+        // a key the URL has already is replaced, not repeated
+        let r = Redirect::to_host("ds1", 2094)
+            .with_opaque("x=2&org=b")
+            .with_token("authz=t");
+        let u = redirect_target(&r, &from()).unwrap();
+        assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=b&authz=t");
+        let r = Redirect::to_host("ds2", 2094).with_opaque("org=c");
+        let u = redirect_target(&r, &u).unwrap();
+        assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=c&authz=t");
 
         let r = Redirect::to_url("http://web/x", Default::default());
         assert!(matches!(
