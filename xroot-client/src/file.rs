@@ -20,6 +20,7 @@ use crate::channel::{Channel, Link};
 use crate::client::Client;
 use crate::driver::{self, Reply};
 use crate::error::{Error, Result};
+use crate::qconfig::{ConfigSlot, ServerConfig};
 
 /// How to open a file: the `kXR_open` options and, for a file created, its
 /// permission bits.
@@ -102,6 +103,8 @@ pub struct File {
     flags: OpenFlags,
     handle: Mutex<Option<Handle>>,
     stat: Mutex<Option<StatInfo>>,
+    /// The server's readv limits and extensions, asked once per connection.
+    server: ConfigSlot,
 }
 
 impl File {
@@ -116,6 +119,7 @@ impl File {
             flags,
             handle: Mutex::new(Some(handle)),
             stat: Mutex::new(stat),
+            server: ConfigSlot::default(),
         })
     }
 
@@ -151,6 +155,19 @@ impl File {
                 Ok(h)
             }
         }
+    }
+
+    /// What the server holding the handle says about its readv limits and
+    /// the `kXR_pgreadv` extension (one `kXR_Qconfig` per connection).
+    pub(crate) async fn server_config(&self) -> Result<ServerConfig> {
+        let h = self.handle().await?;
+        self.server.get(&self.client, &h).await
+    }
+
+    /// Whether the server holding the handle serves `kXR_pgread` and
+    /// `kXR_pgwrite` (`kXR_suppgrw` at protocol 5.1 or later).
+    pub(crate) async fn supports_pgrw(&self) -> Result<bool> {
+        Ok(self.handle().await?.link.info.supports_pgrw())
     }
 
     /// Runs a handle-based request built by `make`, re-opening and retrying

@@ -11,6 +11,7 @@
 //!
 //! - [`Client`]: channels, [`Client::open`], [`Client::fs`].
 //! - [`File`]: an open file.
+//! - [`FileReader`]: `AsyncRead + AsyncSeek` over a [`File`].
 //! - [`FileSystem`]: namespace and query calls.
 //! - [`Error`]: every way a call fails, with the server's code kept.
 //!
@@ -26,7 +27,14 @@ mod driver;
 mod error;
 mod file;
 mod fs;
+mod io;
 mod key;
+mod pgread;
+mod pgreadv;
+mod pgwrite;
+mod piece;
+mod qconfig;
+mod readv;
 mod stats;
 
 pub use channel::{Channel, ServerInfo};
@@ -35,6 +43,7 @@ pub use config::Config;
 pub use error::{Error, Result};
 pub use file::{File, OpenFlags};
 pub use fs::FileSystem;
+pub use io::FileReader;
 pub use key::ChannelKey;
 pub use stats::ChannelStats;
 pub use xroot_proto as proto;

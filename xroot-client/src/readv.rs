@@ -1,0 +1,186 @@
+//! Vector reads (`kXR_readv`, PROTOCOL.md §6.4): the caller's ranges are
+//! split into requests under the server's `readv_iov_max` /
+//! `readv_ior_max` and the 2 GiB total, sent concurrently, checked element
+//! by element and put back together in request order.
+
+use bytes::Bytes;
+use xroot_proto::request::Readv;
+use xroot_proto::response::ReadvIter;
+use xroot_proto::{ReadListEntry, RequestId};
+
+use crate::driver::Reply;
+use crate::error::{Error, Result};
+use crate::file::{to_offset, File};
+use crate::piece::{assemble, plan_vectors, run_all, Element};
+
+impl File {
+    /// Reads every `(offset, len)` of `ranges` and returns their data in the
+    /// same order (`len` bytes each). Ranges may repeat and overlap; a range
+    /// longer than the server's `readv_ior_max` is read as several elements,
+    /// and more ranges than its `readv_iov_max` (or more than 2 GiB) as
+    /// several `kXR_readv` requests sent concurrently. Both limits are asked
+    /// once per connection with `kXR_Qconfig` (1024 and 2,097,136 bytes when
+    /// the answer is unusable). Empty ranges, and an empty `ranges`, are
+    /// answered without a request.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for a range past `i64::MAX`;
+    /// [`Error::Server`] when the server refuses the readv — a range that
+    /// extends past end of file fails the whole call, as in the reference
+    /// (`kXR_FSError` "illegal seek" from xrootd 5.5.3);
+    /// [`Error::UnexpectedResponse`] when the answer's elements do not match
+    /// the request's offsets and lengths; connection errors.
+    #[doc(alias = "kXR_readv")]
+    pub async fn readv(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>> {
+        check_ranges(ranges)?;
+        if ranges.iter().all(|&(_, len)| len == 0) {
+            return Ok(vec![Bytes::new(); ranges.len()]);
+        }
+        let limits = self.server_config().await?.readv_limits();
+        let plan = plan_vectors(ranges, &limits);
+        let results = run_all(0..plan.len(), |i| self.readv_request(&plan[i])).await?;
+        Ok(assemble(ranges, &plan, results))
+    }
+
+    /// One `kXR_readv` of `elements` (within the server's limits); the data
+    /// of each, in order.
+    async fn readv_request(&self, elements: &[Element]) -> Result<Vec<Bytes>> {
+        let reply = self
+            .call(|fhandle| {
+                Readv {
+                    list: elements
+                        .iter()
+                        .map(|e| ReadListEntry {
+                            fhandle,
+                            rlen: e.len as i32,
+                            offset: e.offset as i64,
+                        })
+                        .collect(),
+                    ..Default::default()
+                }
+                .into()
+            })
+            .await?;
+        match reply {
+            Reply::Data(frames) => split_answer(elements, frames),
+            Reply::Status(_) => Err(Error::unexpected(RequestId::READV, "a kXR_status reply")),
+        }
+    }
+}
+
+/// Checks that `ranges` fit the protocol's signed 64-bit offsets.
+/// Errors: [`Error::InvalidArgument`].
+pub(crate) fn check_ranges(ranges: &[(u64, usize)]) -> Result<()> {
+    for &(offset, len) in ranges {
+        to_offset(offset.saturating_add(len as u64))?;
+    }
+    Ok(())
+}
+
+/// The data of each element from the frame bodies of a readv answer (an
+/// element never spans frames, PROTOCOL.md §6.4), each header checked
+/// against the element asked at its position. Errors:
+/// [`Error::UnexpectedResponse`] for a body that does not decode, a header
+/// whose offset or length differs, or a different number of elements.
+fn split_answer(elements: &[Element], frames: Vec<Bytes>) -> Result<Vec<Bytes>> {
+    let unexpected = |detail: String| Error::unexpected(RequestId::READV, detail);
+    let mut out = Vec::with_capacity(elements.len());
+    for body in frames {
+        for item in ReadvIter::new(body) {
+            let (entry, data) = item.map_err(|e| unexpected(e.to_string()))?;
+            let Some(asked) = elements.get(out.len()) else {
+                return Err(unexpected(format!(
+                    "more than the {} elements asked",
+                    elements.len()
+                )));
+            };
+            if entry.offset != asked.offset as i64 || entry.rlen as usize != asked.len {
+                return Err(unexpected(format!(
+                    "element {} is {} bytes at {}, asked {} at {}",
+                    out.len(),
+                    entry.rlen,
+                    entry.offset,
+                    asked.len,
+                    asked.offset
+                )));
+            }
+            out.push(data);
+        }
+    }
+    if out.len() != elements.len() {
+        return Err(unexpected(format!(
+            "{} elements for the {} asked",
+            out.len(),
+            elements.len()
+        )));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::BytesMut;
+    use xroot_proto::response::ReadvEncoder;
+    use xroot_proto::{FHandle, ResponseDecoder, StreamId};
+
+    fn el(offset: u64, len: usize) -> Element {
+        Element {
+            range: 0,
+            offset,
+            len,
+        }
+    }
+
+    /// The frame bodies a stock server sends for `answer`.
+    fn bodies(answer: &[(u64, &'static [u8])]) -> Vec<Bytes> {
+        let elements: Vec<_> = answer
+            .iter()
+            .map(|&(offset, d)| {
+                let entry = ReadListEntry {
+                    fhandle: FHandle([0, 0, 0, 1]),
+                    rlen: d.len() as i32,
+                    offset: offset as i64,
+                };
+                (entry, Bytes::from_static(d))
+            })
+            .collect();
+        let mut wire = BytesMut::new();
+        ReadvEncoder::new()
+            .with_quantum(20)
+            .encode(StreamId::from_u16(1), &elements, &mut wire);
+        let mut dec = ResponseDecoder::new();
+        std::iter::from_fn(|| dec.decode(&mut wire).unwrap().map(|f| f.body)).collect()
+    }
+
+    #[test]
+    fn answer_checked_element_by_element() {
+        let asked = [el(0, 3), el(100, 5), el(0, 3)];
+        let frames = bodies(&[(0, b"abc"), (100, b"hello"), (0, b"abc")]);
+        assert!(frames.len() > 1, "several frames");
+        let data = split_answer(&asked, frames).unwrap();
+        assert_eq!(data, [&b"abc"[..], b"hello", b"abc"]);
+
+        for wrong in [
+            bodies(&[(0, b"abc"), (101, b"hello"), (0, b"abc")]), // offset
+            bodies(&[(0, b"abc"), (100, b"hell"), (0, b"abc")]),  // length
+            bodies(&[(0, b"abc"), (100, b"hello")]),              // missing
+            bodies(&[(0, b"abc"), (100, b"hello"), (0, b"abc"), (0, b"a")]), // extra
+        ] {
+            assert!(matches!(
+                split_answer(&asked, wrong),
+                Err(Error::UnexpectedResponse { .. })
+            ));
+        }
+        let truncated = vec![Bytes::from_static(&[0; 10])];
+        assert!(split_answer(&asked, truncated).is_err());
+    }
+
+    #[test]
+    fn ranges_must_fit_signed_offsets() {
+        assert!(check_ranges(&[(0, 10), (i64::MAX as u64 - 10, 10)]).is_ok());
+        assert!(matches!(
+            check_ranges(&[(i64::MAX as u64, 1)]),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
