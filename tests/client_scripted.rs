@@ -288,6 +288,48 @@ async fn redirect_to_the_same_endpoint_as_another_user_uses_a_new_channel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_dropped_mid_readv_fails_promptly_then_reconnects() {
+    let data = content(1 << 20);
+    // connections 0 and 1 send the first oksofar frame of a readv, then close
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        |call| match &call.request {
+            Request::Readv(r) if call.conn < 2 => {
+                vec![Step::Raw(call.readv_first_frame(&r.list)), Step::Close]
+            }
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let ranges: Vec<(u64, usize)> = (0..16).map(|i| (i * 60_000 + 7, 16_384)).collect();
+    let want: Vec<Bytes> = ranges
+        .iter()
+        .map(|&(o, l)| data.slice(o as usize..o as usize + l))
+        .collect();
+    let client = Client::new();
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    // the readv is retried once on a new connection (re-opening the file),
+    // which drops too
+    let err = guard(f.readv(&ranges)).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err:?}");
+    assert_eq!(peer.logins().len(), 2);
+    assert_eq!(peer.client_closes(), 0, "the peer closed them");
+    // the next call connects, logs in, re-opens and reads
+    assert_eq!(guard(f.readv(&ranges)).await.unwrap(), want);
+    assert_eq!(peer.logins().len(), 3, "logged in again");
+    assert_eq!(peer.requests_of(RequestId::OPEN).len(), 3);
+    let readvs = peer.requests_of(RequestId::READV);
+    assert!(readvs
+        .iter()
+        .all(|s| matches!(&s.request, Request::Readv(r) if r.list.len() == 16)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
     let data = content(200_000);
     // connections 0 and 1 send the first part of a read, then close
