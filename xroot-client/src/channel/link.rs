@@ -16,6 +16,7 @@
 //! with a typed error, stops its tasks and closes its sockets, so the
 //! server sees the session end.
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -28,7 +29,7 @@ use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
 use xroot_proto::request::Request;
-use xroot_proto::{ResponseFrame, Status, StreamId};
+use xroot_proto::{DecodeError, ResponseFrame, Status, StreamId};
 
 use super::login::{ServerInfo, Setup};
 use super::streams::{Delivery, Streams};
@@ -155,12 +156,23 @@ impl Link {
     }
 
     /// Marks the connection dead, fails every request waiting on it with
-    /// `error()` and makes its tasks stop (which closes the sockets).
-    fn kill(&self, why: &str, error: impl Fn() -> Error) {
+    /// the error `end` calls for and makes its tasks stop (which closes the
+    /// sockets).
+    fn kill(&self, end: End) {
         if !self.dead.send_replace(true) {
-            tracing::debug!(endpoint = %self.endpoint, why, "connection closed");
+            tracing::debug!(endpoint = %self.endpoint, why = %end, "connection closed");
         }
-        self.streams.lock().unwrap().close(error);
+        self.streams.lock().unwrap().close(|| match &end {
+            End::Lost(_) => self.lost(),
+            End::Silent(after) => Error::Timeout {
+                what: "stream",
+                after: *after,
+            },
+            End::Undecodable(source) => Error::Protocol {
+                endpoint: self.endpoint.clone(),
+                source: source.clone(),
+            },
+        });
     }
 
     /// Nanoseconds from `epoch` to now.
@@ -317,13 +329,33 @@ async fn writer(
         }
         if let Err(e) = result {
             if let Some(link) = link.upgrade() {
-                link.kill(&format!("write failed: {e}"), || link.lost());
+                link.kill(End::Lost(format!("write failed: {e}")));
             }
             return;
         }
     }
     // every sender is gone: the link was dropped
     let _ = sock.shutdown().await;
+}
+
+/// Why a connection ended, which decides what its waiting requests get.
+enum End {
+    /// Closed, failed, or no longer used: [`Error::ConnectionLost`].
+    Lost(String),
+    /// Silent this long with requests outstanding: [`Error::Timeout`].
+    Silent(Duration),
+    /// A frame that does not decode: [`Error::Protocol`].
+    Undecodable(DecodeError),
+}
+
+impl fmt::Display for End {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            End::Lost(why) => f.write_str(why),
+            End::Silent(after) => write!(f, "no data for {after:?} with requests outstanding"),
+            End::Undecodable(e) => write!(f, "undecodable frame: {e}"),
+        }
+    }
 }
 
 /// Reads the frames of one stream (main or bound) until the link dies.
@@ -340,64 +372,40 @@ async fn reader(
     // the silence clock starts at the last traffic, or at the last check
     // that found nothing to time out
     let mut checked = Instant::now();
-    let (why, error): (String, Box<dyn Fn() -> Error + Send>) = loop {
+    let end = loop {
         match dec.decode(&mut buf) {
             Ok(Some(frame)) => {
                 link.route(frame);
                 continue;
             }
             Ok(None) => {}
-            Err(e) => {
-                let endpoint = link.endpoint.clone();
-                break (
-                    format!("undecodable frame: {e}"),
-                    Box::new(move || Error::Protocol {
-                        endpoint: endpoint.clone(),
-                        source: e.clone(),
-                    }),
-                );
-            }
+            Err(e) => break End::Undecodable(e),
         }
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(64 * 1024);
         }
-        let lost = |why: String| -> (String, Box<dyn Fn() -> Error + Send>) {
-            let endpoint = link.endpoint.clone();
-            (
-                why,
-                Box::new(move || Error::ConnectionLost {
-                    endpoint: endpoint.clone(),
-                }),
-            )
-        };
         let silence_ends = link.last_activity().max(checked) + stream_timeout;
         tokio::select! {
             read = sock.read_buf(&mut buf) => match read {
-                Ok(0) => break lost("closed by the server".to_string()),
+                Ok(0) => break End::Lost("closed by the server".to_string()),
                 Ok(_) => link.touch(),
-                Err(e) => break lost(format!("read failed: {e}")),
+                Err(e) => break End::Lost(format!("read failed: {e}")),
             },
             _ = tokio::time::sleep_until(silence_ends.into()) => {
                 let silent = link.last_activity().elapsed() >= stream_timeout;
                 if silent && link.in_flight() > 0 && !link.timeout_held_off() {
-                    break (
-                        format!("no data for {stream_timeout:?} with requests outstanding"),
-                        Box::new(move || Error::Timeout {
-                            what: "stream",
-                            after: stream_timeout,
-                        }),
-                    );
+                    break End::Silent(stream_timeout);
                 }
                 checked = Instant::now();
                 // a dropped link (no requests, no owner but its readers)
                 // ends its readers
                 if Arc::strong_count(&link) <= 1 + link.pathids.lock().unwrap().len() {
-                    break lost("no longer used".to_string());
+                    break End::Lost("no longer used".to_string());
                 }
             }
-            _ = dead.wait_for(|d| *d) => break lost("connection failed elsewhere".to_string()),
+            _ = dead.wait_for(|d| *d) => break End::Lost("failed elsewhere".to_string()),
         }
     };
     // a substream failing fails the link too: answers routed to it would never come
-    link.kill(&why, error);
+    link.kill(end);
 }
