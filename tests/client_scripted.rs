@@ -27,6 +27,16 @@ async fn guard<T>(f: impl Future<Output = T>) -> T {
         .expect("hang: no answer within 30 s")
 }
 
+/// Waits until `done()` holds, failing the test after 30 s.
+async fn eventually(done: impl Fn() -> bool) {
+    guard(async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
+}
+
 fn content(len: usize) -> Bytes {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
 }
@@ -365,6 +375,30 @@ async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_frame_fails_the_link_with_a_protocol_error() {
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: content(5000),
+            ..Default::default()
+        },
+        |call| call.serve(),
+    )
+    .await;
+    // frames over 4000 bytes are refused by the client's decoder
+    let client = config(|c| c.max_response_dlen = 4000);
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    let err = guard(f.read_at(0, 5000)).await.unwrap_err();
+    assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::InvalidData);
+    eventually(|| peer.client_closes() > 0).await;
+    // the next call reconnects and re-opens; a small read works
+    assert_eq!(guard(f.read_at(0, 100)).await.unwrap(), content(100));
+    assert_eq!(peer.logins().len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_error_keeps_code_and_message() {
     let peer = Peer::start(|call| match &call.request {
         Request::Stat(s) if &s.path[..] == b"/missing" => {
@@ -485,12 +519,7 @@ async fn silent_server_trips_the_stream_timeout() {
     );
     assert_eq!(err.kind(), ErrorKind::TimedOut);
     // the dead connection is closed, and the next request reconnects
-    guard(async {
-        while peer.client_closes() == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    eventually(|| peer.client_closes() > 0).await;
     let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ)).await;
     assert!(f.is_ok(), "{f:?}");
     assert_eq!(peer.logins().len(), 2, "logged in again");
@@ -556,12 +585,7 @@ async fn a_bound_substream_stays_open() {
     );
     // once nothing uses the link, both its connections close
     drop((f, client));
-    guard(async {
-        while peer.client_closes() < 2 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    eventually(|| peer.client_closes() >= 2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
