@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use xroot_proto::request::{OpenOptions, Request};
+use xroot_proto::request::{OpenOptions, QueryCode, Request};
 use xroot_proto::response::{RedirectMode, Response, StatusResponse};
 use xroot_proto::url::{parse_cgi, Url};
 use xroot_proto::{ErrorCode, RequestId};
@@ -179,9 +179,23 @@ fn path_of(req: &mut Request) -> Option<&mut Bytes> {
         Request::Chmod(r) => &mut r.path,
         Request::Locate(r) => &mut r.path,
         Request::Truncate(r) if !r.path.is_empty() => &mut r.path,
-        Request::Query(r) if !r.args.is_empty() => &mut r.args,
+        Request::Query(r) if names_a_path(r.infotype) => &mut r.args,
         _ => return None,
     })
+}
+
+/// Whether a `kXR_query` of this kind carries a path in its args (not
+/// `kXR_Qconfig` keys, a prepare request id or statistics letters).
+fn names_a_path(infotype: QueryCode) -> bool {
+    matches!(
+        infotype,
+        QueryCode::CKSUM
+            | QueryCode::XATTR
+            | QueryCode::SPACE
+            | QueryCode::CKSCAN
+            | QueryCode::FSINFO
+            | QueryCode::OPAQUF
+    )
 }
 
 /// Sets the request's path to `url`'s path with its server-visible CGI.
@@ -372,5 +386,26 @@ mod tests {
             unreachable!()
         };
         assert_eq!(&o.path[..], b"/store/f.root?cms.tried=x");
+
+        // a checksum query names a path; a config query's args are keys
+        for (infotype, args, after) in [
+            (
+                QueryCode::CKSUM,
+                "/store/f.root\0",
+                "/store/f.root?cms.tried=x",
+            ),
+            (QueryCode::CONFIG, "readv_iov_max\0", "readv_iov_max\0"),
+        ] {
+            let mut req = Request::Query(xroot_proto::request::Query {
+                infotype,
+                args: Bytes::from(args),
+                ..Default::default()
+            });
+            retarget(&mut req, &url);
+            let Request::Query(q) = req else {
+                unreachable!()
+            };
+            assert_eq!(&q.args[..], after.as_bytes(), "{infotype:?}");
+        }
     }
 }
