@@ -154,13 +154,16 @@ impl File {
     }
 
     /// Runs a handle-based request built by `make`, re-opening and retrying
-    /// once if the connection was lost.
+    /// once if the connection was lost. Reads go with the pathid of the
+    /// least-loaded substream ([`Link::route_read`]).
     pub(crate) async fn call(&self, make: impl Fn(FHandle) -> Request) -> Result<Reply> {
         let h = self.handle().await?;
-        match driver::execute_on(&self.client, &h.link, &h.url, &make(h.fhandle)).await {
+        let (req, _path) = h.link.route_read(make(h.fhandle));
+        match driver::execute_on(&self.client, &h.link, &h.url, &req).await {
             Err(Error::ConnectionLost { .. }) => {
                 let h = self.handle().await?;
-                driver::execute_on(&self.client, &h.link, &h.url, &make(h.fhandle)).await
+                let (req, _path) = h.link.route_read(make(h.fhandle));
+                driver::execute_on(&self.client, &h.link, &h.url, &req).await
             }
             other => other,
         }

@@ -84,14 +84,14 @@ impl Link {
         stream_timeout: Duration,
     ) {
         self.pathids.lock().unwrap().push(pathid);
-        let (read, _write) = setup.sock.into_split();
-        tokio::spawn(reader(
-            Arc::clone(self),
-            read,
-            setup.buf,
-            setup.dec,
-            stream_timeout,
-        ));
+        let (read, write) = setup.sock.into_split();
+        let link = Arc::clone(self);
+        tokio::spawn(async move {
+            reader(link, read, setup.buf, setup.dec, stream_timeout).await;
+            // held until here: dropping the write half sends FIN, and the
+            // server then drops the bound link
+            drop(write);
+        });
     }
 
     /// Whether the connection has failed; a new one is needed.
@@ -314,10 +314,14 @@ async fn reader(
         let read = tokio::time::timeout(stream_timeout, sock.read_buf(&mut buf)).await;
         match read {
             Ok(Ok(0)) => break "closed by the server".to_string(),
-            Ok(Ok(_)) => {}
+            Ok(Ok(_)) => link.stats.heard(),
             Ok(Err(e)) => break format!("read failed: {e}"),
             Err(_) => {
-                if link.in_flight() > 0 && !link.timeout_held_off() {
+                // answers may be flowing on another stream of the link
+                if link.in_flight() > 0
+                    && !link.timeout_held_off()
+                    && link.stats.quiet_for() >= stream_timeout
+                {
                     break format!("no data for {stream_timeout:?} with requests outstanding");
                 }
             }
@@ -326,10 +330,74 @@ async fn reader(
             break "connection failed elsewhere".to_string();
         }
         // a dropped link (no requests, no owner) ends its reader
-        if Arc::strong_count(&link) == 1 {
+        if Arc::strong_count(&link) <= link.readers() {
             break "no longer used".to_string();
         }
     };
     // a substream failing fails the link too: answers routed to it would never come
     link.kill(&why);
+}
+
+/// Substream selection for reads (PROTOCOL.md §5.4, §9): XrdCl sends every
+/// request on the main stream and gives reads the pathid of the
+/// least-loaded bound substream, on which the server answers.
+impl Link {
+    /// Takes the bound substream with the fewest reads in flight (the
+    /// first bound of equals) for one read: the read counts against it
+    /// until the returned lease is dropped. `None` when no substream is
+    /// bound: the read goes with pathid 0, the main stream.
+    pub(crate) fn read_path(self: &Arc<Self>) -> Option<PathLease> {
+        let bound = self.pathids.lock().unwrap();
+        let pathid = self.stats.take_path(&bound)?;
+        Some(PathLease {
+            link: Arc::clone(self),
+            pathid,
+        })
+    }
+
+    /// Gives a `kXR_read` (in its `read_args`), `kXR_pgread` (in its args)
+    /// or `kXR_readv` (header byte 19; the stock server ignores it and
+    /// answers on the main stream) the pathid of [`Link::read_path`], and
+    /// returns it with the lease to hold until the final response. Other
+    /// requests, and every request on a link without substreams, come back
+    /// unchanged with no lease.
+    pub(crate) fn route_read(self: &Arc<Self>, mut req: Request) -> (Request, Option<PathLease>) {
+        if !matches!(
+            req,
+            Request::Read(_) | Request::Pgread(_) | Request::Readv(_)
+        ) {
+            return (req, None);
+        }
+        let Some(lease) = self.read_path() else {
+            return (req, None);
+        };
+        match &mut req {
+            Request::Read(r) => r.args.get_or_insert_with(Default::default).pathid = lease.pathid,
+            Request::Pgread(r) => r.args.get_or_insert_with(Default::default).pathid = lease.pathid,
+            Request::Readv(r) => r.pathid = lease.pathid,
+            _ => {}
+        }
+        (req, Some(lease))
+    }
+
+    /// How many reader tasks hold the link: the main stream's and one per
+    /// bound substream.
+    fn readers(&self) -> usize {
+        1 + self.pathids.lock().unwrap().len()
+    }
+}
+
+/// One read counted against a bound substream (see [`Link::read_path`]);
+/// dropping it, at the read's final response, releases the count.
+#[derive(Debug)]
+pub(crate) struct PathLease {
+    link: Arc<Link>,
+    /// The substream's pathid (1..15 for xrootd).
+    pathid: u8,
+}
+
+impl Drop for PathLease {
+    fn drop(&mut self) {
+        self.link.stats.path_released(self.pathid);
+    }
 }
