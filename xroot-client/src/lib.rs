@@ -9,7 +9,8 @@
 //! request: `kXR_oksofar`, `kXR_wait`, `kXR_waitresp` + `kXR_attn`,
 //! redirects and errors.
 //!
-//! - [`Client`]: channels, [`Client::open`], [`Client::fs`].
+//! - [`Client`]: channels, [`Client::open`], [`Client::fs`],
+//!   [`Client::stats`], [`Client::set_spread`] (see [`Spread`]).
 //! - [`File`]: an open file.
 //! - [`FileSystem`]: namespace and query calls.
 //! - [`Error`]: every way a call fails, with the server's code kept.
@@ -27,6 +28,7 @@ mod error;
 mod file;
 mod fs;
 mod key;
+mod spread;
 mod stats;
 
 pub use channel::{Channel, ServerInfo};
@@ -36,6 +38,7 @@ pub use error::{Error, Result};
 pub use file::{File, OpenFlags};
 pub use fs::FileSystem;
 pub use key::ChannelKey;
-pub use stats::ChannelStats;
+pub use spread::Spread;
+pub use stats::{ChannelStats, PathStats};
 pub use xroot_proto as proto;
 pub use xroot_proto::url::Url;
