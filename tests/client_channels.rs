@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use support::stock::StockServer;
-use xroot::client::{ChannelKey, Client, Config, OpenFlags, PathStats, Spread, Url};
+use xroot::client::{ChannelKey, Client, Config, OpenFlags, Spread, Url};
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
@@ -162,30 +162,28 @@ async fn substreams_carry_reads() {
         .unwrap();
     assert_eq!(connections_to(port), 4, "the main stream and 3 bound");
 
-    // all sent before any answer is taken: pathids 1, 2, 3, 1, 2, 3, ...
+    // each read takes the least-loaded substream, equals in turn: however
+    // many overlap, the first three reads use all three
     let reads = (0..READS).map(|i| f.read_at((i * CHUNK) as u64 + 17, CHUNK));
     for (i, r) in join_all(reads).await.into_iter().enumerate() {
         let at = i * CHUNK + 17;
         let want = &content[at..(at + CHUNK).min(content.len())];
         assert_eq!(&r.unwrap()[..], want, "read {i}");
     }
-    let stats = client.channels()[0].stats();
-    let per_path = |pathid| PathStats {
-        pathid,
-        in_flight: 0,
-        completed: READS as u64 / 3,
-    };
-    assert_eq!(stats.paths, [per_path(1), per_path(2), per_path(3)]);
-    // one read at a time goes to the first of the idle substreams
-    assert_eq!(&f.read_at(5, 100).await.unwrap()[..], &content[5..105]);
-    assert_eq!(client.channels()[0].stats().paths[0].completed, 5);
+    let paths = client.channels()[0].stats().paths;
+    let pathids: Vec<u8> = paths.iter().map(|p| p.pathid).collect();
+    assert_eq!(pathids, [1, 2, 3], "{paths:?}");
+    assert!(paths.iter().all(|p| p.in_flight == 0), "{paths:?}");
+    let completed: u64 = paths.iter().map(|p| p.completed).sum();
+    assert_eq!(completed, READS as u64);
     assert_eq!(connections_to(port), 4, "the substreams stay up");
 
-    // the server answered on the substreams: each received a third of the data
+    // the server answered on the substreams: each received a read's worth,
+    // the main stream (handshake, login, open, ping) much less
     match bytes_received_per_connection(port) {
         Some(bytes) => {
             assert_eq!(bytes.len(), 4, "{bytes:?}");
-            let busy = bytes.iter().filter(|&&b| b >= (READS / 3 * CHUNK) as u64);
+            let busy = bytes.iter().filter(|&&b| b >= CHUNK as u64);
             assert_eq!(busy.count(), 3, "{bytes:?}");
         }
         None => eprintln!("ss not installed: per-connection bytes not checked"),
@@ -321,7 +319,11 @@ async fn auto_spread_grows_when_every_channel_is_busy() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn stats_of_concurrent_reads_on_one_channel() {
-    const CHUNK: usize = 256 * 1024;
+    // Every read is sent before any answer is awaited; a read overlaps the
+    // next unless its whole 1 MiB answer arrives between its send and its
+    // first poll, which would take a preemption of the test thread each
+    // time, 16 times in a row.
+    const CHUNK: usize = 1 << 20;
     const K: usize = 16;
     let Some((server, content, _data)) = server_with_file(K * CHUNK) else {
         return;

@@ -67,6 +67,8 @@ struct Counters {
     /// Sum of the latencies of `completed` requests, in nanoseconds.
     latency_nanos: u128,
     paths: BTreeMap<u8, PathStats>,
+    /// Where the next [`LinkStats::take_path`] scan starts.
+    path_cursor: usize,
 }
 
 impl Counters {
@@ -149,13 +151,18 @@ impl LinkStats {
         self.epoch.elapsed().saturating_sub(last)
     }
 
-    /// Takes the pathid among `bound` with the fewest reads in flight (the
-    /// first of equals) and counts a new read against it.
+    /// Takes the pathid among `bound` with the fewest reads in flight and
+    /// counts a new read against it. Ties go round-robin: the scan starts
+    /// after the pathid taken last, so reads one at a time also use every
+    /// substream.
     pub(crate) fn take_path(&self, bound: &[u8]) -> Option<u8> {
         let mut c = self.c.lock().unwrap();
-        let best = *bound
-            .iter()
-            .min_by_key(|p| c.paths.get(p).map_or(0, |s| s.in_flight))?;
+        let n = bound.len();
+        let start = c.path_cursor % n.max(1);
+        let (i, best) = (start..start + n)
+            .map(|k| (k % n, bound[k % n]))
+            .min_by_key(|(_, p)| c.paths.get(p).map_or(0, |s| s.in_flight))?;
+        c.path_cursor = i + 1;
         c.paths
             .entry(best)
             .or_insert(PathStats {
@@ -303,7 +310,7 @@ mod tests {
         assert_eq!(s.take_path(&[]), None);
         let bound = [1, 2, 3];
         let taken: Vec<_> = (0..4).map(|_| s.take_path(&bound).unwrap()).collect();
-        assert_eq!(taken, [1, 2, 3, 1], "ties go to the first bound");
+        assert_eq!(taken, [1, 2, 3, 1], "the least loaded, ties in turn");
         s.path_released(1);
         s.path_released(1);
         assert_eq!(s.take_path(&bound), Some(1), "1 is idle again");
@@ -332,6 +339,19 @@ mod tests {
         let mut twice = s.snapshot();
         twice.merge(&s.snapshot());
         assert_eq!(twice.paths[0].completed, 6);
+    }
+
+    #[test]
+    fn reads_one_at_a_time_use_every_path() {
+        let s = LinkStats::default();
+        let taken: Vec<_> = (0..7)
+            .map(|_| {
+                let p = s.take_path(&[4, 9, 2]).unwrap();
+                s.path_released(p);
+                p
+            })
+            .collect();
+        assert_eq!(taken, [4, 9, 2, 4, 9, 2, 4]);
     }
 
     #[test]

@@ -21,8 +21,8 @@ use tokio::sync::mpsc;
 use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
-use xroot_proto::request::Request;
-use xroot_proto::{ResponseFrame, Status, StreamId};
+use xroot_proto::request::{Ping, Request};
+use xroot_proto::{RequestId, ResponseFrame, Status, StreamId};
 
 use super::login::{ServerInfo, Setup};
 use super::streams::{Delivery, Streams};
@@ -342,8 +342,8 @@ async fn reader(
 /// request on the main stream and gives reads the pathid of the
 /// least-loaded bound substream, on which the server answers.
 impl Link {
-    /// Takes the bound substream with the fewest reads in flight (the
-    /// first bound of equals) for one read: the read counts against it
+    /// Takes the bound substream with the fewest reads in flight (equals
+    /// in turn) for one read: the read counts against it
     /// until the returned lease is dropped. `None` when no substream is
     /// bound: the read goes with pathid 0, the main stream.
     pub(crate) fn read_path(self: &Arc<Self>) -> Option<PathLease> {
@@ -378,6 +378,20 @@ impl Link {
             _ => {}
         }
         (req, Some(lease))
+    }
+
+    /// One `kXR_ping` round trip. xrootd handles a link's requests one at
+    /// a time, so the answer also means the login before it is complete: it
+    /// sends the login reply before it marks the session logged in, and a
+    /// `kXR_bind` in between is refused ("session not logged in").
+    /// Errors: [`Error::ConnectionLost`], [`Error::UnexpectedResponse`] for
+    /// an answer other than `kXR_ok`.
+    pub(crate) async fn ping(self: &Arc<Self>) -> Result<()> {
+        let frame = self.send(&Ping {}.into())?.next().await?;
+        match frame.header.status {
+            Status::OK => Ok(()),
+            other => Err(Error::unexpected(RequestId::PING, other.to_string())),
+        }
     }
 
     /// How many reader tasks hold the link: the main stream's and one per
