@@ -16,7 +16,7 @@ use xroot_proto::response::{RedirectMode, Response, StatusResponse};
 use xroot_proto::url::{parse_cgi, Url};
 use xroot_proto::{ErrorCode, RequestId};
 
-use crate::channel::{Channel, InFlight, Link};
+use crate::channel::{InFlight, Link};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::key::ChannelKey;
@@ -57,8 +57,7 @@ impl Reply {
 #[derive(Debug)]
 pub(crate) struct Answered {
     pub(crate) reply: Reply,
-    /// The channel and connection that answered (where a file's handle lives).
-    pub(crate) channel: Arc<Channel>,
+    /// The connection that answered (where a file's handle lives).
     pub(crate) link: Arc<Link>,
     /// The URL of the server that answered, after redirects.
     pub(crate) url: Url,
@@ -247,14 +246,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
             load_balancer = Some(url.clone());
         }
         match exchange(&link, &req, &url).await? {
-            Step::Done(reply) => {
-                return Ok(Answered {
-                    reply,
-                    channel,
-                    link,
-                    url,
-                })
-            }
+            Step::Done(reply) => return Ok(Answered { reply, link, url }),
             Step::Redirect(next) => {
                 hops += 1;
                 if hops > limit {

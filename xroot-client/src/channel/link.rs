@@ -28,8 +28,8 @@ use tokio::sync::{mpsc, watch};
 use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
-use xroot_proto::request::Request;
-use xroot_proto::{DecodeError, ResponseFrame, Status, StreamId};
+use xroot_proto::request::{Ping, Request};
+use xroot_proto::{DecodeError, RequestId, ResponseFrame, Status, StreamId};
 
 use super::login::{ServerInfo, Setup};
 use super::streams::{Delivery, Streams};
@@ -408,4 +408,76 @@ async fn reader(
     };
     // a substream failing fails the link too: answers routed to it would never come
     link.kill(end);
+}
+
+/// Substream selection for reads (PROTOCOL.md §5.4, §9): XrdCl sends every
+/// request on the main stream and gives reads the pathid of the
+/// least-loaded bound substream, on which the server answers.
+impl Link {
+    /// Takes the bound substream with the fewest reads in flight (equals
+    /// in turn) for one read: the read counts against it
+    /// until the returned lease is dropped. `None` when no substream is
+    /// bound: the read goes with pathid 0, the main stream.
+    pub(crate) fn read_path(self: &Arc<Self>) -> Option<PathLease> {
+        let bound = self.pathids.lock().unwrap();
+        let pathid = self.stats.take_path(&bound)?;
+        Some(PathLease {
+            link: Arc::clone(self),
+            pathid,
+        })
+    }
+
+    /// Gives a `kXR_read` (in its `read_args`), `kXR_pgread` (in its args)
+    /// or `kXR_readv` (header byte 19; the stock server ignores it and
+    /// answers on the main stream) the pathid of [`Link::read_path`], and
+    /// returns it with the lease to hold until the final response. Other
+    /// requests, and every request on a link without substreams, come back
+    /// unchanged with no lease.
+    pub(crate) fn route_read(self: &Arc<Self>, mut req: Request) -> (Request, Option<PathLease>) {
+        if !matches!(
+            req,
+            Request::Read(_) | Request::Pgread(_) | Request::Readv(_)
+        ) {
+            return (req, None);
+        }
+        let Some(lease) = self.read_path() else {
+            return (req, None);
+        };
+        match &mut req {
+            Request::Read(r) => r.args.get_or_insert_with(Default::default).pathid = lease.pathid,
+            Request::Pgread(r) => r.args.get_or_insert_with(Default::default).pathid = lease.pathid,
+            Request::Readv(r) => r.pathid = lease.pathid,
+            _ => {}
+        }
+        (req, Some(lease))
+    }
+
+    /// One `kXR_ping` round trip. xrootd handles a link's requests one at
+    /// a time, so the answer also means the login before it is complete: it
+    /// sends the login reply before it marks the session logged in, and a
+    /// `kXR_bind` in between is refused ("session not logged in").
+    /// Errors: [`Error::ConnectionLost`], [`Error::UnexpectedResponse`] for
+    /// an answer other than `kXR_ok`.
+    pub(crate) async fn ping(self: &Arc<Self>) -> Result<()> {
+        let frame = self.send(&Ping {}.into())?.next().await?;
+        match frame.header.status {
+            Status::OK => Ok(()),
+            other => Err(Error::unexpected(RequestId::PING, other.to_string())),
+        }
+    }
+}
+
+/// One read counted against a bound substream (see [`Link::read_path`]);
+/// dropping it, at the read's final response, releases the count.
+#[derive(Debug)]
+pub(crate) struct PathLease {
+    link: Arc<Link>,
+    /// The substream's pathid (1..15 for xrootd).
+    pathid: u8,
+}
+
+impl Drop for PathLease {
+    fn drop(&mut self) {
+        self.link.stats.path_released(self.pathid);
+    }
 }
