@@ -13,7 +13,10 @@
 
 #![allow(dead_code, unused_macros)] // each test crate that includes this module uses part of it
 
+pub mod cluster;
 pub mod corrupt_proxy;
+pub mod delay_proxy;
+pub mod scripted;
 pub mod stock;
 
 use std::collections::{HashMap, VecDeque};

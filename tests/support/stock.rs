@@ -54,6 +54,30 @@ fn running_as_root() -> bool {
         .unwrap_or(false)
 }
 
+/// When the tests run as root (which xrootd and cmsd refuse), makes `cmd`
+/// drop to the `xrootd` user (else `nobody`) with `-R` and hands it `dirs`
+/// (chown -R, and a+rx so that it can reach them). Otherwise does nothing.
+pub fn run_unprivileged(cmd: &mut Command, dirs: &[&Path]) {
+    if !running_as_root() {
+        return;
+    }
+    let user = if Command::new("id")
+        .arg("xrootd")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
+    {
+        "xrootd"
+    } else {
+        "nobody"
+    };
+    for p in dirs {
+        let _ = Command::new("chown").args(["-R", user]).arg(p).status();
+        let _ = Command::new("chmod").args(["a+rx"]).arg(p).status();
+    }
+    cmd.args(["-R", user]);
+}
+
 impl StockServer {
     /// Starts `xrootd` exporting `data` (which must exist), with adler32 and
     /// crc32c checksums and `extra` config lines appended. Returns `None`
@@ -89,27 +113,7 @@ impl StockServer {
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
-        if running_as_root() {
-            // xrootd refuses to run as root; it drops to this user instead.
-            let user = if Command::new("id")
-                .arg("xrootd")
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false)
-            {
-                "xrootd"
-            } else {
-                "nobody"
-            };
-            for p in [state.path(), data] {
-                let _ = Command::new("chown").args(["-R", user]).arg(p).status();
-            }
-            let _ = Command::new("chmod")
-                .args(["a+rx"])
-                .arg(state.path())
-                .status();
-            cmd.args(["-R", user]);
-        }
+        run_unprivileged(&mut cmd, &[state.path(), data]);
         let child = cmd.spawn().expect("spawn xrootd");
         let mut server = StockServer {
             child,

@@ -9,15 +9,21 @@
 //! Bound substreams (`kXR_bind`) get a reader task each, routing into the
 //! same table: XrdCl sends every request on the main stream and only the
 //! answers to reads come back on a substream (PROTOCOL.md §9).
+//!
+//! With requests outstanding, a connection silent for the stream timeout
+//! (counted from the last byte read or the last request written, as
+//! XrdCl's `lastActivity`) is dead. A dead link fails every waiting request
+//! with a typed error, stops its tasks and closes its sockets, so the
+//! server sees the session end.
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
@@ -36,7 +42,10 @@ pub(crate) struct Link {
     pub(crate) info: ServerInfo,
     out: mpsc::UnboundedSender<Bytes>,
     streams: Mutex<Streams>,
-    dead: AtomicBool,
+    /// `true` once the connection has failed; its tasks watch it to stop.
+    dead: watch::Sender<bool>,
+    /// The last byte read or request written, as nanoseconds since `epoch`.
+    activity: AtomicU64,
     /// Stream inactivity is not held against the link before this instant
     /// (`kXR_wait` / `kXR_waitresp` barrier), as nanoseconds since `epoch`.
     barrier: AtomicU64,
@@ -57,17 +66,23 @@ impl Link {
             info,
             out: tx,
             streams: Mutex::new(Streams::default()),
-            dead: AtomicBool::new(false),
+            dead: watch::channel(false).0,
+            activity: AtomicU64::new(0),
             barrier: AtomicU64::new(0),
             epoch: Instant::now(),
             pathids: Mutex::new(Vec::new()),
             stats: LinkStats::default(),
         });
         let (read, write) = setup.sock.into_split();
-        tokio::spawn(writer(Arc::downgrade(&link), write, rx));
+        tokio::spawn(writer(
+            Arc::downgrade(&link),
+            write,
+            rx,
+            link.dead.subscribe(),
+        ));
         tokio::spawn(reader(
             Arc::clone(&link),
-            read,
+            (read, None),
             setup.buf,
             setup.dec,
             stream_timeout,
@@ -84,10 +99,13 @@ impl Link {
         stream_timeout: Duration,
     ) {
         self.pathids.lock().unwrap().push(pathid);
-        let (read, _write) = setup.sock.into_split();
+        let (read, write) = setup.sock.into_split();
+        // nothing is written on a substream, but dropping the write half
+        // would send a FIN and the server would end the substream: the
+        // reader keeps it
         tokio::spawn(reader(
             Arc::clone(self),
-            read,
+            (read, Some(write)),
             setup.buf,
             setup.dec,
             stream_timeout,
@@ -96,7 +114,7 @@ impl Link {
 
     /// Whether the connection has failed; a new one is needed.
     pub(crate) fn is_dead(&self) -> bool {
-        self.dead.load(Ordering::Acquire)
+        *self.dead.borrow()
     }
 
     /// Requests waiting for an answer on this connection.
@@ -136,29 +154,37 @@ impl Link {
         }
     }
 
-    /// Marks the connection dead and fails every request waiting on it.
-    fn kill(&self, why: &str) {
-        if !self.dead.swap(true, Ordering::AcqRel) {
+    /// Marks the connection dead, fails every request waiting on it with
+    /// `error()` and makes its tasks stop (which closes the sockets).
+    fn kill(&self, why: &str, error: impl Fn() -> Error) {
+        if !self.dead.send_replace(true) {
             tracing::debug!(endpoint = %self.endpoint, why, "connection closed");
         }
-        let endpoint = self.endpoint.clone();
-        self.streams
-            .lock()
-            .unwrap()
-            .close(|| Error::ConnectionLost {
-                endpoint: endpoint.clone(),
-            });
+        self.streams.lock().unwrap().close(error);
+    }
+
+    /// Nanoseconds from `epoch` to now.
+    fn now(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Notes traffic on the connection (restarts the stream timeout).
+    fn touch(&self) {
+        self.activity.fetch_max(self.now(), Ordering::AcqRel);
+    }
+
+    /// The last traffic on the connection.
+    fn last_activity(&self) -> Instant {
+        self.epoch + Duration::from_nanos(self.activity.load(Ordering::Acquire))
     }
 
     fn hold_off_timeout(&self, seconds: i32) {
-        let until = Instant::now() + Duration::from_secs(seconds.max(0) as u64 + 5);
-        let nanos = until.duration_since(self.epoch).as_nanos() as u64;
-        self.barrier.fetch_max(nanos, Ordering::AcqRel);
+        let until = self.now() + Duration::from_secs(seconds.max(0) as u64 + 5).as_nanos() as u64;
+        self.barrier.fetch_max(until, Ordering::AcqRel);
     }
 
     fn timeout_held_off(&self) -> bool {
-        let now = Instant::now().duration_since(self.epoch).as_nanos() as u64;
-        now < self.barrier.load(Ordering::Acquire)
+        self.now() < self.barrier.load(Ordering::Acquire)
     }
 
     /// Routes one frame from the wire.
@@ -227,6 +253,7 @@ impl InFlight {
         let mut buf = BytesMut::new();
         req.encode(self.sid, &mut buf);
         self.link.stats.bytes_sent(buf.len());
+        self.link.touch();
         self.link
             .out
             .send(buf.freeze())
@@ -253,11 +280,18 @@ async fn writer(
     link: std::sync::Weak<Link>,
     mut sock: OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<Bytes>,
+    mut dead: watch::Receiver<bool>,
 ) {
     // Small frames queued together go out in one write; large ones as they are.
     const COALESCE: usize = 64 * 1024;
     let mut batch = BytesMut::new();
-    while let Some(first) = rx.recv().await {
+    loop {
+        let first = tokio::select! {
+            first = rx.recv() => first,
+            // the link failed: dropping `sock` closes our side
+            _ = dead.wait_for(|d| *d) => return,
+        };
+        let Some(first) = first else { break };
         let mut result = Ok(());
         let mut pending = Some(first);
         while let Some(frame) = pending.take() {
@@ -283,7 +317,7 @@ async fn writer(
         }
         if let Err(e) = result {
             if let Some(link) = link.upgrade() {
-                link.kill(&format!("write failed: {e}"));
+                link.kill(&format!("write failed: {e}"), || link.lost());
             }
             return;
         }
@@ -292,44 +326,78 @@ async fn writer(
     let _ = sock.shutdown().await;
 }
 
+/// Reads the frames of one stream (main or bound) until the link dies.
+/// `sock` is the read half and, for a substream, its write half, held
+/// (unused) until the reader ends so that the socket stays open.
 async fn reader(
     link: Arc<Link>,
-    mut sock: OwnedReadHalf,
+    (mut sock, _write): (OwnedReadHalf, Option<OwnedWriteHalf>),
     mut buf: BytesMut,
     mut dec: ResponseDecoder,
     stream_timeout: Duration,
 ) {
-    let why = loop {
+    let mut dead = link.dead.subscribe();
+    // the silence clock starts at the last traffic, or at the last check
+    // that found nothing to time out
+    let mut checked = Instant::now();
+    let (why, error): (String, Box<dyn Fn() -> Error + Send>) = loop {
         match dec.decode(&mut buf) {
             Ok(Some(frame)) => {
                 link.route(frame);
                 continue;
             }
             Ok(None) => {}
-            Err(e) => break format!("undecodable frame: {e}"),
+            Err(e) => {
+                let endpoint = link.endpoint.clone();
+                break (
+                    format!("undecodable frame: {e}"),
+                    Box::new(move || Error::Protocol {
+                        endpoint: endpoint.clone(),
+                        source: e.clone(),
+                    }),
+                );
+            }
         }
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(64 * 1024);
         }
-        let read = tokio::time::timeout(stream_timeout, sock.read_buf(&mut buf)).await;
-        match read {
-            Ok(Ok(0)) => break "closed by the server".to_string(),
-            Ok(Ok(_)) => {}
-            Ok(Err(e)) => break format!("read failed: {e}"),
-            Err(_) => {
-                if link.in_flight() > 0 && !link.timeout_held_off() {
-                    break format!("no data for {stream_timeout:?} with requests outstanding");
+        let lost = |why: String| -> (String, Box<dyn Fn() -> Error + Send>) {
+            let endpoint = link.endpoint.clone();
+            (
+                why,
+                Box::new(move || Error::ConnectionLost {
+                    endpoint: endpoint.clone(),
+                }),
+            )
+        };
+        let silence_ends = link.last_activity().max(checked) + stream_timeout;
+        tokio::select! {
+            read = sock.read_buf(&mut buf) => match read {
+                Ok(0) => break lost("closed by the server".to_string()),
+                Ok(_) => link.touch(),
+                Err(e) => break lost(format!("read failed: {e}")),
+            },
+            _ = tokio::time::sleep_until(silence_ends.into()) => {
+                let silent = link.last_activity().elapsed() >= stream_timeout;
+                if silent && link.in_flight() > 0 && !link.timeout_held_off() {
+                    break (
+                        format!("no data for {stream_timeout:?} with requests outstanding"),
+                        Box::new(move || Error::Timeout {
+                            what: "stream",
+                            after: stream_timeout,
+                        }),
+                    );
+                }
+                checked = Instant::now();
+                // a dropped link (no requests, no owner but its readers)
+                // ends its readers
+                if Arc::strong_count(&link) <= 1 + link.pathids.lock().unwrap().len() {
+                    break lost("no longer used".to_string());
                 }
             }
-        }
-        if link.is_dead() {
-            break "connection failed elsewhere".to_string();
-        }
-        // a dropped link (no requests, no owner) ends its reader
-        if Arc::strong_count(&link) == 1 {
-            break "no longer used".to_string();
+            _ = dead.wait_for(|d| *d) => break lost("connection failed elsewhere".to_string()),
         }
     };
     // a substream failing fails the link too: answers routed to it would never come
-    link.kill(&why);
+    link.kill(&why, error);
 }

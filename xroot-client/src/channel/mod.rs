@@ -27,9 +27,65 @@ use crate::stats::ChannelStats;
 #[derive(Debug)]
 enum State {
     /// No connection; the last attempt's failure, if any.
-    Down(Option<(std::io::ErrorKind, String)>),
+    Down(Option<Error>),
     Connecting,
     Up(Arc<Link>),
+}
+
+/// The same failure again, for each caller that waited on one connection
+/// attempt ([`Error`] is not `Clone`: an I/O error is copied as its kind
+/// and message, and so are the variants connecting cannot produce).
+fn copy_error(e: &Error) -> Error {
+    match e {
+        Error::Server { code, message } => Error::Server {
+            code: *code,
+            message: message.clone(),
+        },
+        Error::Protocol { endpoint, source } => Error::Protocol {
+            endpoint: endpoint.clone(),
+            source: source.clone(),
+        },
+        Error::UnexpectedResponse { request, detail } => Error::UnexpectedResponse {
+            request,
+            detail: detail.clone(),
+        },
+        Error::ConnectionLost { endpoint } => Error::ConnectionLost {
+            endpoint: endpoint.clone(),
+        },
+        Error::Timeout { what, after } => Error::Timeout {
+            what,
+            after: *after,
+        },
+        Error::AuthUnsupported { endpoint, offered } => Error::AuthUnsupported {
+            endpoint: endpoint.clone(),
+            offered: offered.clone(),
+        },
+        Error::Io { endpoint, source } => Error::Io {
+            endpoint: endpoint.clone(),
+            source: std::io::Error::new(source.kind(), source.to_string()),
+        },
+        other => Error::Io {
+            endpoint: "?".to_string(),
+            source: std::io::Error::new(other.kind(), other.to_string()),
+        },
+    }
+}
+
+/// A connection attempt in progress. It publishes its outcome when dropped,
+/// so that a caller that gives up mid-way (its request deadline passed, its
+/// future was dropped) leaves the channel `Down` for the next caller rather
+/// than `Connecting` forever.
+struct Attempt<'a> {
+    channel: &'a Channel,
+    outcome: State,
+}
+
+impl Drop for Attempt<'_> {
+    fn drop(&mut self) {
+        let outcome = std::mem::replace(&mut self.outcome, State::Down(None));
+        *self.channel.state.lock().unwrap() = outcome;
+        self.channel.changed.send_modify(|n| *n += 1);
+    }
 }
 
 /// The logical connection to one endpoint (see the module docs).
@@ -85,28 +141,21 @@ impl Channel {
             };
             let _ = waiter.changed().await;
             let state = self.state.lock().unwrap();
-            if let State::Down(Some((kind, msg))) = &*state {
-                return Err(Error::Io {
-                    endpoint: self.key.endpoint(),
-                    source: std::io::Error::new(*kind, msg.clone()),
-                });
+            if let State::Down(Some(e)) = &*state {
+                return Err(copy_error(e));
             }
         }
         // this caller connects; the others wait on `changed`
-        let result = self.connect().await;
-        let mut state = self.state.lock().unwrap();
-        let out = match result {
-            Ok(link) => {
-                *state = State::Up(Arc::clone(&link));
-                Ok(link)
-            }
-            Err(e) => {
-                *state = State::Down(Some((e.kind(), e.to_string())));
-                Err(e)
-            }
+        let mut attempt = Attempt {
+            channel: self,
+            outcome: State::Down(None),
         };
-        self.changed.send_modify(|n| *n += 1);
-        out
+        let result = self.connect().await;
+        attempt.outcome = match &result {
+            Ok(link) => State::Up(Arc::clone(link)),
+            Err(e) => State::Down(Some(copy_error(e))),
+        };
+        result
     }
 
     async fn connect(&self) -> Result<Arc<Link>> {

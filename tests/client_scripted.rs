@@ -1,0 +1,609 @@
+//! xroot-client against a scripted peer (tests/support/scripted.rs) for the
+//! server behaviours the stock xrootd cannot be made to show on demand:
+//! `kXR_wait`, `kXR_waitresp` + `kXR_attn`, redirect loops, a redirect to
+//! the same endpoint under another user, errors, authentication, dropped
+//! connections and timeouts. Each ends in success or a typed error; the
+//! 30 s timeout around each call is only a hang guard.
+
+mod support;
+
+use std::future::Future;
+use std::io::ErrorKind;
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use support::scripted::{Peer, Step};
+use xroot::client::{Client, Config, Error, OpenFlags};
+use xroot::proto::request::{OpenOptions, Request};
+use xroot::proto::response::{ProtocolFlags, Redirect, RedirectFlags, Response};
+use xroot::proto::{ErrorCode, RequestId};
+
+/// Awaits `f`, failing the test if it takes more than 30 s (a hang).
+async fn guard<T>(f: impl Future<Output = T>) -> T {
+    tokio::time::timeout(Duration::from_secs(30), f)
+        .await
+        .expect("hang: no answer within 30 s")
+}
+
+fn content(len: usize) -> Bytes {
+    (0..len).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+fn is_open(r: &Request) -> bool {
+    matches!(r, Request::Open(_))
+}
+
+fn config(f: impl FnOnce(&mut Config)) -> Client {
+    let mut c = Config::default();
+    f(&mut c);
+    Client::with_config(c)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wait_then_ok_resends_with_the_same_streamid() {
+    let peer = Peer::start(|call| match &call.request {
+        r if is_open(r) && call.nth == 0 => vec![Step::wait(1)],
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    let opens = peer.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 2, "sent, then resent after the wait");
+    assert_eq!(opens[0].streamid, opens[1].streamid, "same streamid");
+    assert_eq!(opens[0].conn, opens[1].conn, "same connection");
+    assert_eq!(opens[0].request, opens[1].request, "same request");
+    guard(f.close()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn waitresp_then_attn_asynresp_carries_the_answer() {
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: content(1000),
+            ..Default::default()
+        },
+        |call| match &call.request {
+            Request::Read(r) => vec![
+                Step::waitresp(10),
+                Step::Sleep(Duration::from_millis(300)),
+                Step::Attn(Response::Ok(call.slice(r.offset, r.rlen as i64))),
+            ],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    let data = guard(f.read_at(100, 50)).await.unwrap();
+    assert_eq!(data, content(1000).slice(100..150));
+    // the streamid is free again: the next read gets its answer too
+    let data = guard(f.read_at(0, 10)).await.unwrap();
+    assert_eq!(data, content(1000).slice(..10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn asynchronous_redirect_lands_at_the_second_peer() {
+    let data = content(5000);
+    let b = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let b_port = b.port;
+    let a = Peer::start(move |call| match &call.request {
+        r if is_open(r) => vec![
+            Step::waitresp(10),
+            Step::Sleep(Duration::from_millis(200)),
+            Step::Attn(Response::Redirect(
+                Redirect::to_host("127.0.0.1", b_port).with_opaque("org=a"),
+            )),
+        ],
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&a.url(None, "/store/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    assert_eq!(f.server_url().unwrap().port, b.port);
+    let opens = b.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 1);
+    let Request::Open(o) = &opens[0].request else {
+        unreachable!()
+    };
+    assert_eq!(
+        &o.path[..],
+        b"/store/f?org=a",
+        "opaque merged into the path"
+    );
+    assert_eq!(
+        guard(f.read_at(4000, 2000)).await.unwrap(),
+        data.slice(4000..)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_to_itself_stops_at_the_limit() {
+    let me = Arc::new(AtomicU16::new(0));
+    let port = Arc::clone(&me);
+    let peer = Peer::start(move |call| match &call.request {
+        r if is_open(r) => vec![Step::Reply(Response::Redirect(Redirect::to_host(
+            "127.0.0.1",
+            port.load(Ordering::SeqCst),
+        )))],
+        _ => call.serve(),
+    })
+    .await;
+    me.store(peer.port, Ordering::SeqCst);
+    let client = config(|c| c.redirect_limit = 3);
+    let err = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::RedirectLimit { limit: 3, .. }),
+        "{err:?}"
+    );
+    assert_eq!(peer.requests_of(RequestId::OPEN).len(), 4, "3 followed");
+    assert_eq!(peer.logins().len(), 1, "one channel all along");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_ping_pong_between_two_peers_stops_at_the_limit() {
+    let ports = Arc::new([AtomicU16::new(0), AtomicU16::new(0)]);
+    let start = |other: usize| {
+        let ports = Arc::clone(&ports);
+        Peer::start(move |call| match &call.request {
+            r if is_open(r) => vec![Step::Reply(Response::Redirect(Redirect::to_url(
+                format!(
+                    "root://127.0.0.1:{}//f",
+                    ports[other].load(Ordering::SeqCst)
+                ),
+                RedirectFlags::default(),
+            )))],
+            _ => call.serve(),
+        })
+    };
+    let a = start(1).await;
+    let b = start(0).await;
+    ports[0].store(a.port, Ordering::SeqCst);
+    ports[1].store(b.port, Ordering::SeqCst);
+    let client = config(|c| c.redirect_limit = 5);
+    let err = guard(client.open(&a.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::RedirectLimit { limit: 5, .. }),
+        "{err:?}"
+    );
+    let (na, nb) = (
+        a.requests_of(RequestId::OPEN).len(),
+        b.requests_of(RequestId::OPEN).len(),
+    );
+    assert_eq!((na, nb), (3, 3), "A B A B A B: 5 redirects followed");
+    assert_eq!(
+        (a.logins().len(), b.logins().len()),
+        (1, 1),
+        "channels reused"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn error_at_the_data_server_is_retried_at_the_manager_with_tried() {
+    let data = content(1000);
+    // the data server does not find the file the first time
+    let ds = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        |call| match &call.request {
+            r if is_open(r) && call.nth == 0 => vec![Step::error(ErrorCode::NOT_FOUND, "not yet")],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let ds_port = ds.port;
+    let manager = Peer::start_with(
+        support::scripted::Options {
+            flags: ProtocolFlags::IS_MANAGER,
+            ..Default::default()
+        },
+        move |call| match &call.request {
+            r if is_open(r) => vec![Step::Reply(Response::Redirect(Redirect::to_host(
+                "127.0.0.1",
+                ds_port,
+            )))],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&manager.url(None, "/f?a=1"), OpenFlags::READ))
+        .await
+        .unwrap();
+    assert_eq!(f.server_url().unwrap().port, ds.port);
+    let opens = manager.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 2, "asked the manager again");
+    let Request::Open(again) = &opens[1].request else {
+        unreachable!()
+    };
+    assert_eq!(&again.path[..], b"/f?a=1&tried=127.0.0.1");
+    assert!(
+        again.options.contains(OpenOptions::REFRESH),
+        "{:?}",
+        again.options
+    );
+    assert_eq!(guard(f.read_at(0, 1000)).await.unwrap(), data);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirect_to_the_same_endpoint_as_another_user_uses_a_new_channel() {
+    let data = content(3000);
+    let me = Arc::new(AtomicU16::new(0));
+    let port = Arc::clone(&me);
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        move |call| match &call.request {
+            r if is_open(r) && call.user != "other" => {
+                vec![Step::Reply(Response::Redirect(Redirect::to_url(
+                    format!(
+                        "root://other@127.0.0.1:{}//data.bin",
+                        port.load(Ordering::SeqCst)
+                    ),
+                    RedirectFlags::default(),
+                )))]
+            }
+            _ => call.serve(),
+        },
+    )
+    .await;
+    me.store(peer.port, Ordering::SeqCst);
+    let client = config(|c| c.redirect_limit = 4);
+    let f = guard(client.open(&peer.url(Some("first"), "/data.bin"), OpenFlags::READ))
+        .await
+        .unwrap();
+    assert_eq!(peer.logins(), ["first", "other"], "a second login as other");
+    let opens = peer.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 2, "one redirect, no loop");
+    assert_ne!(opens[0].conn, opens[1].conn, "on a new connection");
+    let mut keys: Vec<_> = client.channels().iter().map(|c| c.key().clone()).collect();
+    keys.sort();
+    assert_eq!(keys.len(), 2);
+    assert_ne!(keys[0], keys[1]);
+    assert_eq!(f.server_url().unwrap().user.as_deref(), Some("other"));
+    assert_eq!(guard(f.read_at(0, 3000)).await.unwrap(), data);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
+    let data = content(200_000);
+    // connections 0 and 1 send the first part of a read, then close
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: data.clone(),
+            ..Default::default()
+        },
+        |call| match &call.request {
+            Request::Read(r) if call.conn < 2 => vec![
+                Step::Reply(Response::OkSoFar(call.slice(r.offset, 1000))),
+                Step::Close,
+            ],
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let client = Client::new();
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    // the read is retried once on a new connection (re-opening the file),
+    // which drops too
+    let err = guard(f.read_at(0, 100_000)).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::ConnectionAborted);
+    assert_eq!(peer.logins().len(), 2);
+    // the next call connects, logs in and re-opens again
+    let got = guard(f.read_at(50_000, 100_000)).await.unwrap();
+    assert_eq!(got, data.slice(50_000..150_000));
+    assert_eq!(peer.logins().len(), 3, "logged in again");
+    assert_eq!(peer.requests_of(RequestId::OPEN).len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_error_keeps_code_and_message() {
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(s) if &s.path[..] == b"/missing" => {
+            vec![Step::error(ErrorCode::NOT_FOUND, "no such file /missing")]
+        }
+        Request::Stat(_) => vec![Step::error(ErrorCode::NOT_AUTHORIZED, "go away")],
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    let err = guard(fs.stat("/missing")).await.unwrap_err();
+    match &err {
+        Error::Server { code, message } => {
+            assert_eq!(*code, ErrorCode::NOT_FOUND);
+            assert_eq!(message, "no such file /missing");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(err.kind(), ErrorKind::NotFound);
+    assert_eq!(err.server_code(), Some(ErrorCode::NOT_FOUND));
+    let io: std::io::Error = err.into();
+    assert_eq!(io.kind(), ErrorKind::NotFound);
+    let err = guard(fs.stat("/secret")).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+    assert_eq!(err.server_code(), Some(ErrorCode::NOT_AUTHORIZED));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_authentication_when_the_login_asks_for_it() {
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            security: vec!["gsi".into(), "unix".into()],
+            ..Default::default()
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let client = Client::new();
+    let fs = client.fs(&peer.url(Some("alice"), "/")).unwrap();
+    guard(fs.stat("/f")).await.unwrap();
+    let auths = peer.requests_of(RequestId::AUTH);
+    assert_eq!(auths.len(), 1);
+    let Request::Auth(a) = &auths[0].request else {
+        unreachable!()
+    };
+    assert_eq!(a.credtype_name(), b"unix");
+    assert!(
+        a.credentials.starts_with(b"unix\0alice"),
+        "{:?}",
+        a.credentials
+    );
+    // the auth came right after the login, before any other request
+    let ids: Vec<_> = peer.requests().iter().map(|s| s.request.id()).collect();
+    assert_eq!(
+        ids,
+        [
+            RequestId::PROTOCOL,
+            RequestId::LOGIN,
+            RequestId::AUTH,
+            RequestId::STAT
+        ]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            security: vec!["gsi".into()],
+            ..Default::default()
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let client = Client::new();
+    let err = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap_err();
+    match &err {
+        Error::AuthUnsupported { offered, .. } => assert_eq!(offered, &["gsi"]),
+        other => panic!("{other:?}"),
+    }
+    assert!(err.to_string().contains("gsi"), "{err}");
+    assert_eq!(err.kind(), ErrorKind::PermissionDenied);
+    assert!(peer.requests_of(RequestId::AUTH).is_empty());
+
+    // callers that waited on the same connection attempt get the same error
+    let url = peer.url(Some("many"), "/f");
+    let opens = (0..3).map(|_| client.open(&url, OpenFlags::READ));
+    for r in guard(futures::future::join_all(opens)).await {
+        let err = r.unwrap_err();
+        assert!(
+            matches!(&err, Error::AuthUnsupported { offered, .. } if offered == &["gsi"]),
+            "{err:?}"
+        );
+    }
+    assert_eq!(
+        peer.logins(),
+        [peer.logins()[0].as_str(), "many"],
+        "one attempt"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_server_trips_the_stream_timeout() {
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) => vec![], // never answered
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.stream_timeout = Duration::from_secs(1));
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert!(
+        matches!(err, Error::Timeout { what: "stream", .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    // the dead connection is closed, and the next request reconnects
+    guard(async {
+        while peer.client_closes() == 0 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ)).await;
+    assert!(f.is_ok(), "{f:?}");
+    assert_eq!(peer.logins().len(), 2, "logged in again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_timeout_counts_from_the_request_not_from_the_idle_time_before() {
+    // answers a stat 1.5 s late: within the 3 s stream timeout counted from
+    // the request, past it counted from the last traffic before (the open)
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) => {
+            let mut steps = vec![Step::Sleep(Duration::from_millis(1500))];
+            steps.extend(call.serve());
+            steps
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.stream_timeout = Duration::from_secs(3));
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_secs(2)).await; // idle, nothing outstanding
+    let st = guard(f.stat()).await;
+    assert!(st.is_ok(), "{st:?}");
+    assert_eq!(peer.connections(), 1, "no reconnection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bound_substream_stays_open() {
+    let peer = Peer::start_with(
+        support::scripted::Options {
+            content: content(100),
+            ..Default::default()
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let client = config(|c| {
+        c.substreams = 2;
+        c.stream_timeout = Duration::from_secs(1); // how often idle readers look
+    });
+    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
+        .await
+        .unwrap();
+    let binds = peer.requests_of(RequestId::BIND);
+    assert_eq!(binds.len(), 1);
+    assert_eq!(binds[0].conn, 1, "on a second connection");
+    let Request::Bind(b) = &binds[0].request else {
+        unreachable!()
+    };
+    assert_eq!(
+        b.sessid[..8],
+        1u64.to_be_bytes(),
+        "the main stream's sessid"
+    );
+    assert_eq!(guard(f.read_at(0, 100)).await.unwrap(), content(100));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        peer.client_closes(),
+        0,
+        "no connection closed by the client"
+    );
+    // once nothing uses the link, both its connections close
+    drop((f, client));
+    guard(async {
+        while peer.client_closes() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn request_deadline_passes_then_the_channel_still_works() {
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) if call.nth == 0 => vec![], // never answered
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(1));
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                what: "request",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::TimedOut);
+    guard(fs.stat("/f")).await.unwrap();
+    assert_eq!(peer.logins().len(), 1, "same connection");
+    let sids: Vec<_> = peer
+        .requests_of(RequestId::STAT)
+        .iter()
+        .map(|s| s.streamid)
+        .collect();
+    assert_ne!(sids[0], sids[1], "the abandoned streamid is not reused");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_connect_abandoned_at_the_request_deadline_does_not_block_the_channel() {
+    // the first connection never gets its kXR_protocol answer
+    let peer = Peer::start(|call| match &call.request {
+        Request::Protocol(_) if call.conn == 0 => vec![],
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(1));
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Timeout {
+                what: "request",
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let st = guard(fs.stat("/f")).await;
+    assert!(st.is_ok(), "the next request connects again: {st:?}");
+    assert_eq!(peer.connections(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn urls_share_a_connection_iff_their_channel_keys_are_equal() {
+    let peer = Peer::start(|call| call.serve()).await;
+    let client = Client::new();
+    let stat = |url: String| {
+        let client = client.clone();
+        async move {
+            guard(client.fs(&url).unwrap().stat("/f")).await.unwrap();
+        }
+    };
+    stat(peer.url(None, "/a")).await;
+    stat(peer.url(None, "/b?x=1&y=2")).await;
+    stat(format!(
+        "root://127.0.0.1:{}//c?xrd.wantprot=unix",
+        peer.port
+    ))
+    .await;
+    assert_eq!(peer.logins().len(), 1, "path and other CGI share");
+    stat(peer.url(Some("u1"), "/a")).await;
+    assert_eq!(peer.logins().len(), 2, "another user, another connection");
+    stat(peer.url(Some("u1"), "/a?xrdcl.intent=7")).await;
+    assert_eq!(peer.logins().len(), 3, "another intent, another connection");
+    stat(peer.url(Some("u1"), "/z?xrdcl.intent=7&q=1")).await;
+    stat(peer.url(Some("u1"), "/z")).await;
+    assert_eq!(peer.logins().len(), 3, "same keys share again");
+    assert_eq!(peer.connections(), 3);
+    assert_eq!(client.channels().len(), 3);
+}
