@@ -42,7 +42,7 @@ pub use client::Client;
 pub use config::Config;
 pub use error::{Error, Result};
 pub use file::{File, OpenFlags};
-pub use fs::FileSystem;
+pub use fs::{DirEntry, FileSystem};
 pub use io::FileReader;
 pub use key::ChannelKey;
 pub use stats::ChannelStats;
