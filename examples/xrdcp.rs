@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! cargo run --release --example xrdcp -- [--cksum adler32|crc32c|md5[:print]]
-//!     [--streams N] [--parallel N] [-f] SRC... DST
+//!     [--streams N] [--connections N] [--parallel N] [--chunks N] [-f] [-N] [-s]
+//!     SRC... DST
 //! ```
 //!
 //! SRC and DST are `root://host[:port]//path` URLs or local paths, on either
@@ -11,7 +12,8 @@
 //! several SRC, DST is a directory and `--parallel N` copies N files at once;
 //! a DST that is an existing directory receives the file under its own name.
 //! A DST that exists is an error unless `-f`; missing parent directories are
-//! created, as the stock tool does.
+//! created, as the stock tool does. (Unlike the stock tool, a device such as
+//! `/dev/null` is written without `-f`.)
 //!
 //! Reading goes in blocks of `XRD_CPCHUNKSIZE` bytes (8 MiB), with
 //! `XRD_CPPARALLELCHUNKS` (4, or `--chunks N`) of them in flight, written in
@@ -19,7 +21,10 @@
 //! `XRD_CPUSEPGWRTRD=1` (the default) reads and writes remote files with
 //! `kXR_pgread` / `kXR_pgwrite` (crc32c per 4 kB page) and `0` with plain
 //! `kXR_read` / `kXR_write`. `--streams N` opens N TCP connections per
-//! server (`kXR_bind` substreams).
+//! server (`kXR_bind` substreams). `--connections N` (not in the stock tool)
+//! opens each remote file on N channels of its own (a distinct
+//! `xrdcl.intent` each) and spreads the blocks over them, so that as many
+//! server threads serve it.
 //!
 //! `--cksum ALG` computes the checksum over the bytes copied and compares it
 //! with what every remote side answers to `kXR_query` checksum; a mismatch
@@ -45,6 +50,7 @@ use md5::Digest;
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use xroot::client::{Client, Config, File, OpenFlags, Url};
+use xroot::proto::request::OpenOptions;
 
 type BoxError = Box<dyn Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -62,6 +68,11 @@ struct Args {
     /// TCP connections per server (the main one plus kXR_bind substreams).
     #[arg(short = 'S', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
     streams: u16,
+    /// Connections per remote file (not in the stock tool): the file is
+    /// opened on this many channels, each with its own `xrdcl.intent`, and
+    /// the blocks are spread over them in turn.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    connections: u16,
     /// Files copied at the same time (with several SRC).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     parallel: u16,
@@ -271,6 +282,7 @@ struct Ctx {
     tuning: Tuning,
     cksum: Option<CksumArg>,
     force: bool,
+    connections: usize,
     bars: Option<MultiProgress>,
 }
 
@@ -311,6 +323,7 @@ async fn run(args: Args) -> Res<bool> {
         tuning,
         cksum: args.cksum,
         force: args.force,
+        connections: args.connections as usize,
         bars: show_bar.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
     });
 
@@ -361,11 +374,14 @@ async fn plan(client: &Client, srcs: Vec<Place>, dst: Place) -> Res<Vec<(Place, 
 /// Copies `src` to `dst`.
 async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
     let t = ctx.tuning;
-    let (size, blocks) = open_source(ctx, src).await?;
+    let Source {
+        size,
+        mut blocks,
+        files,
+    } = open_source(ctx, src).await?;
     let mut sink = Sink::open(ctx, dst).await?;
     let bar = progress(ctx, size, dst);
     let mut hasher = ctx.cksum.as_ref().map(|c| Hasher::new(c.alg));
-    let mut blocks = blocks;
     let mut offset = 0u64;
     while let Some(block) = blocks.next().await {
         let block = block?;
@@ -378,6 +394,9 @@ async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
         bar.inc(n);
     }
     sink.finish().await?;
+    for f in files {
+        f.close().await?;
+    }
     bar.finish_and_clear();
     if let Some(size) = size.filter(|&s| s != offset) {
         return Err(format!("{src}: copied {offset} bytes of {size}").into());
@@ -439,21 +458,32 @@ fn progress(ctx: &Ctx, size: Option<u64>, dst: &Place) -> ProgressBar {
     bars.add(bar.with_message(dst.to_string()))
 }
 
-/// The source's size if known, and its blocks in file order.
-async fn open_source(ctx: &Ctx, src: &Place) -> Res<(Option<u64>, BoxStream<'static, Res<Bytes>>)> {
+/// What a copy reads from.
+struct Source {
+    /// Bytes, when known (not for standard input or a pipe).
+    size: Option<u64>,
+    /// The data in file order.
+    blocks: BoxStream<'static, Res<Bytes>>,
+    /// Remote handles to close at the end.
+    files: Vec<Arc<File>>,
+}
+
+/// Opens `src` and starts reading it.
+async fn open_source(ctx: &Ctx, src: &Place) -> Res<Source> {
     let t = ctx.tuning;
     match src {
         Place::Remote(url) => {
-            let file = Arc::new(File::open(&ctx.client, url, OpenFlags::READ).await?);
-            let size = match file.cached_stat() {
+            let files = open_spread(ctx, url, OpenFlags::READ, OpenFlags::READ).await?;
+            let size = match files[0].cached_stat() {
                 Some(st) => st.size,
-                None => file.stat().await?.size,
+                None => files[0].stat().await?.size,
             };
+            let spread = files.clone();
             let blocks = (0..size.div_ceil(t.chunk as u64)).map(move |i| {
                 let offset = i * t.chunk as u64;
                 let len = (size - offset).min(t.chunk as u64) as usize;
                 // a task per block: page checks and copies run on every core
-                let file = Arc::clone(&file);
+                let file = Arc::clone(&spread[i as usize % spread.len()]);
                 tokio::spawn(async move {
                     let data = match t.paged {
                         true => file.pgread(offset, len).await?,
@@ -465,8 +495,12 @@ async fn open_source(ctx: &Ctx, src: &Place) -> Res<(Option<u64>, BoxStream<'sta
                     Ok(data)
                 })
             });
-            let stream = stream::iter(blocks).buffered(t.in_flight).map(joined);
-            Ok((Some(size), stream.boxed()))
+            let blocks = stream::iter(blocks).buffered(t.in_flight).map(joined);
+            Ok(Source {
+                size: Some(size),
+                blocks: blocks.boxed(),
+                files,
+            })
         }
         Place::Local(path) => {
             let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
@@ -474,11 +508,54 @@ async fn open_source(ctx: &Ctx, src: &Place) -> Res<(Option<u64>, BoxStream<'sta
             if meta.is_dir() {
                 return Err(format!("{}: is a directory", path.display()).into());
             }
-            let size = meta.is_file().then_some(meta.len());
-            Ok((size, local_blocks(f, t)))
+            Ok(Source {
+                size: meta.is_file().then_some(meta.len()),
+                blocks: local_blocks(f, t),
+                files: Vec::new(),
+            })
         }
-        Place::Std => Ok((None, local_blocks(std::io::stdin(), t))),
+        Place::Std => Ok(Source {
+            size: None,
+            blocks: local_blocks(std::io::stdin(), t),
+            files: Vec::new(),
+        }),
     }
+}
+
+/// How a target opened on several channels is opened after the first
+/// time: for update, with `kXR_force`, without which the server refuses a
+/// second writer (`kXR_FileLocked`).
+const SHARED_WRITER: OpenFlags = OpenFlags {
+    options: OpenOptions(OpenOptions::UPDATE.0 | OpenOptions::FORCE.0),
+    mode: 0,
+};
+
+/// `url` opened on `ctx.connections` channels: with `first` on the URL's
+/// own channel, then with `rest` on channels of their own (a distinct
+/// `xrdcl.intent` each, which the server never sees).
+async fn open_spread(
+    ctx: &Ctx,
+    url: &Url,
+    first: OpenFlags,
+    rest: OpenFlags,
+) -> Res<Vec<Arc<File>>> {
+    let mut files = Vec::with_capacity(ctx.connections);
+    for i in 0..ctx.connections {
+        let mut at = url.clone();
+        let flags = match i {
+            0 => first,
+            _ => {
+                at.cgi.retain(|(k, _)| k != "xrdcl.intent");
+                at.cgi.push(("xrdcl.intent".into(), format!("xrdcp{i}")));
+                rest
+            }
+        };
+        let file = File::open(&ctx.client, &at, flags)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        files.push(Arc::new(file));
+    }
+    Ok(files)
 }
 
 fn joined<T>(r: Result<Res<T>, tokio::task::JoinError>) -> Res<T> {
@@ -519,8 +596,11 @@ fn read_block(from: &mut impl Read, len: usize) -> std::io::Result<Bytes> {
 enum Sink {
     /// Blocks written at their offsets, several in flight.
     Remote {
-        file: Arc<File>,
+        /// The target, opened on one channel or more.
+        files: Vec<Arc<File>>,
         writes: JoinSet<Res<()>>,
+        /// Blocks sent so far.
+        sent: usize,
     },
     /// Blocks written in order by a blocking thread.
     Local {
@@ -549,12 +629,10 @@ impl Sink {
                     true => OpenFlags::OVERWRITE,
                     false => OpenFlags::NEW,
                 };
-                let file = File::open(&ctx.client, url, flags.mkpath())
-                    .await
-                    .map_err(|e| format!("{url}: {e}"))?;
                 Sink::Remote {
-                    file: Arc::new(file),
+                    files: open_spread(ctx, url, flags.mkpath(), SHARED_WRITER).await?,
                     writes: JoinSet::new(),
+                    sent: 0,
                 }
             }
             Place::Local(path) => local(Box::new(open_local(path, ctx.force)?)),
@@ -565,11 +643,16 @@ impl Sink {
     /// Writes `data` at `offset`, waiting while too many writes are in flight.
     async fn put(&mut self, offset: u64, data: Bytes, t: Tuning) -> Res<()> {
         match self {
-            Sink::Remote { file, writes } => {
+            Sink::Remote {
+                files,
+                writes,
+                sent,
+            } => {
                 while writes.len() >= t.in_flight {
                     joined(writes.join_next().await.expect("not empty"))?;
                 }
-                let file = Arc::clone(file);
+                let file = Arc::clone(&files[*sent % files.len()]);
+                *sent += 1;
                 writes.spawn(async move {
                     match t.paged {
                         true => file.pgwrite(offset, data).await?,
@@ -590,11 +673,15 @@ impl Sink {
     /// Waits for every write; closes the target.
     async fn finish(self) -> Res<()> {
         match self {
-            Sink::Remote { file, mut writes } => {
+            Sink::Remote {
+                files, mut writes, ..
+            } => {
                 while let Some(r) = writes.join_next().await {
                     joined(r)?;
                 }
-                file.close().await?;
+                for f in files {
+                    f.close().await?;
+                }
             }
             Sink::Local { tx, done } => {
                 drop(tx);

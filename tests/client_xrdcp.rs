@@ -3,8 +3,9 @@
 //! 1, the bytes compared with the source and the checksum it prints
 //! compared with what the stock `xrdcp --cksum ALG:print` and `xrdfs query
 //! checksum` report; `-f` semantics; several sources into a directory with
-//! `--parallel`; a page spoiled in transit repaired by pgread; a checksum
-//! mismatch failing the copy.
+//! `--parallel`; `--connections` spreading one file over channels; a page
+//! spoiled in transit repaired by pgread; a checksum mismatch failing the
+//! copy.
 //!
 //! The example binary is the one cargo builds next to this test
 //! (`target/<profile>/examples/xrdcp`); the test runs `cargo build
@@ -18,6 +19,7 @@ use std::sync::OnceLock;
 
 use support::corrupt_proxy::{CorruptProxy, Spoil};
 use support::stock::StockServer;
+use xroot::proto::RequestId;
 
 /// Size of the file copied both ways: 64 MiB, eight 8 MiB blocks.
 const SIZE: usize = 64 << 20;
@@ -32,34 +34,7 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
 /// The example binary, built by cargo for the profile of this test.
 fn xrdcp_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| {
-        // this test runs as target/<profile>/deps/client_xrdcp-<hash>
-        let exe = std::env::current_exe().expect("test binary path");
-        let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
-        let mut cargo = Command::new(env!("CARGO"));
-        cargo
-            .args(["build", "--example", "xrdcp", "--manifest-path"])
-            .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
-            .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap());
-        match profile_dir.file_name().and_then(|n| n.to_str()) {
-            Some("debug") => {}
-            Some(profile) => {
-                cargo.args(["--profile", profile]);
-            }
-            None => panic!("unexpected target dir {}", profile_dir.display()),
-        }
-        let out = cargo.output().expect("run cargo");
-        assert!(
-            out.status.success(),
-            "cargo build --example xrdcp failed:\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let bin = profile_dir
-            .join("examples")
-            .join(format!("xrdcp{}", std::env::consts::EXE_SUFFIX));
-        assert!(bin.exists(), "{} not built", bin.display());
-        bin
-    })
+    BIN.get_or_init(|| support::example::example_bin("xrdcp"))
 }
 
 /// Runs `program` with `args` and `env` (off the async workers).
@@ -354,4 +329,31 @@ async fn a_checksum_mismatch_fails_the_copy() {
     .await;
     assert_ok(&o, "adler32:print");
     assert_ne!(printed_checksum(&o, "adler32"), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_spread_a_file_over_channels() {
+    let Some((server, content, _dir)) = serve(40 << 20) else {
+        return;
+    };
+    // a plain relay counts the logins: one per channel
+    let relay = CorruptProxy::start(server.port, Spoil::Nothing).await;
+    let base = format!("root://127.0.0.1:{}", relay.port);
+    let local = tempfile::tempdir().unwrap();
+    let down = local.path().join("d.bin");
+    let d = down.to_str().unwrap();
+    let src = format!("{base}//src.bin");
+    let o = ours(1, &["--connections", "3", "--cksum", "crc32c", &src, d]).await;
+    assert_ok(&o, "download on 3 connections");
+    assert!(std::fs::read(&down).unwrap() == content);
+    // the checksum query goes on the first channel: still 3
+    assert_eq!(relay.requests(RequestId::LOGIN), 3);
+    assert_eq!(relay.requests(RequestId::PGREAD), 5, "five 8 MiB blocks");
+
+    let up = format!("{base}//spread/up.bin");
+    let o = ours(0, &["--connections", "3", "--cksum", "adler32", d, &up]).await;
+    assert_ok(&o, "upload on 3 connections");
+    assert_eq!(relay.requests(RequestId::LOGIN), 6);
+    assert_eq!(relay.requests(RequestId::WRITE), 5);
+    assert!(std::fs::read(server.data.join("spread/up.bin")).unwrap() == content);
 }
