@@ -55,6 +55,13 @@ async fn open_at_the_manager_is_redirected_to_the_data_server_holding_the_file()
         let st = guard(fs.stat(&format!("/{name}"))).await.unwrap();
         assert_eq!(st.size, len as u64);
     }
+    // a file on no data server: the manager makes the client wait, then
+    // says it is not there
+    let err = guard(client.open(&cluster.url("/none.bin"), OpenFlags::READ))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::NotFound, "{err:?}");
+
     // one channel to the manager and one to each data server
     let mut ports: Vec<u16> = client.channels().iter().map(|c| c.key().port).collect();
     ports.sort();

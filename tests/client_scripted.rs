@@ -14,8 +14,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use support::scripted::{Peer, Step};
-use xroot::client::{Client, Config, Error, OpenFlags};
+use support::scripted::{Options, Peer, Step};
+use xroot::client::{Client, Config, Error, File, OpenFlags};
 use xroot::proto::request::{OpenOptions, Request};
 use xroot::proto::response::{ProtocolFlags, Redirect, RedirectFlags, Response};
 use xroot::proto::{ErrorCode, RequestId};
@@ -25,6 +25,21 @@ async fn guard<T>(f: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(30), f)
         .await
         .expect("hang: no answer within 30 s")
+}
+
+/// Opens `url` for reading; panics on an error or a hang.
+async fn open(client: &Client, url: &str) -> File {
+    guard(client.open(url, OpenFlags::READ)).await.unwrap()
+}
+
+/// Waits until `done()` holds, failing the test after 30 s.
+async fn eventually(done: impl Fn() -> bool) {
+    guard(async {
+        while !done() {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    })
+    .await
 }
 
 fn content(len: usize) -> Bytes {
@@ -49,9 +64,7 @@ async fn wait_then_ok_resends_with_the_same_streamid() {
     })
     .await;
     let client = Client::new();
-    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &peer.url(None, "/f")).await;
     let opens = peer.requests_of(RequestId::OPEN);
     assert_eq!(opens.len(), 2, "sent, then resent after the wait");
     assert_eq!(opens[0].streamid, opens[1].streamid, "same streamid");
@@ -62,25 +75,19 @@ async fn wait_then_ok_resends_with_the_same_streamid() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn waitresp_then_attn_asynresp_carries_the_answer() {
-    let peer = Peer::start_with(
-        support::scripted::Options {
-            content: content(1000),
-            ..Default::default()
-        },
-        |call| match &call.request {
+    let peer = Peer::start_with(Options::serving(content(1000)), |call| {
+        match &call.request {
             Request::Read(r) => vec![
                 Step::waitresp(10),
                 Step::Sleep(Duration::from_millis(300)),
                 Step::Attn(Response::Ok(call.slice(r.offset, r.rlen as i64))),
             ],
             _ => call.serve(),
-        },
-    )
+        }
+    })
     .await;
     let client = Client::new();
-    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &peer.url(None, "/f")).await;
     let data = guard(f.read_at(100, 50)).await.unwrap();
     assert_eq!(data, content(1000).slice(100..150));
     // the streamid is free again: the next read gets its answer too
@@ -91,14 +98,7 @@ async fn waitresp_then_attn_asynresp_carries_the_answer() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn asynchronous_redirect_lands_at_the_second_peer() {
     let data = content(5000);
-    let b = Peer::start_with(
-        support::scripted::Options {
-            content: data.clone(),
-            ..Default::default()
-        },
-        |call| call.serve(),
-    )
-    .await;
+    let b = Peer::start_with(Options::serving(data.clone()), |call| call.serve()).await;
     let b_port = b.port;
     let a = Peer::start(move |call| match &call.request {
         r if is_open(r) => vec![
@@ -112,9 +112,7 @@ async fn asynchronous_redirect_lands_at_the_second_peer() {
     })
     .await;
     let client = Client::new();
-    let f = guard(client.open(&a.url(None, "/store/f"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &a.url(None, "/store/f")).await;
     assert_eq!(f.server_url().unwrap().port, b.port);
     let opens = b.requests_of(RequestId::OPEN);
     assert_eq!(opens.len(), 1);
@@ -201,20 +199,14 @@ async fn redirect_ping_pong_between_two_peers_stops_at_the_limit() {
 async fn error_at_the_data_server_is_retried_at_the_manager_with_tried() {
     let data = content(1000);
     // the data server does not find the file the first time
-    let ds = Peer::start_with(
-        support::scripted::Options {
-            content: data.clone(),
-            ..Default::default()
-        },
-        |call| match &call.request {
-            r if is_open(r) && call.nth == 0 => vec![Step::error(ErrorCode::NOT_FOUND, "not yet")],
-            _ => call.serve(),
-        },
-    )
+    let ds = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        r if is_open(r) && call.nth == 0 => vec![Step::error(ErrorCode::NOT_FOUND, "not yet")],
+        _ => call.serve(),
+    })
     .await;
     let ds_port = ds.port;
     let manager = Peer::start_with(
-        support::scripted::Options {
+        Options {
             flags: ProtocolFlags::IS_MANAGER,
             ..Default::default()
         },
@@ -228,9 +220,7 @@ async fn error_at_the_data_server_is_retried_at_the_manager_with_tried() {
     )
     .await;
     let client = Client::new();
-    let f = guard(client.open(&manager.url(None, "/f?a=1"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &manager.url(None, "/f?a=1")).await;
     assert_eq!(f.server_url().unwrap().port, ds.port);
     let opens = manager.requests_of(RequestId::OPEN);
     assert_eq!(opens.len(), 2, "asked the manager again");
@@ -251,12 +241,8 @@ async fn redirect_to_the_same_endpoint_as_another_user_uses_a_new_channel() {
     let data = content(3000);
     let me = Arc::new(AtomicU16::new(0));
     let port = Arc::clone(&me);
-    let peer = Peer::start_with(
-        support::scripted::Options {
-            content: data.clone(),
-            ..Default::default()
-        },
-        move |call| match &call.request {
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        match &call.request {
             r if is_open(r) && call.user != "other" => {
                 vec![Step::Reply(Response::Redirect(Redirect::to_url(
                     format!(
@@ -267,14 +253,12 @@ async fn redirect_to_the_same_endpoint_as_another_user_uses_a_new_channel() {
                 )))]
             }
             _ => call.serve(),
-        },
-    )
+        }
+    })
     .await;
     me.store(peer.port, Ordering::SeqCst);
     let client = config(|c| c.redirect_limit = 4);
-    let f = guard(client.open(&peer.url(Some("first"), "/data.bin"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &peer.url(Some("first"), "/data.bin")).await;
     assert_eq!(peer.logins(), ["first", "other"], "a second login as other");
     let opens = peer.requests_of(RequestId::OPEN);
     assert_eq!(opens.len(), 2, "one redirect, no loop");
@@ -288,27 +272,53 @@ async fn redirect_to_the_same_endpoint_as_another_user_uses_a_new_channel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connection_dropped_mid_readv_fails_promptly_then_reconnects() {
+    let data = content(1 << 20);
+    // connections 0 and 1 send the first oksofar frame of a readv, then close
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Readv(r) if call.conn < 2 => {
+            vec![Step::Raw(call.readv_first_frame(&r.list)), Step::Close]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let ranges: Vec<(u64, usize)> = (0..16).map(|i| (i * 60_000 + 7, 16_384)).collect();
+    let want: Vec<Bytes> = ranges
+        .iter()
+        .map(|&(o, l)| data.slice(o as usize..o as usize + l))
+        .collect();
+    let client = Client::new();
+    let f = open(&client, &peer.url(None, "/f")).await;
+    // the readv is retried once on a new connection (re-opening the file),
+    // which drops too
+    let err = guard(f.readv(&ranges)).await.unwrap_err();
+    assert!(matches!(err, Error::ConnectionLost { .. }), "{err:?}");
+    assert_eq!(peer.logins().len(), 2);
+    assert_eq!(peer.client_closes(), 0, "the peer closed them");
+    // the next call connects, logs in, re-opens and reads
+    assert_eq!(guard(f.readv(&ranges)).await.unwrap(), want);
+    assert_eq!(peer.logins().len(), 3, "logged in again");
+    assert_eq!(peer.requests_of(RequestId::OPEN).len(), 3);
+    let readvs = peer.requests_of(RequestId::READV);
+    assert!(readvs
+        .iter()
+        .all(|s| matches!(&s.request, Request::Readv(r) if r.list.len() == 16)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
     let data = content(200_000);
     // connections 0 and 1 send the first part of a read, then close
-    let peer = Peer::start_with(
-        support::scripted::Options {
-            content: data.clone(),
-            ..Default::default()
-        },
-        |call| match &call.request {
-            Request::Read(r) if call.conn < 2 => vec![
-                Step::Reply(Response::OkSoFar(call.slice(r.offset, 1000))),
-                Step::Close,
-            ],
-            _ => call.serve(),
-        },
-    )
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(r) if call.conn < 2 => vec![
+            Step::Reply(Response::OkSoFar(call.slice(r.offset, 1000))),
+            Step::Close,
+        ],
+        _ => call.serve(),
+    })
     .await;
     let client = Client::new();
-    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &peer.url(None, "/f")).await;
     // the read is retried once on a new connection (re-opening the file),
     // which drops too
     let err = guard(f.read_at(0, 100_000)).await.unwrap_err();
@@ -320,6 +330,21 @@ async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
     assert_eq!(got, data.slice(50_000..150_000));
     assert_eq!(peer.logins().len(), 3, "logged in again");
     assert_eq!(peer.requests_of(RequestId::OPEN).len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_frame_fails_the_link_with_a_protocol_error() {
+    let peer = Peer::start_with(Options::serving(content(5000)), |call| call.serve()).await;
+    // frames over 4000 bytes are refused by the client's decoder
+    let client = config(|c| c.max_response_dlen = 4000);
+    let f = open(&client, &peer.url(None, "/f")).await;
+    let err = guard(f.read_at(0, 5000)).await.unwrap_err();
+    assert!(matches!(err, Error::Protocol { .. }), "{err:?}");
+    assert_eq!(err.kind(), ErrorKind::InvalidData);
+    eventually(|| peer.client_closes() > 0).await;
+    // the next call reconnects and re-opens; a small read works
+    assert_eq!(guard(f.read_at(0, 100)).await.unwrap(), content(100));
+    assert_eq!(peer.logins().len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -354,7 +379,7 @@ async fn server_error_keeps_code_and_message() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unix_authentication_when_the_login_asks_for_it() {
     let peer = Peer::start_with(
-        support::scripted::Options {
+        Options {
             security: vec!["gsi".into(), "unix".into()],
             ..Default::default()
         },
@@ -391,7 +416,7 @@ async fn unix_authentication_when_the_login_asks_for_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
     let peer = Peer::start_with(
-        support::scripted::Options {
+        Options {
             security: vec!["gsi".into()],
             ..Default::default()
         },
@@ -443,12 +468,7 @@ async fn silent_server_trips_the_stream_timeout() {
     );
     assert_eq!(err.kind(), ErrorKind::TimedOut);
     // the dead connection is closed, and the next request reconnects
-    guard(async {
-        while peer.client_closes() == 0 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    eventually(|| peer.client_closes() > 0).await;
     let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ)).await;
     assert!(f.is_ok(), "{f:?}");
     assert_eq!(peer.logins().len(), 2, "logged in again");
@@ -468,9 +488,7 @@ async fn stream_timeout_counts_from_the_request_not_from_the_idle_time_before() 
     })
     .await;
     let client = config(|c| c.stream_timeout = Duration::from_secs(3));
-    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &peer.url(None, "/f")).await;
     tokio::time::sleep(Duration::from_secs(2)).await; // idle, nothing outstanding
     let st = guard(f.stat()).await;
     assert!(st.is_ok(), "{st:?}");
@@ -479,21 +497,12 @@ async fn stream_timeout_counts_from_the_request_not_from_the_idle_time_before() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_bound_substream_stays_open() {
-    let peer = Peer::start_with(
-        support::scripted::Options {
-            content: content(100),
-            ..Default::default()
-        },
-        |call| call.serve(),
-    )
-    .await;
+    let peer = Peer::start_with(Options::serving(content(100)), |call| call.serve()).await;
     let client = config(|c| {
         c.substreams = 2;
         c.stream_timeout = Duration::from_secs(1); // how often idle readers look
     });
-    let f = guard(client.open(&peer.url(None, "/f"), OpenFlags::READ))
-        .await
-        .unwrap();
+    let f = open(&client, &peer.url(None, "/f")).await;
     let binds = peer.requests_of(RequestId::BIND);
     assert_eq!(binds.len(), 1);
     assert_eq!(binds[0].conn, 1, "on a second connection");
@@ -514,12 +523,7 @@ async fn a_bound_substream_stays_open() {
     );
     // once nothing uses the link, both its connections close
     drop((f, client));
-    guard(async {
-        while peer.client_closes() < 2 {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    })
-    .await;
+    eventually(|| peer.client_closes() >= 2).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -121,7 +121,12 @@ impl Cluster {
             if let Some((what, status)) = exited {
                 panic!("{what} exited with {status}; logs:\n{}", self.logs());
             }
-            let joined = self.manager_cms_log().matches("logged in").count();
+            // "Protocol: Primary server.PID:FD@host:PORT logged in." per data server
+            let joined = self
+                .manager_cms_log()
+                .lines()
+                .filter(|l| l.contains("Primary server") && l.contains("logged in"))
+                .count();
             if joined >= self.servers.len() && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
             {
                 return;

@@ -103,6 +103,16 @@ impl Default for Options {
     }
 }
 
+impl Options {
+    /// The defaults, serving `content` under every path.
+    pub fn serving(content: Bytes) -> Options {
+        Options {
+            content,
+            ..Default::default()
+        }
+    }
+}
+
 /// One request as the script sees it.
 #[derive(Debug, Clone)]
 pub struct Call {

@@ -162,11 +162,11 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     if let Ok(rd) = std::fs::read_dir(dir) {
         for e in rd.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk(&p));
-            } else {
-                out.push(p);
+            // file_type() does not follow symlinks: the admin dir links into /proc
+            match e.file_type() {
+                Ok(t) if t.is_dir() => out.extend(walk(&e.path())),
+                Ok(t) if t.is_file() => out.push(e.path()),
+                _ => {}
             }
         }
     }

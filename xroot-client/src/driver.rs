@@ -11,12 +11,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use xroot_proto::request::{OpenOptions, Request};
+use xroot_proto::request::{OpenOptions, QueryCode, Request};
 use xroot_proto::response::{RedirectMode, Response, StatusResponse};
 use xroot_proto::url::{parse_cgi, Url};
 use xroot_proto::{ErrorCode, RequestId};
 
-use crate::channel::{Channel, InFlight, Link};
+use crate::channel::{InFlight, Link};
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::key::ChannelKey;
@@ -57,8 +57,7 @@ impl Reply {
 #[derive(Debug)]
 pub(crate) struct Answered {
     pub(crate) reply: Reply,
-    /// The channel and connection that answered (where a file's handle lives).
-    pub(crate) channel: Arc<Channel>,
+    /// The connection that answered (where a file's handle lives).
     pub(crate) link: Arc<Link>,
     /// The URL of the server that answered, after redirects.
     pub(crate) url: Url,
@@ -154,8 +153,15 @@ fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url) -> Result<Ur
             url.cgi.push((k.clone(), v.clone()));
         }
     }
+    // the redirect's CGI replaces a key already there (a map, as XrdCl
+    // keeps it): hop after hop, a key is sent once, with its latest value
     for part in [&r.opaque, &r.token].into_iter().flatten() {
-        url.cgi.extend(parse_cgi(&String::from_utf8_lossy(part)));
+        for (k, v) in parse_cgi(&String::from_utf8_lossy(part)) {
+            match url.cgi.iter_mut().find(|(key, _)| *key == k) {
+                Some(kv) => kv.1 = v,
+                None => url.cgi.push((k, v)),
+            }
+        }
     }
     Ok(url)
 }
@@ -172,9 +178,23 @@ fn path_of(req: &mut Request) -> Option<&mut Bytes> {
         Request::Chmod(r) => &mut r.path,
         Request::Locate(r) => &mut r.path,
         Request::Truncate(r) if !r.path.is_empty() => &mut r.path,
-        Request::Query(r) if !r.args.is_empty() => &mut r.args,
+        Request::Query(r) if names_a_path(r.infotype) => &mut r.args,
         _ => return None,
     })
+}
+
+/// Whether a `kXR_query` of this kind carries a path in its args (not
+/// `kXR_Qconfig` keys, a prepare request id or statistics letters).
+fn names_a_path(infotype: QueryCode) -> bool {
+    matches!(
+        infotype,
+        QueryCode::CKSUM
+            | QueryCode::XATTR
+            | QueryCode::SPACE
+            | QueryCode::CKSCAN
+            | QueryCode::FSINFO
+            | QueryCode::OPAQUF
+    )
 }
 
 /// Sets the request's path to `url`'s path with its server-visible CGI.
@@ -226,14 +246,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
             load_balancer = Some(url.clone());
         }
         match exchange(&link, &req, &url).await? {
-            Step::Done(reply) => {
-                return Ok(Answered {
-                    reply,
-                    channel,
-                    link,
-                    url,
-                })
-            }
+            Step::Done(reply) => return Ok(Answered { reply, link, url }),
             Step::Redirect(next) => {
                 hops += 1;
                 if hops > limit {
@@ -336,6 +349,16 @@ mod tests {
         );
         assert_eq!(u.path, "/other");
 
+        // a key the URL has already is replaced, not repeated
+        let r = Redirect::to_host("ds1", 2094)
+            .with_opaque("x=2&org=b")
+            .with_token("authz=t");
+        let u = redirect_target(&r, &from()).unwrap();
+        assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=b&authz=t");
+        let r = Redirect::to_host("ds2", 2094).with_opaque("org=c");
+        let u = redirect_target(&r, &u).unwrap();
+        assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=c&authz=t");
+
         let r = Redirect::to_url("http://web/x", Default::default());
         assert!(matches!(
             redirect_target(&r, &from()),
@@ -355,5 +378,26 @@ mod tests {
             unreachable!()
         };
         assert_eq!(&o.path[..], b"/store/f.root?cms.tried=x");
+
+        // a checksum query names a path; a config query's args are keys
+        for (infotype, args, after) in [
+            (
+                QueryCode::CKSUM,
+                "/store/f.root\0",
+                "/store/f.root?cms.tried=x",
+            ),
+            (QueryCode::CONFIG, "readv_iov_max\0", "readv_iov_max\0"),
+        ] {
+            let mut req = Request::Query(xroot_proto::request::Query {
+                infotype,
+                args: Bytes::from(args),
+                ..Default::default()
+            });
+            retarget(&mut req, &url);
+            let Request::Query(q) = req else {
+                unreachable!()
+            };
+            assert_eq!(&q.args[..], after.as_bytes(), "{infotype:?}");
+        }
     }
 }

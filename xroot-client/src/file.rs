@@ -16,7 +16,7 @@ use xroot_proto::response::{OpenResponse, StatInfo};
 use xroot_proto::url::Url;
 use xroot_proto::{FHandle, RequestId};
 
-use crate::channel::{Channel, Link};
+use crate::channel::Link;
 use crate::client::Client;
 use crate::driver::{self, Reply};
 use crate::error::{Error, Result};
@@ -88,7 +88,6 @@ impl OpenFlags {
 pub(crate) struct Handle {
     pub(crate) fhandle: FHandle,
     pub(crate) link: Arc<Link>,
-    pub(crate) channel: Arc<Channel>,
     /// The server that holds the handle (after redirects).
     pub(crate) url: Url,
 }
@@ -170,14 +169,20 @@ impl File {
         Ok(self.handle().await?.link.info.supports_pgrw())
     }
 
-    /// Runs a handle-based request built by `make`, re-opening and retrying
-    /// once if the connection was lost.
+    /// Runs a handle-based request built by `make` (reads carry the pathid
+    /// of the least-loaded substream), re-opening and retrying once if the
+    /// connection was lost. Reads go with the pathid of the
+    /// least-loaded substream ([`Link::route_read`]).
     pub(crate) async fn call(&self, make: impl Fn(FHandle) -> Request) -> Result<Reply> {
         let h = self.handle().await?;
-        match driver::execute_on(&self.client, &h.link, &h.url, &make(h.fhandle)).await {
-            Err(Error::ConnectionLost { .. }) => {
+        let (req, _path) = h.link.route_read(make(h.fhandle));
+        match driver::execute_on(&self.client, &h.link, &h.url, &req).await {
+            // the connection died under the request (dropped, or silent past
+            // the stream timeout): re-open on a new one and retry once
+            Err(Error::ConnectionLost { .. } | Error::Timeout { what: "stream", .. }) => {
                 let h = self.handle().await?;
-                driver::execute_on(&self.client, &h.link, &h.url, &make(h.fhandle)).await
+                let (req, _path) = h.link.route_read(make(h.fhandle));
+                driver::execute_on(&self.client, &h.link, &h.url, &req).await
             }
             other => other,
         }
@@ -294,7 +299,6 @@ async fn open_at(
         Handle {
             fhandle: open.fhandle,
             link: answered.link,
-            channel: answered.channel,
             url: answered.url,
         },
         open.stat,

@@ -9,7 +9,8 @@
 //! request: `kXR_oksofar`, `kXR_wait`, `kXR_waitresp` + `kXR_attn`,
 //! redirects and errors.
 //!
-//! - [`Client`]: channels, [`Client::open`], [`Client::fs`].
+//! - [`Client`]: channels, [`Client::open`], [`Client::fs`],
+//!   [`Client::stats`], [`Client::set_spread`] (see [`Spread`]).
 //! - [`File`]: an open file.
 //! - [`FileReader`]: `AsyncRead + AsyncSeek` over a [`File`].
 //! - [`FileSystem`]: namespace and query calls.
@@ -35,6 +36,7 @@ mod pgwrite;
 mod piece;
 mod qconfig;
 mod readv;
+mod spread;
 mod stats;
 
 pub use channel::{Channel, ServerInfo};
@@ -45,6 +47,7 @@ pub use file::{File, OpenFlags};
 pub use fs::{DirEntry, FileSystem};
 pub use io::FileReader;
 pub use key::ChannelKey;
-pub use stats::ChannelStats;
+pub use spread::Spread;
+pub use stats::{ChannelStats, PathStats};
 pub use xroot_proto as proto;
 pub use xroot_proto::url::Url;

@@ -1,14 +1,13 @@
-//! XRootD server framework — **not implemented yet**.
+//! XRootD server framework: implement [`FileSystem`] (and its [`File`]) and
+//! stock clients (`xrdcp`, `xrdfs`, the Python bindings, ROOT) can use it.
 //!
-//! Planned (see the project README's status table): a server you implement
-//! one `FileSystem` trait for, sessions with handshake, login and
-//! authentication, `kXR_bind` substreams, requests on one link dispatched
-//! concurrently, and vector reads offloaded per pathid so that several run at
-//! once (the stock server runs one at a time per connection), plus a
-//! `LocalFs` backend confined to its export root.
-//!
-//! Today the wire format lives in [`xroot_proto`]: its
-//! [`RequestDecoder`](xroot_proto::frame::RequestDecoder) is the server side's
-//! frame decoder.
+//! **Work in progress**: the backend traits are defined; the server that
+//! drives them is being built (see the README status table).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod fs;
+
+pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use xroot_proto as proto;

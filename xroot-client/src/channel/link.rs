@@ -16,6 +16,7 @@
 //! with a typed error, stops its tasks and closes its sockets, so the
 //! server sees the session end.
 
+use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -27,8 +28,8 @@ use tokio::sync::{mpsc, watch};
 use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
-use xroot_proto::request::Request;
-use xroot_proto::{ResponseFrame, Status, StreamId};
+use xroot_proto::request::{Ping, Request};
+use xroot_proto::{DecodeError, RequestId, ResponseFrame, Status, StreamId};
 
 use super::login::{ServerInfo, Setup};
 use super::streams::{Delivery, Streams};
@@ -155,12 +156,23 @@ impl Link {
     }
 
     /// Marks the connection dead, fails every request waiting on it with
-    /// `error()` and makes its tasks stop (which closes the sockets).
-    fn kill(&self, why: &str, error: impl Fn() -> Error) {
+    /// the error `end` calls for and makes its tasks stop (which closes the
+    /// sockets).
+    fn kill(&self, end: End) {
         if !self.dead.send_replace(true) {
-            tracing::debug!(endpoint = %self.endpoint, why, "connection closed");
+            tracing::debug!(endpoint = %self.endpoint, why = %end, "connection closed");
         }
-        self.streams.lock().unwrap().close(error);
+        self.streams.lock().unwrap().close(|| match &end {
+            End::Lost(_) => self.lost(),
+            End::Silent(after) => Error::Timeout {
+                what: "stream",
+                after: *after,
+            },
+            End::Undecodable(source) => Error::Protocol {
+                endpoint: self.endpoint.clone(),
+                source: source.clone(),
+            },
+        });
     }
 
     /// Nanoseconds from `epoch` to now.
@@ -317,13 +329,33 @@ async fn writer(
         }
         if let Err(e) = result {
             if let Some(link) = link.upgrade() {
-                link.kill(&format!("write failed: {e}"), || link.lost());
+                link.kill(End::Lost(format!("write failed: {e}")));
             }
             return;
         }
     }
     // every sender is gone: the link was dropped
     let _ = sock.shutdown().await;
+}
+
+/// Why a connection ended, which decides what its waiting requests get.
+enum End {
+    /// Closed, failed, or no longer used: [`Error::ConnectionLost`].
+    Lost(String),
+    /// Silent this long with requests outstanding: [`Error::Timeout`].
+    Silent(Duration),
+    /// A frame that does not decode: [`Error::Protocol`].
+    Undecodable(DecodeError),
+}
+
+impl fmt::Display for End {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            End::Lost(why) => f.write_str(why),
+            End::Silent(after) => write!(f, "no data for {after:?} with requests outstanding"),
+            End::Undecodable(e) => write!(f, "undecodable frame: {e}"),
+        }
+    }
 }
 
 /// Reads the frames of one stream (main or bound) until the link dies.
@@ -340,64 +372,112 @@ async fn reader(
     // the silence clock starts at the last traffic, or at the last check
     // that found nothing to time out
     let mut checked = Instant::now();
-    let (why, error): (String, Box<dyn Fn() -> Error + Send>) = loop {
+    let end = loop {
         match dec.decode(&mut buf) {
             Ok(Some(frame)) => {
                 link.route(frame);
                 continue;
             }
             Ok(None) => {}
-            Err(e) => {
-                let endpoint = link.endpoint.clone();
-                break (
-                    format!("undecodable frame: {e}"),
-                    Box::new(move || Error::Protocol {
-                        endpoint: endpoint.clone(),
-                        source: e.clone(),
-                    }),
-                );
-            }
+            Err(e) => break End::Undecodable(e),
         }
         if buf.capacity() - buf.len() < 16 * 1024 {
             buf.reserve(64 * 1024);
         }
-        let lost = |why: String| -> (String, Box<dyn Fn() -> Error + Send>) {
-            let endpoint = link.endpoint.clone();
-            (
-                why,
-                Box::new(move || Error::ConnectionLost {
-                    endpoint: endpoint.clone(),
-                }),
-            )
-        };
         let silence_ends = link.last_activity().max(checked) + stream_timeout;
         tokio::select! {
             read = sock.read_buf(&mut buf) => match read {
-                Ok(0) => break lost("closed by the server".to_string()),
+                Ok(0) => break End::Lost("closed by the server".to_string()),
                 Ok(_) => link.touch(),
-                Err(e) => break lost(format!("read failed: {e}")),
+                Err(e) => break End::Lost(format!("read failed: {e}")),
             },
             _ = tokio::time::sleep_until(silence_ends.into()) => {
                 let silent = link.last_activity().elapsed() >= stream_timeout;
                 if silent && link.in_flight() > 0 && !link.timeout_held_off() {
-                    break (
-                        format!("no data for {stream_timeout:?} with requests outstanding"),
-                        Box::new(move || Error::Timeout {
-                            what: "stream",
-                            after: stream_timeout,
-                        }),
-                    );
+                    break End::Silent(stream_timeout);
                 }
                 checked = Instant::now();
                 // a dropped link (no requests, no owner but its readers)
                 // ends its readers
                 if Arc::strong_count(&link) <= 1 + link.pathids.lock().unwrap().len() {
-                    break lost("no longer used".to_string());
+                    break End::Lost("no longer used".to_string());
                 }
             }
-            _ = dead.wait_for(|d| *d) => break lost("connection failed elsewhere".to_string()),
+            _ = dead.wait_for(|d| *d) => break End::Lost("failed elsewhere".to_string()),
         }
     };
     // a substream failing fails the link too: answers routed to it would never come
-    link.kill(&why, error);
+    link.kill(end);
+}
+
+/// Substream selection for reads (PROTOCOL.md §5.4, §9): XrdCl sends every
+/// request on the main stream and gives reads the pathid of the
+/// least-loaded bound substream, on which the server answers.
+impl Link {
+    /// Takes the bound substream with the fewest reads in flight (equals
+    /// in turn) for one read: the read counts against it
+    /// until the returned lease is dropped. `None` when no substream is
+    /// bound: the read goes with pathid 0, the main stream.
+    pub(crate) fn read_path(self: &Arc<Self>) -> Option<PathLease> {
+        let bound = self.pathids.lock().unwrap();
+        let pathid = self.stats.take_path(&bound)?;
+        Some(PathLease {
+            link: Arc::clone(self),
+            pathid,
+        })
+    }
+
+    /// Gives a `kXR_read` (in its `read_args`), `kXR_pgread` (in its args)
+    /// or `kXR_readv` (header byte 19; the stock server ignores it and
+    /// answers on the main stream) the pathid of [`Link::read_path`], and
+    /// returns it with the lease to hold until the final response. Other
+    /// requests, and every request on a link without substreams, come back
+    /// unchanged with no lease.
+    pub(crate) fn route_read(self: &Arc<Self>, mut req: Request) -> (Request, Option<PathLease>) {
+        if !matches!(
+            req,
+            Request::Read(_) | Request::Pgread(_) | Request::Readv(_)
+        ) {
+            return (req, None);
+        }
+        let Some(lease) = self.read_path() else {
+            return (req, None);
+        };
+        match &mut req {
+            Request::Read(r) => r.args.get_or_insert_with(Default::default).pathid = lease.pathid,
+            Request::Pgread(r) => r.args.get_or_insert_with(Default::default).pathid = lease.pathid,
+            Request::Readv(r) => r.pathid = lease.pathid,
+            _ => {}
+        }
+        (req, Some(lease))
+    }
+
+    /// One `kXR_ping` round trip. xrootd handles a link's requests one at
+    /// a time, so the answer also means the login before it is complete: it
+    /// sends the login reply before it marks the session logged in, and a
+    /// `kXR_bind` in between is refused ("session not logged in").
+    /// Errors: [`Error::ConnectionLost`], [`Error::UnexpectedResponse`] for
+    /// an answer other than `kXR_ok`.
+    pub(crate) async fn ping(self: &Arc<Self>) -> Result<()> {
+        let frame = self.send(&Ping {}.into())?.next().await?;
+        match frame.header.status {
+            Status::OK => Ok(()),
+            other => Err(Error::unexpected(RequestId::PING, other.to_string())),
+        }
+    }
+}
+
+/// One read counted against a bound substream (see [`Link::read_path`]);
+/// dropping it, at the read's final response, releases the count.
+#[derive(Debug)]
+pub(crate) struct PathLease {
+    link: Arc<Link>,
+    /// The substream's pathid (1..15 for xrootd).
+    pathid: u8,
+}
+
+impl Drop for PathLease {
+    fn drop(&mut self) {
+        self.link.stats.path_released(self.pathid);
+    }
 }

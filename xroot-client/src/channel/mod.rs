@@ -163,6 +163,7 @@ impl Channel {
         let link = Link::start(setup, info, self.config.stream_timeout);
         // substreams only toward data servers (PROTOCOL.md §9)
         if self.substreams > 1 && link.info.is_data_server() {
+            link.ping().await?; // binds only once the login is complete
             for _ in 1..self.substreams {
                 match login::bind(&self.key, &self.config, link.info.sessid).await {
                     Ok((setup, pathid)) => {
