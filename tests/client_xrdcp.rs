@@ -332,7 +332,7 @@ async fn a_checksum_mismatch_fails_the_copy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connections_spread_a_file_over_channels() {
+async fn connections_and_streams_spread_a_file() {
     let Some((server, content, _dir)) = serve(40 << 20) else {
         return;
     };
@@ -356,4 +356,12 @@ async fn connections_spread_a_file_over_channels() {
     assert_eq!(relay.requests(RequestId::LOGIN), 6);
     assert_eq!(relay.requests(RequestId::WRITE), 5);
     assert!(std::fs::read(server.data.join("spread/up.bin")).unwrap() == content);
+
+    // --streams 3: one channel, two kXR_bind substreams
+    std::fs::remove_file(&down).unwrap();
+    let o = ours(1, &["--streams", "3", &src, d]).await;
+    assert_ok(&o, "download on 3 streams");
+    assert!(std::fs::read(&down).unwrap() == content);
+    assert_eq!(relay.requests(RequestId::LOGIN), 7);
+    assert_eq!(relay.requests(RequestId::BIND), 2);
 }
