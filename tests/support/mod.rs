@@ -16,6 +16,7 @@
 pub mod cluster;
 pub mod corrupt_proxy;
 pub mod delay_proxy;
+pub mod example;
 pub mod scripted;
 pub mod stock;
 

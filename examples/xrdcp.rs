@@ -1,0 +1,712 @@
+//! `xrdcp`: copies files to, from and between XRootD servers with
+//! xroot-client, in the shape of the stock tool.
+//!
+//! ```text
+//! cargo run --release --example xrdcp -- [--cksum adler32|crc32c|md5[:print]]
+//!     [--streams N] [--connections N] [--parallel N] [--chunks N] [-f] [-N] [-s]
+//!     SRC... DST
+//! ```
+//!
+//! SRC and DST are `root://host[:port]//path` URLs or local paths, on either
+//! side; `-` is standard input as SRC and standard output as DST. With
+//! several SRC, DST is a directory and `--parallel N` copies N files at once;
+//! a DST that is an existing directory receives the file under its own name.
+//! A DST that exists is an error unless `-f`; missing parent directories are
+//! created, as the stock tool does. (Unlike the stock tool, a device such as
+//! `/dev/null` is written without `-f`.)
+//!
+//! Reading goes in blocks of `XRD_CPCHUNKSIZE` bytes (8 MiB), with
+//! `XRD_CPPARALLELCHUNKS` (4, or `--chunks N`) of them in flight, written in
+//! order (a local target) or as they come (a remote one). As the stock tool,
+//! `XRD_CPUSEPGWRTRD=1` (the default) reads and writes remote files with
+//! `kXR_pgread` / `kXR_pgwrite` (crc32c per 4 kB page) and `0` with plain
+//! `kXR_read` / `kXR_write`. `--streams N` opens N TCP connections per
+//! server (`kXR_bind` substreams). `--connections N` (not in the stock tool)
+//! opens each remote file on N channels of its own (a distinct
+//! `xrdcl.intent` each) and spreads the blocks over them, so that as many
+//! server threads serve it.
+//!
+//! `--cksum ALG` computes the checksum over the bytes copied and compares it
+//! with what every remote side answers to `kXR_query` checksum; a mismatch
+//! fails the copy. The value is printed on standard error in the stock
+//! tool's form, `adler32: 091e01de TARGET SIZE`. `--cksum ALG:print` only
+//! prints the locally computed value.
+//!
+//! The progress bar (standard error) is shown only when standard output is a
+//! terminal. Exit status: 0 when every copy succeeded, 1 when one failed
+//! (the reason on standard error), 2 for bad usage.
+
+use std::error::Error;
+use std::io::{IsTerminal, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use clap::Parser;
+use futures::stream::{self, BoxStream, StreamExt};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+use md5::Digest;
+use tokio::sync::mpsc;
+use tokio::task::{JoinHandle, JoinSet};
+use xroot::client::{Client, Config, File, OpenFlags, Url};
+use xroot::proto::request::OpenOptions;
+
+type BoxError = Box<dyn Error + Send + Sync>;
+type Res<T> = Result<T, BoxError>;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xrdcp",
+    about = "Copies files to, from and between XRootD servers"
+)]
+struct Args {
+    /// Checksum to compute and verify against the server: adler32, crc32c or
+    /// md5; `ALG:print` prints it without verifying.
+    #[arg(short = 'C', long, value_name = "ALG[:print]")]
+    cksum: Option<CksumArg>,
+    /// TCP connections per server (the main one plus kXR_bind substreams).
+    #[arg(short = 'S', long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=16))]
+    streams: u16,
+    /// Connections per remote file (not in the stock tool): the file is
+    /// opened on this many channels, each with its own `xrdcl.intent`, and
+    /// the blocks are spread over them in turn.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=64))]
+    connections: u16,
+    /// Files copied at the same time (with several SRC).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    parallel: u16,
+    /// Blocks in flight per file (default: XRD_CPPARALLELCHUNKS, else 4).
+    #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+    chunks: Option<u16>,
+    /// Replace an existing DST.
+    #[arg(short = 'f', long)]
+    force: bool,
+    /// No progress bar.
+    #[arg(short = 'N', long)]
+    nopbar: bool,
+    /// No output but errors (and requested checksums).
+    #[arg(short = 's', long)]
+    silent: bool,
+    /// SRC... DST: root:// URLs or local paths; `-` is stdin / stdout.
+    #[arg(required = true, num_args = 2.., value_name = "SRC... DST")]
+    paths: Vec<String>,
+}
+
+/// `--cksum ALG[:print]`.
+#[derive(Debug, Clone)]
+struct CksumArg {
+    alg: Alg,
+    verify: bool,
+}
+
+impl std::str::FromStr for CksumArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (name, mode) = s.split_once(':').unwrap_or((s, ""));
+        let alg = match name {
+            "adler32" => Alg::Adler32,
+            "crc32c" => Alg::Crc32c,
+            "md5" => Alg::Md5,
+            _ => return Err(format!("{name}: not adler32, crc32c or md5")),
+        };
+        match mode {
+            "" => Ok(CksumArg { alg, verify: true }),
+            "print" => Ok(CksumArg { alg, verify: false }),
+            _ => Err(format!("{mode}: only ALG or ALG:print")),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Alg {
+    Adler32,
+    Crc32c,
+    Md5,
+}
+
+impl Alg {
+    /// The name the server knows it by (`cks.type=`).
+    fn name(self) -> &'static str {
+        match self {
+            Alg::Adler32 => "adler32",
+            Alg::Crc32c => "crc32c",
+            Alg::Md5 => "md5",
+        }
+    }
+}
+
+/// A running checksum over the bytes copied, in file order.
+enum Hasher {
+    Adler32(adler2::Adler32),
+    Crc32c(u32),
+    Md5(md5::Md5),
+}
+
+impl Hasher {
+    fn new(alg: Alg) -> Hasher {
+        match alg {
+            Alg::Adler32 => Hasher::Adler32(adler2::Adler32::new()),
+            Alg::Crc32c => Hasher::Crc32c(0),
+            Alg::Md5 => Hasher::Md5(md5::Md5::new()),
+        }
+    }
+
+    fn update(&mut self, data: &[u8]) {
+        match self {
+            Hasher::Adler32(h) => h.write_slice(data),
+            Hasher::Crc32c(c) => *c = xroot::proto::page::crc32c_append(*c, data),
+            Hasher::Md5(h) => h.update(data),
+        }
+    }
+
+    /// Lowercase hex, most significant byte first, as the server prints it.
+    fn hex(self) -> String {
+        match self {
+            Hasher::Adler32(h) => format!("{:08x}", h.checksum()),
+            Hasher::Crc32c(c) => format!("{c:08x}"),
+            Hasher::Md5(h) => h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
+        }
+    }
+}
+
+/// How blocks move: the stock tool's `XRD_CP*` settings.
+#[derive(Debug, Clone, Copy)]
+struct Tuning {
+    /// `kXR_pgread` / `kXR_pgwrite` rather than plain reads and writes
+    /// (`XRD_CPUSEPGWRTRD`, 1).
+    paged: bool,
+    /// Bytes per block (`XRD_CPCHUNKSIZE`, 8 MiB).
+    chunk: usize,
+    /// Blocks in flight per file (`XRD_CPPARALLELCHUNKS`, 4).
+    in_flight: usize,
+}
+
+impl Tuning {
+    fn from_env(chunks: Option<u16>) -> Res<Tuning> {
+        fn env(name: &str, default: usize) -> Res<usize> {
+            match std::env::var(name) {
+                Ok(v) => v
+                    .trim()
+                    .parse()
+                    .map_err(|_| format!("{name}={v:?} is not a number").into()),
+                Err(_) => Ok(default),
+            }
+        }
+        let chunk = env("XRD_CPCHUNKSIZE", 8 << 20)?;
+        if chunk == 0 || chunk > i32::MAX as usize {
+            return Err(format!("XRD_CPCHUNKSIZE={chunk} is not 1..2^31").into());
+        }
+        let in_flight = match chunks {
+            Some(n) => n as usize,
+            None => env("XRD_CPPARALLELCHUNKS", 4)?.max(1),
+        };
+        Ok(Tuning {
+            paged: env("XRD_CPUSEPGWRTRD", 1)? != 0,
+            chunk,
+            in_flight,
+        })
+    }
+}
+
+/// One side of a copy.
+#[derive(Debug, Clone)]
+enum Place {
+    Remote(Url),
+    Local(PathBuf),
+    /// `-`: standard input as a source, standard output as a target.
+    Std,
+}
+
+impl Place {
+    fn parse(s: &str) -> Res<Place> {
+        Ok(if s == "-" {
+            Place::Std
+        } else if s.contains("://") {
+            Place::Remote(Url::parse(s).map_err(|e| format!("{s}: {e}"))?)
+        } else {
+            Place::Local(PathBuf::from(s))
+        })
+    }
+
+    /// The last path component, for a copy into a directory.
+    fn file_name(&self) -> Option<String> {
+        let name = match self {
+            Place::Remote(u) => u.path.rsplit('/').next().map(str::to_string),
+            Place::Local(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
+            Place::Std => None,
+        };
+        name.filter(|n| !n.is_empty())
+    }
+
+    /// `self` (a directory) with `name` appended.
+    fn join(&self, name: &str) -> Place {
+        match self {
+            Place::Remote(u) => Place::Remote(Url {
+                path: format!("{}/{name}", u.path.trim_end_matches('/')),
+                ..u.clone()
+            }),
+            Place::Local(p) => Place::Local(p.join(name)),
+            Place::Std => Place::Std,
+        }
+    }
+
+    /// Whether `self` names an existing directory (or ends with `/`).
+    async fn is_dir(&self, client: &Client) -> Res<bool> {
+        Ok(match self {
+            Place::Remote(u) if u.path.ends_with('/') => true,
+            Place::Remote(u) => match client.fs(&u.to_string())?.stat(&u.path).await {
+                Ok(st) => st.is_dir(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                Err(e) => return Err(e.into()),
+            },
+            Place::Local(p) => p.is_dir(),
+            Place::Std => false,
+        })
+    }
+}
+
+impl std::fmt::Display for Place {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Place::Remote(u) => write!(f, "{u}"),
+            Place::Local(p) => write!(f, "{}", p.display()),
+            Place::Std => f.write_str("-"),
+        }
+    }
+}
+
+/// What every copy shares.
+struct Ctx {
+    client: Client,
+    tuning: Tuning,
+    cksum: Option<CksumArg>,
+    force: bool,
+    connections: usize,
+    bars: Option<MultiProgress>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match rt.block_on(run(args)) {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e) => {
+            eprintln!("xrdcp: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+/// Copies every SRC; `Ok(false)` when one of several copies failed.
+async fn run(args: Args) -> Res<bool> {
+    let tuning = Tuning::from_env(args.chunks)?;
+    let mut places = args
+        .paths
+        .iter()
+        .map(|p| Place::parse(p))
+        .collect::<Res<Vec<_>>>()?;
+    let dst = places.pop().expect("clap asks for two paths");
+    let config = Config {
+        substreams: args.streams as usize,
+        app_name: "xrdcp-rs".into(),
+        ..Config::default()
+    };
+    let client = Client::with_config(config);
+    let show_bar = !args.nopbar && !args.silent && std::io::stdout().is_terminal();
+    let ctx = Arc::new(Ctx {
+        client,
+        tuning,
+        cksum: args.cksum,
+        force: args.force,
+        connections: args.connections as usize,
+        bars: show_bar.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
+    });
+
+    let jobs = plan(&ctx.client, places, dst).await?;
+    let results: Vec<(Place, Res<()>)> = stream::iter(jobs)
+        .map(|(src, dst)| {
+            let ctx = Arc::clone(&ctx);
+            async move {
+                let r = copy(&ctx, &src, &dst).await;
+                (src, r)
+            }
+        })
+        .buffer_unordered(args.parallel as usize)
+        .collect()
+        .await;
+    let mut ok = true;
+    for (src, r) in &results {
+        if let Err(e) = r {
+            eprintln!("xrdcp: {src}: {e}");
+            ok = false;
+        }
+    }
+    Ok(ok)
+}
+
+/// Pairs every source with its target: into DST when it is a directory
+/// (which it must be for several sources), else DST itself.
+async fn plan(client: &Client, srcs: Vec<Place>, dst: Place) -> Res<Vec<(Place, Place)>> {
+    let into_dir = dst.is_dir(client).await?;
+    if srcs.len() > 1 && !into_dir {
+        return Err(format!("{dst}: several sources need a directory as target").into());
+    }
+    srcs.into_iter()
+        .map(|src| {
+            let target = if into_dir {
+                let name = src
+                    .file_name()
+                    .ok_or_else(|| format!("{src}: no file name to copy into {dst}"))?;
+                dst.join(&name)
+            } else {
+                dst.clone()
+            };
+            Ok((src, target))
+        })
+        .collect()
+}
+
+/// Copies `src` to `dst`.
+async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
+    let t = ctx.tuning;
+    let Source {
+        size,
+        mut blocks,
+        files,
+    } = open_source(ctx, src).await?;
+    let mut sink = Sink::open(ctx, dst).await?;
+    let bar = progress(ctx, size, dst);
+    let mut hasher = ctx.cksum.as_ref().map(|c| Hasher::new(c.alg));
+    let mut offset = 0u64;
+    while let Some(block) = blocks.next().await {
+        let block = block?;
+        if let Some(h) = &mut hasher {
+            h.update(&block);
+        }
+        let n = block.len() as u64;
+        sink.put(offset, block, t).await?;
+        offset += n;
+        bar.inc(n);
+    }
+    sink.finish().await?;
+    for f in files {
+        f.close().await?;
+    }
+    bar.finish_and_clear();
+    if let Some(size) = size.filter(|&s| s != offset) {
+        return Err(format!("{src}: copied {offset} bytes of {size}").into());
+    }
+    if let (Some(h), Some(c)) = (hasher, &ctx.cksum) {
+        let value = h.hex();
+        if c.verify {
+            for side in [src, dst] {
+                verify(ctx, side, c.alg, &value).await?;
+            }
+        }
+        eprintln!("{}: {value} {dst} {offset}", c.alg.name());
+    }
+    Ok(())
+}
+
+/// Compares `value` with the checksum the server of `side` reports (a
+/// local side has no server: nothing to compare).
+async fn verify(ctx: &Ctx, side: &Place, alg: Alg, value: &str) -> Res<()> {
+    let Place::Remote(url) = side else {
+        return Ok(());
+    };
+    let fs = ctx.client.fs(&url.to_string())?;
+    let (server_alg, server) = fs.query_checksum(&url.path, Some(alg.name())).await?;
+    if !server_alg.eq_ignore_ascii_case(alg.name()) {
+        return Err(format!(
+            "{url}: asked for {}, the server answered {server_alg}",
+            alg.name()
+        )
+        .into());
+    }
+    if !server.eq_ignore_ascii_case(value) {
+        return Err(format!(
+            "checksum mismatch: {} of the bytes copied is {value}, {url} reports {server}",
+            alg.name()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn progress(ctx: &Ctx, size: Option<u64>, dst: &Place) -> ProgressBar {
+    let Some(bars) = &ctx.bars else {
+        return ProgressBar::hidden();
+    };
+    let bar = match size {
+        Some(s) => ProgressBar::new(s).with_style(
+            ProgressStyle::with_template(
+                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+            )
+            .expect("template")
+            .progress_chars("=> "),
+        ),
+        None => ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{msg} {spinner} {bytes} {bytes_per_sec}")
+                .expect("template"),
+        ),
+    };
+    bars.add(bar.with_message(dst.to_string()))
+}
+
+/// What a copy reads from.
+struct Source {
+    /// Bytes, when known (not for standard input or a pipe).
+    size: Option<u64>,
+    /// The data in file order.
+    blocks: BoxStream<'static, Res<Bytes>>,
+    /// Remote handles to close at the end.
+    files: Vec<Arc<File>>,
+}
+
+/// Opens `src` and starts reading it.
+async fn open_source(ctx: &Ctx, src: &Place) -> Res<Source> {
+    let t = ctx.tuning;
+    match src {
+        Place::Remote(url) => {
+            let files = open_spread(ctx, url, OpenFlags::READ, OpenFlags::READ).await?;
+            let size = match files[0].cached_stat() {
+                Some(st) => st.size,
+                None => files[0].stat().await?.size,
+            };
+            let spread = files.clone();
+            let blocks = (0..size.div_ceil(t.chunk as u64)).map(move |i| {
+                let offset = i * t.chunk as u64;
+                let len = (size - offset).min(t.chunk as u64) as usize;
+                // a task per block: page checks and copies run on every core
+                let file = Arc::clone(&spread[i as usize % spread.len()]);
+                tokio::spawn(async move {
+                    let data = match t.paged {
+                        true => file.pgread(offset, len).await?,
+                        false => file.read_at(offset, len).await?,
+                    };
+                    if data.len() != len {
+                        return Err(format!("{len} bytes at {offset}: got {}", data.len()).into());
+                    }
+                    Ok(data)
+                })
+            });
+            let blocks = stream::iter(blocks).buffered(t.in_flight).map(joined);
+            Ok(Source {
+                size: Some(size),
+                blocks: blocks.boxed(),
+                files,
+            })
+        }
+        Place::Local(path) => {
+            let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let meta = f.metadata()?;
+            if meta.is_dir() {
+                return Err(format!("{}: is a directory", path.display()).into());
+            }
+            Ok(Source {
+                size: meta.is_file().then_some(meta.len()),
+                blocks: local_blocks(f, t),
+                files: Vec::new(),
+            })
+        }
+        Place::Std => Ok(Source {
+            size: None,
+            blocks: local_blocks(std::io::stdin(), t),
+            files: Vec::new(),
+        }),
+    }
+}
+
+/// How a target opened on several channels is opened after the first
+/// time: for update, with `kXR_force`, without which the server refuses a
+/// second writer (`kXR_FileLocked`).
+const SHARED_WRITER: OpenFlags = OpenFlags {
+    options: OpenOptions(OpenOptions::UPDATE.0 | OpenOptions::FORCE.0),
+    mode: 0,
+};
+
+/// `url` opened on `ctx.connections` channels: with `first` on the URL's
+/// own channel, then with `rest` on channels of their own (a distinct
+/// `xrdcl.intent` each, which the server never sees).
+async fn open_spread(
+    ctx: &Ctx,
+    url: &Url,
+    first: OpenFlags,
+    rest: OpenFlags,
+) -> Res<Vec<Arc<File>>> {
+    let mut files = Vec::with_capacity(ctx.connections);
+    for i in 0..ctx.connections {
+        let mut at = url.clone();
+        let flags = match i {
+            0 => first,
+            _ => {
+                at.cgi.retain(|(k, _)| k != "xrdcl.intent");
+                at.cgi.push(("xrdcl.intent".into(), format!("xrdcp{i}")));
+                rest
+            }
+        };
+        let file = File::open(&ctx.client, &at, flags)
+            .await
+            .map_err(|e| format!("{url}: {e}"))?;
+        files.push(Arc::new(file));
+    }
+    Ok(files)
+}
+
+fn joined<T>(r: Result<Res<T>, tokio::task::JoinError>) -> Res<T> {
+    r.map_err(|e| BoxError::from(format!("task failed: {e}")))?
+}
+
+/// Blocks read from `from` by a blocking thread, a few ahead.
+fn local_blocks(mut from: impl Read + Send + 'static, t: Tuning) -> BoxStream<'static, Res<Bytes>> {
+    let (tx, rx) = mpsc::channel::<Res<Bytes>>(t.in_flight);
+    tokio::task::spawn_blocking(move || loop {
+        let block = read_block(&mut from, t.chunk).map_err(BoxError::from);
+        let last = block.as_ref().map_or(true, |b| b.len() < t.chunk);
+        let empty = block.as_ref().is_ok_and(|b| b.is_empty());
+        if (!empty && tx.blocking_send(block).is_err()) || last {
+            return;
+        }
+    });
+    stream::unfold(rx, |mut rx| async move { rx.recv().await.map(|b| (b, rx)) }).boxed()
+}
+
+/// Up to `len` bytes from `from`: fewer only at its end.
+fn read_block(from: &mut impl Read, len: usize) -> std::io::Result<Bytes> {
+    let mut buf = BytesMut::zeroed(len);
+    let mut filled = 0;
+    while filled < len {
+        match from.read(&mut buf[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    buf.truncate(filled);
+    Ok(buf.freeze())
+}
+
+/// Where the blocks go.
+enum Sink {
+    /// Blocks written at their offsets, several in flight.
+    Remote {
+        /// The target, opened on one channel or more.
+        files: Vec<Arc<File>>,
+        writes: JoinSet<Res<()>>,
+        /// Blocks sent so far.
+        sent: usize,
+    },
+    /// Blocks written in order by a blocking thread.
+    Local {
+        tx: mpsc::Sender<Bytes>,
+        done: JoinHandle<std::io::Result<()>>,
+    },
+}
+
+impl Sink {
+    async fn open(ctx: &Ctx, dst: &Place) -> Res<Sink> {
+        let t = ctx.tuning;
+        let local = |w: Box<dyn Write + Send>| {
+            let (tx, mut rx) = mpsc::channel::<Bytes>(t.in_flight);
+            let done = tokio::task::spawn_blocking(move || {
+                let mut w = w;
+                while let Some(b) = rx.blocking_recv() {
+                    w.write_all(&b)?;
+                }
+                w.flush()
+            });
+            Sink::Local { tx, done }
+        };
+        Ok(match dst {
+            Place::Remote(url) => {
+                let flags = match ctx.force {
+                    true => OpenFlags::OVERWRITE,
+                    false => OpenFlags::NEW,
+                };
+                Sink::Remote {
+                    files: open_spread(ctx, url, flags.mkpath(), SHARED_WRITER).await?,
+                    writes: JoinSet::new(),
+                    sent: 0,
+                }
+            }
+            Place::Local(path) => local(Box::new(open_local(path, ctx.force)?)),
+            Place::Std => local(Box::new(std::io::stdout())),
+        })
+    }
+
+    /// Writes `data` at `offset`, waiting while too many writes are in flight.
+    async fn put(&mut self, offset: u64, data: Bytes, t: Tuning) -> Res<()> {
+        match self {
+            Sink::Remote {
+                files,
+                writes,
+                sent,
+            } => {
+                while writes.len() >= t.in_flight {
+                    joined(writes.join_next().await.expect("not empty"))?;
+                }
+                let file = Arc::clone(&files[*sent % files.len()]);
+                *sent += 1;
+                writes.spawn(async move {
+                    match t.paged {
+                        true => file.pgwrite(offset, data).await?,
+                        false => file.write_at(offset, data).await?,
+                    }
+                    Ok(())
+                });
+                Ok(())
+            }
+            Sink::Local { tx, .. } => match tx.send(data).await {
+                Ok(()) => Ok(()),
+                // the writer stopped: its error is reported by `finish`
+                Err(_) => Ok(()),
+            },
+        }
+    }
+
+    /// Waits for every write; closes the target.
+    async fn finish(self) -> Res<()> {
+        match self {
+            Sink::Remote {
+                files, mut writes, ..
+            } => {
+                while let Some(r) = writes.join_next().await {
+                    joined(r)?;
+                }
+                for f in files {
+                    f.close().await?;
+                }
+            }
+            Sink::Local { tx, done } => {
+                drop(tx);
+                done.await.map_err(|e| format!("writer failed: {e}"))??;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Opens a local target: refused if a regular file is there without
+/// `force`; parents created; a device (`/dev/null`) is written as it is.
+fn open_local(path: &Path, force: bool) -> Res<std::fs::File> {
+    let existing = std::fs::metadata(path).ok();
+    if existing.as_ref().is_some_and(|m| m.is_file()) && !force {
+        return Err(format!("{}: file exists (use -f to replace it)", path.display()).into());
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+    }
+    let regular = existing.is_none_or(|m| m.is_file());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(regular)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()).into())
+}

@@ -1,0 +1,367 @@
+//! The xrdcp example (examples/xrdcp.rs) against the stock xrootd 5.5.3:
+//! copies both ways with every checksum and with `XRD_CPUSEPGWRTRD` 0 and
+//! 1, the bytes compared with the source and the checksum it prints
+//! compared with what the stock `xrdcp --cksum ALG:print` and `xrdfs query
+//! checksum` report; `-f` semantics; several sources into a directory with
+//! `--parallel`; `--connections` spreading one file over channels; a page
+//! spoiled in transit repaired by pgread; a checksum mismatch failing the
+//! copy.
+//!
+//! The example binary is the one cargo builds next to this test
+//! (`target/<profile>/examples/xrdcp`); the test runs `cargo build
+//! --example xrdcp` first, a no-op when it is fresh.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use support::corrupt_proxy::{CorruptProxy, Spoil};
+use support::stock::StockServer;
+use xroot::proto::RequestId;
+
+/// Size of the file copied both ways: 64 MiB, eight 8 MiB blocks.
+const SIZE: usize = 64 << 20;
+
+const ALGS: [&str; 3] = ["adler32", "crc32c", "md5"];
+
+/// Byte `i` of every test file is `(i * 7) % 251`, from `seed` on.
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (seed..seed + len).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+/// The example binary, built by cargo for the profile of this test.
+fn xrdcp_bin() -> &'static Path {
+    static BIN: OnceLock<PathBuf> = OnceLock::new();
+    BIN.get_or_init(|| support::example::example_bin("xrdcp"))
+}
+
+/// Runs `program` with `args` and `env` (off the async workers).
+async fn run(program: PathBuf, args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
+    tokio::task::spawn_blocking(move || {
+        Command::new(&program)
+            .args(&args)
+            .envs(env)
+            .output()
+            .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
+    })
+    .await
+    .unwrap()
+}
+
+/// Our xrdcp with `args`, `XRD_CPUSEPGWRTRD=pg`.
+async fn ours(pg: u8, args: &[&str]) -> Output {
+    run(
+        xrdcp_bin().to_path_buf(),
+        args.iter().map(|s| s.to_string()).collect(),
+        vec![("XRD_CPUSEPGWRTRD", pg.to_string())],
+    )
+    .await
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// The value of the `ALG: VALUE TARGET SIZE` line both tools print.
+fn printed_checksum(o: &Output, alg: &str) -> String {
+    let text = stderr(o);
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{alg}: ")))
+        .unwrap_or_else(|| panic!("no {alg} line in {text:?}"));
+    line.split_whitespace().next().unwrap().to_string()
+}
+
+fn assert_ok(o: &Output, what: &str) {
+    assert!(o.status.success(), "{what}: {:?}\n{}", o.status, stderr(o));
+}
+
+/// A stock server exporting a fresh directory holding `src.bin` (`len`
+/// pattern bytes), with md5 checksums too; `None` when xrootd is missing
+/// outside CI.
+fn serve(len: usize) -> Option<(StockServer, Vec<u8>, tempfile::TempDir)> {
+    let dir = tempfile::tempdir().unwrap();
+    let content = pattern(len, 0);
+    std::fs::write(dir.path().join("src.bin"), &content).unwrap();
+    let server = StockServer::start(dir.path(), &["xrootd.chksum max 4 adler32 crc32c md5"])?;
+    Some((server, content, dir))
+}
+
+/// What the stock `xrdfs` answers to `query checksum PATH?cks.type=ALG`.
+async fn stock_query(port: u16, path: &str, alg: &str) -> String {
+    let o = run(
+        "xrdfs".into(),
+        vec![
+            format!("127.0.0.1:{port}"),
+            "query".into(),
+            "checksum".into(),
+            format!("{path}?cks.type={alg}"),
+        ],
+        vec![],
+    )
+    .await;
+    assert_ok(&o, "xrdfs query checksum");
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    let (name, value) = text.trim().split_once(' ').expect("ALG VALUE");
+    assert_eq!(name, alg);
+    value.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn copies_both_ways_with_every_checksum_and_io_mode() {
+    let Some((server, content, _dir)) = serve(SIZE) else {
+        return;
+    };
+    let base = format!("root://127.0.0.1:{}", server.port);
+    let local = tempfile::tempdir().unwrap();
+    for alg in ALGS {
+        let expected = stock_query(server.port, "/src.bin", alg).await;
+        let stock = run(
+            "xrdcp".into(),
+            vec![
+                "--nopbar".into(),
+                "-f".into(), // the stock tool wants it even for /dev/null
+                "--cksum".into(),
+                format!("{alg}:print"),
+                format!("{base}//src.bin"),
+                "/dev/null".into(),
+            ],
+            vec![],
+        )
+        .await;
+        assert_ok(&stock, "stock xrdcp");
+        assert_eq!(printed_checksum(&stock, alg), expected, "stock xrdcp {alg}");
+
+        for pg in [0u8, 1] {
+            let what = format!("{alg}, XRD_CPUSEPGWRTRD={pg}");
+            // download
+            let down = local.path().join(format!("down-{alg}-{pg}.bin"));
+            let o = ours(
+                pg,
+                &[
+                    "--cksum",
+                    alg,
+                    &format!("{base}//src.bin"),
+                    down.to_str().unwrap(),
+                ],
+            )
+            .await;
+            assert_ok(&o, &format!("download, {what}"));
+            assert_eq!(printed_checksum(&o, alg), expected, "download, {what}");
+            assert!(std::fs::read(&down).unwrap() == content, "download, {what}");
+            // upload it again under another name
+            let name = format!("up/{alg}-{pg}.bin");
+            let o = ours(
+                pg,
+                &[
+                    "--cksum",
+                    alg,
+                    down.to_str().unwrap(),
+                    &format!("{base}//{name}"),
+                ],
+            )
+            .await;
+            assert_ok(&o, &format!("upload, {what}"));
+            assert_eq!(printed_checksum(&o, alg), expected, "upload, {what}");
+            let on_server = std::fs::read(server.data.join(&name)).unwrap();
+            assert!(on_server == content, "upload, {what}");
+            std::fs::remove_file(&down).unwrap();
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_existing_target_needs_force() {
+    let Some((server, content, _dir)) = serve(1_000_000) else {
+        return;
+    };
+    let src = format!("root://127.0.0.1:{}//src.bin", server.port);
+    let local = tempfile::tempdir().unwrap();
+    let target = local.path().join("t.bin");
+    let t = target.to_str().unwrap();
+    std::fs::write(&target, b"old").unwrap();
+    let o = ours(1, &[&src, t]).await;
+    assert!(!o.status.success(), "local target exists");
+    assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
+    assert_eq!(std::fs::read(&target).unwrap(), b"old");
+    assert_ok(&ours(1, &["-f", &src, t]).await, "local -f");
+    assert!(std::fs::read(&target).unwrap() == content);
+
+    // remote: kXR_new refused, kXR_delete with -f
+    std::fs::write(&target, b"new content").unwrap();
+    let remote = format!("root://127.0.0.1:{}//src.bin", server.port);
+    let o = ours(1, &[t, &remote]).await;
+    assert!(!o.status.success(), "remote target exists");
+    assert!(stderr(&o).contains("exists"), "{}", stderr(&o));
+    assert!(std::fs::read(server.data.join("src.bin")).unwrap() == content);
+    assert_ok(&ours(1, &["-f", t, &remote]).await, "remote -f");
+    assert_eq!(
+        std::fs::read(server.data.join("src.bin")).unwrap(),
+        b"new content"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_sources_go_into_a_directory_in_parallel() {
+    let Some((server, _, _dir)) = serve(10) else {
+        return;
+    };
+    let base = format!("root://127.0.0.1:{}", server.port);
+    let local = tempfile::tempdir().unwrap();
+    let files: Vec<(PathBuf, Vec<u8>)> = (0..4)
+        .map(|i| {
+            let p = local.path().join(format!("f{i}.bin"));
+            let data = pattern(3_000_000 + i * 777_777, i);
+            std::fs::write(&p, &data).unwrap();
+            (p, data)
+        })
+        .collect();
+    let mut args: Vec<String> = vec!["--parallel".into(), "3".into()];
+    args.extend(files.iter().map(|(p, _)| p.display().to_string()));
+    args.push(format!("{base}//many/"));
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_ok(&ours(1, &argv).await, "upload into a remote directory");
+    for (i, (_, data)) in files.iter().enumerate() {
+        let got = std::fs::read(server.data.join(format!("many/f{i}.bin"))).unwrap();
+        assert!(&got == data, "remote f{i}");
+    }
+
+    // and back into an existing local directory, several at once
+    let back = local.path().join("back");
+    std::fs::create_dir(&back).unwrap();
+    let mut args: Vec<String> = vec!["--parallel".into(), "4".into()];
+    args.extend((0..4).map(|i| format!("{base}//many/f{i}.bin")));
+    args.push(back.display().to_string());
+    let argv: Vec<&str> = args.iter().map(String::as_str).collect();
+    assert_ok(&ours(0, &argv).await, "download into a local directory");
+    for (i, (_, data)) in files.iter().enumerate() {
+        assert!(&std::fs::read(back.join(format!("f{i}.bin"))).unwrap() == data);
+    }
+
+    // several sources need a directory
+    let o = ours(
+        1,
+        &[
+            &format!("{base}//many/f0.bin"),
+            &format!("{base}//many/f1.bin"),
+            local.path().join("nodir.bin").to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert!(!o.status.success());
+
+    // standard output
+    let o = ours(1, &[&format!("{base}//many/f2.bin"), "-"]).await;
+    assert_ok(&o, "to stdout");
+    assert!(o.stdout == files[2].1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_spoiled_page_is_fetched_again_and_the_checksum_matches() {
+    let Some((server, content, _dir)) = serve(20 << 20) else {
+        return;
+    };
+    let proxy = CorruptProxy::start(server.port, Spoil::FirstPgread).await;
+    let local = tempfile::tempdir().unwrap();
+    let down = local.path().join("d.bin");
+    let o = ours(
+        1,
+        &[
+            "--cksum",
+            "adler32",
+            &format!("root://127.0.0.1:{}//src.bin", proxy.port),
+            down.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_ok(&o, "download through the spoiling proxy");
+    assert_eq!(proxy.spoiled(), 1);
+    assert!(
+        proxy.pgread_retries() >= 1,
+        "the bad page was fetched again"
+    );
+    assert!(std::fs::read(&down).unwrap() == content);
+    assert_eq!(
+        printed_checksum(&o, "adler32"),
+        stock_query(server.port, "/src.bin", "adler32").await
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checksum_mismatch_fails_the_copy() {
+    let Some((server, _, _dir)) = serve(2_000_000) else {
+        return;
+    };
+    // The server keeps a computed checksum with the file's mtime: change a
+    // byte, keep the mtime, and the server's answer no longer fits the bytes.
+    let before = stock_query(server.port, "/src.bin", "adler32").await;
+    let path = server.data.join("src.bin");
+    let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[1000] ^= 0xff;
+    std::fs::write(&path, &bytes).unwrap();
+    let f = std::fs::File::options().write(true).open(&path).unwrap();
+    f.set_modified(mtime).unwrap();
+    drop(f);
+    if stock_query(server.port, "/src.bin", "adler32").await != before {
+        eprintln!("skipping: this file system keeps no checksum for the server");
+        return;
+    }
+    let local = tempfile::tempdir().unwrap();
+    let down = local.path().join("d.bin");
+    let src = format!("root://127.0.0.1:{}//src.bin", server.port);
+    let o = ours(1, &["--cksum", "adler32", &src, down.to_str().unwrap()]).await;
+    assert!(!o.status.success(), "mismatch must fail: {}", stderr(&o));
+    assert!(stderr(&o).contains("checksum mismatch"), "{}", stderr(&o));
+    // ALG:print only prints
+    let o = ours(
+        1,
+        &[
+            "-f",
+            "--cksum",
+            "adler32:print",
+            &src,
+            down.to_str().unwrap(),
+        ],
+    )
+    .await;
+    assert_ok(&o, "adler32:print");
+    assert_ne!(printed_checksum(&o, "adler32"), before);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connections_and_streams_spread_a_file() {
+    let Some((server, content, _dir)) = serve(40 << 20) else {
+        return;
+    };
+    // a plain relay counts the logins: one per channel
+    let relay = CorruptProxy::start(server.port, Spoil::Nothing).await;
+    let base = format!("root://127.0.0.1:{}", relay.port);
+    let local = tempfile::tempdir().unwrap();
+    let down = local.path().join("d.bin");
+    let d = down.to_str().unwrap();
+    let src = format!("{base}//src.bin");
+    let o = ours(1, &["--connections", "3", "--cksum", "crc32c", &src, d]).await;
+    assert_ok(&o, "download on 3 connections");
+    assert!(std::fs::read(&down).unwrap() == content);
+    // the checksum query goes on the first channel: still 3
+    assert_eq!(relay.requests(RequestId::LOGIN), 3);
+    assert_eq!(relay.requests(RequestId::PGREAD), 5, "five 8 MiB blocks");
+
+    let up = format!("{base}//spread/up.bin");
+    let o = ours(0, &["--connections", "3", "--cksum", "adler32", d, &up]).await;
+    assert_ok(&o, "upload on 3 connections");
+    assert_eq!(relay.requests(RequestId::LOGIN), 6);
+    assert_eq!(relay.requests(RequestId::WRITE), 5);
+    assert!(std::fs::read(server.data.join("spread/up.bin")).unwrap() == content);
+
+    // --streams 3: one channel, two kXR_bind substreams
+    std::fs::remove_file(&down).unwrap();
+    let o = ours(1, &["--streams", "3", &src, d]).await;
+    assert_ok(&o, "download on 3 streams");
+    assert!(std::fs::read(&down).unwrap() == content);
+    assert_eq!(relay.requests(RequestId::LOGIN), 7);
+    assert_eq!(relay.requests(RequestId::BIND), 2);
+}
