@@ -393,6 +393,14 @@ impl ResponseDecoder {
         }))
     }
 
+    /// The wire length of the frame being assembled, once its header (and
+    /// for `kXR_status` its status body) has been checked; `None` before.
+    /// Never more than `8 + max_dlen`. A reader can reserve the rest of the
+    /// frame at once instead of growing its buffer piecemeal.
+    pub fn pending_len(&self) -> Option<usize> {
+        self.pending
+    }
+
     /// Like [`ResponseDecoder::decode`], for when the peer has closed: a
     /// partial frame left in `buf` is [`DecodeError::Truncated`].
     pub fn decode_eof(&mut self, buf: &mut BytesMut) -> Result<Option<ResponseFrame>, DecodeError> {

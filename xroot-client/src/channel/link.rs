@@ -381,8 +381,14 @@ async fn reader(
             Ok(None) => {}
             Err(e) => break End::Undecodable(e),
         }
-        if buf.capacity() - buf.len() < 16 * 1024 {
-            buf.reserve(64 * 1024);
+        // room for the rest of the frame in one step (a plain read of 8 MiB
+        // is one frame), at most 16 MiB ahead of what has arrived
+        let want = dec
+            .pending_len()
+            .map_or(64 * 1024, |total| total.saturating_sub(buf.len()))
+            .clamp(16 * 1024, 16 << 20);
+        if buf.capacity() - buf.len() < want {
+            buf.reserve(want);
         }
         let silence_ends = link.last_activity().max(checked) + stream_timeout;
         tokio::select! {
