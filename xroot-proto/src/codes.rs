@@ -172,7 +172,9 @@ impl ErrorCode {
     }
 
     /// The code a server sends for a (Linux) errno: the reference's `mapError`
-    /// (PROTOCOL.md §8.2). It takes `|errno|`; anything unmapped is `kXR_FSError`.
+    /// (PROTOCOL.md §8.2) as the installed xrootd 5.5.3 applies it, which
+    /// leaves `ENOTEMPTY` unmapped (the 2026 source maps it to `kXR_ItExists`).
+    /// It takes `|errno|`; anything unmapped is `kXR_FSError`.
     pub const fn from_errno(errno: i32) -> ErrorCode {
         let e = if errno < 0 {
             errno.wrapping_neg()
@@ -196,7 +198,7 @@ impl ErrorCode {
             15 => 3015,
             21 => 3016,
             125 => 3017,
-            17 | 39 => 3018,
+            17 => 3018,
             33 => 3019,
             26 => 3020,
             122 => 3021,
@@ -288,7 +290,8 @@ mod tests {
     fn errno_mapping_matches_reference() {
         assert_eq!(ErrorCode::from_errno(2), ErrorCode::NOT_FOUND);
         assert_eq!(ErrorCode::from_errno(-2), ErrorCode::NOT_FOUND);
-        assert_eq!(ErrorCode::from_errno(39), ErrorCode::ITEM_EXISTS);
+        // ENOTEMPTY: ItExists in the 2026 source, FSError from xrootd 5.5.3
+        assert_eq!(ErrorCode::from_errno(39), ErrorCode::FS_ERROR);
         assert_eq!(ErrorCode::from_errno(1234), ErrorCode::FS_ERROR);
         assert_eq!(ErrorCode::NOT_FOUND.to_errno(), 2);
         assert_eq!(ErrorCode(1).to_errno(), 42);

@@ -51,7 +51,8 @@ pub struct StatExtended {
 #[doc(alias = "kXR_stat")]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatInfo {
-    /// An opaque number from device and inode (`st_dev << 32 | st_ino`);
+    /// An opaque number from device and inode (xrootd 5.5.3 on x86-64
+    /// prints `st_ino << 32 | st_dev`);
     /// zero marks the file offline. Signed as the reference prints it.
     pub id: i64,
     /// Size in bytes.
