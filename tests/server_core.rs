@@ -24,7 +24,7 @@ use xroot::proto::response::{
 };
 use xroot::proto::{
     ClientHandshake, ErrorCode, FHandle, ReadListEntry, RequestId, ResponseDecoder,
-    ServerHandshake, Status, StreamId,
+    ServerHandshake, StreamId,
 };
 use xroot::server::{
     Config, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency, Server,
@@ -850,4 +850,251 @@ async fn answers_follow_the_pathid_to_a_bound_substream() {
     drop(main);
     sub.expect_closed().await;
     other_session_works(&h).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endsess_ends_another_session_of_the_same_user() {
+    let h = start(MemFs::new(&[("/a.bin", pattern(5000))])).await;
+    let addr = h.local_addr();
+    let (mut a, sessid_a) = Raw::login(addr).await;
+    let (mut b, sessid_b) = Raw::login(addr).await;
+    assert_ne!(sessid_a, sessid_b);
+    b.send(1, Endsess { sessid: sessid_a }).await;
+    assert_eq!(b.expect().await.1, Response::Ok(Bytes::new()));
+    a.expect_closed().await;
+    // a session that is gone, or never was: ok
+    b.send(2, Endsess { sessid: [3; 16] }).await;
+    assert_eq!(b.expect().await.1, Response::Ok(Bytes::new()));
+    // its own: the link closes
+    b.send(3, Endsess { sessid: sessid_b }).await;
+    b.expect_closed().await;
+    other_session_works(&h).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_answers_are_deferred_with_waitresp() {
+    let mut fs = MemFs::new(&[("/a.bin", pattern(5000)), ("/slow", pattern(77))]);
+    fs.slow_stat = Duration::from_millis(600);
+    let config = Config {
+        waitresp_after: Duration::from_millis(100),
+        ..Config::default()
+    };
+    let h = start_with(fs, config).await;
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    r.send(3, stat_of("/slow")).await;
+    let (sid, Response::WaitResp(w)) = r.expect().await else {
+        panic!("waitresp first")
+    };
+    assert_eq!((sid, w.seconds), (StreamId::from_u16(3), 1800));
+    let (sid, Response::Attn(Attn::AsynResp { streamid, response })) = r.expect().await else {
+        panic!("then the asynresp")
+    };
+    assert_eq!((sid, streamid), (StreamId::ZERO, StreamId::from_u16(3)));
+    let Response::Ok(text) = *response else {
+        panic!("{response:?}")
+    };
+    assert_eq!(StatInfo::parse(&text).unwrap().size, 77);
+    // our client takes the deferred answer transparently
+    let client = Client::new();
+    let st = client
+        .fs(&url(&h, ""))
+        .unwrap()
+        .stat("/slow")
+        .await
+        .unwrap();
+    assert_eq!(st.size, 77);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pgwrite_reports_bad_pages_until_retried() {
+    let fs = MemFs::new(&[("/a.bin", pattern(5000))]);
+    let h = start(fs.clone()).await;
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    let data = pattern(3 * 4096 + 100);
+    for (name, retry) in [("/fixed", true), ("/broken", false)] {
+        let open = Open {
+            options: OpenOptions::NEW | OpenOptions::UPDATE,
+            path: Bytes::from_static(name.as_bytes()),
+            ..Default::default()
+        };
+        r.send(1, open).await;
+        let (_, Response::Ok(b)) = r.expect().await else {
+            panic!("open")
+        };
+        let fh = FHandle(b[..4].try_into().unwrap());
+        let mut pg = Pgwrite::new(fh, 0, &data);
+        let mut spoiled = pg.payload.to_vec();
+        spoiled[4100 + 4 + 7] ^= 0xff; // a data byte of the second page
+        pg.payload = spoiled.into();
+        r.send(2, pg).await;
+        let (_, Response::Status(s)) = r.expect().await else {
+            panic!("pgwrite status")
+        };
+        let cse = PgWriteResponse::from_status(&s).unwrap().cse.unwrap();
+        assert_eq!(
+            (cse.bad_offsets, cse.dl_first, cse.dl_last),
+            (vec![4096], 4096, 4096)
+        );
+        if retry {
+            let mut again = Pgwrite::new(fh, 4096, &data[4096..8192]);
+            again.reqflags = xroot::proto::request::PgReqFlags::RETRY;
+            r.send(3, again).await;
+            let (_, Response::Status(s)) = r.expect().await else {
+                panic!("retry status")
+            };
+            assert_eq!(PgWriteResponse::from_status(&s).unwrap().cse, None);
+        }
+        r.send(4, xroot::proto::request::Close { fhandle: fh })
+            .await;
+        match retry {
+            true => assert_eq!(r.expect().await.1, Response::Ok(Bytes::new())),
+            false => {
+                let m = r.expect_error(ErrorCode::CHKSUM_ERR).await;
+                assert_eq!(m, "1 uncorrected checksum errors");
+            }
+        }
+    }
+    assert!(fs.content("/fixed").unwrap() == data);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn query_config_answers_the_real_keys_and_the_extensions() {
+    let h = start(MemFs::new(&[("/a.bin", pattern(5000))])).await;
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    let keys = "readv_iov_max readv_ior_max bind_max pio_max chksum role xroot.pgreadv xroot.readv_crc32c tpc nokey";
+    let query = Query {
+        infotype: QueryCode::CONFIG,
+        args: Bytes::from(format!("{keys}\0")),
+        ..Default::default()
+    };
+    r.send(1, query).await;
+    let (_, Response::Ok(body)) = r.expect().await else {
+        panic!("qconfig")
+    };
+    let values: Vec<String> = QconfigAnswer::parse(&body)
+        .unwrap()
+        .values
+        .iter()
+        .map(|v| String::from_utf8_lossy(v).into_owned())
+        .collect();
+    assert_eq!(
+        values,
+        [
+            "1024",
+            "2097136",
+            "15",
+            "5",
+            "0:adler32",
+            "none",
+            "1",
+            "1",
+            "tpc",
+            "nokey"
+        ]
+    );
+    let client = Client::new();
+    let nsp = client.fs(&url(&h, "")).unwrap();
+    assert_eq!(
+        nsp.query_config(&["readv_iov_max"]).await.unwrap(),
+        ["1024"]
+    );
+    let bad = Query {
+        infotype: QueryCode::CONFIG,
+        args: Bytes::from_static(b" \0"),
+        ..Default::default()
+    };
+    r.send(2, bad).await;
+    r.expect_error(ErrorCode::ARG_MISSING).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unix_authentication_gates_the_session() {
+    let config = Config {
+        authenticator: Some(Arc::new(UnixAuth)),
+        ..Config::default()
+    };
+    let h = start_with(MemFs::new(&[("/a.bin", pattern(5000))]), config).await;
+    let addr = h.local_addr();
+    let mut r = Raw::hello(addr, 3).await;
+    r.send(0, login_request()).await;
+    let (_, Response::Ok(body)) = r.expect().await else {
+        panic!("login")
+    };
+    let reply = LoginResponse::decode(body).unwrap();
+    assert_eq!(reply.sec.as_deref(), Some(&b"&P=unix"[..]));
+    r.send(1, stat_of("/a.bin")).await;
+    let m = r.expect_error(ErrorCode::INVALID_REQUEST).await;
+    assert_eq!(m, "Invalid request; user not authenticated");
+    r.expect_closed().await;
+
+    let mut r = Raw::hello(addr, 3).await;
+    r.send(0, login_request()).await;
+    r.expect().await;
+    r.send(1, Ping {}).await; // allowed while authentication is pending
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::new()));
+    let auth = Auth {
+        credtype: *b"unix",
+        credentials: Bytes::from_static(b"unix\0alice users\0"),
+    };
+    r.send(2, auth).await;
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::new()));
+    r.send(3, stat_of("/a.bin")).await;
+    assert!(matches!(r.expect().await.1, Response::Ok(_)));
+    // our client authenticates with unix by itself
+    other_session_works(&h).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn graceful_shutdown_lets_requests_finish() {
+    let mut fs = MemFs::new(&[("/a.bin", pattern(5000))]);
+    fs.delay = Duration::from_millis(400);
+    let server = Server::bind("127.0.0.1:0", fs, Config::default())
+        .await
+        .unwrap();
+    let h = server.handle();
+    let serving = tokio::spawn(server.serve());
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    let fh = r.open("/a.bin").await;
+    let read = Read {
+        fhandle: fh,
+        offset: 100,
+        rlen: 50,
+        ..Default::default()
+    };
+    r.send(1, read).await;
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    h.shutdown();
+    // the read in flight is answered, then the link closes
+    let expect = Bytes::copy_from_slice(&pattern(5000)[100..150]);
+    assert_eq!(r.expect().await.1, Response::Ok(expect));
+    r.expect_closed().await;
+    tokio::time::timeout(GUARD, serving)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    assert!(TcpStream::connect(h.local_addr()).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ipv6_listener() {
+    let fs = MemFs::new(&[("/a.bin", pattern(5000))]);
+    let Ok(server) = Server::bind("[::1]:0", fs, Config::default()).await else {
+        eprintln!("skipping: no IPv6 loopback");
+        return;
+    };
+    let h = server.handle();
+    tokio::spawn(server.serve());
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    let locate = xroot::proto::request::Locate {
+        path: Bytes::from_static(b"/a.bin"),
+        ..Default::default()
+    };
+    r.send(1, locate).await;
+    let expect = format!("Sw[::1]:{}\0", h.local_addr().port());
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::from(expect)));
+    let client = Client::new();
+    let url = format!("root://[::1]:{}//a.bin", h.local_addr().port());
+    let f = client.open(&url, OpenFlags::READ).await.unwrap();
+    assert_eq!(&f.read_at(0, 10).await.unwrap()[..], &pattern(10)[..]);
 }
