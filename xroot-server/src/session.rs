@@ -17,12 +17,14 @@
 //! 5. while authentication is pending only `kXR_auth`; anything else →
 //!    `kXR_InvalidRequest` "Invalid request; user not authenticated" and
 //!    close;
-//! 6. `kXR_endsess`; a second `kXR_login` → `kXR_InvalidRequest`
-//!    "duplicate login; already logged in";
+//! 6. `kXR_endsess`;
 //! 7. every other request needs a payload: `dlen == 0` →
 //!    `kXR_ArgMissing` "Required argument not present";
-//! 8. the path requests; anything else → `kXR_InvalidRequest` "Invalid
-//!    request code".
+//! 8. the path requests; anything else (a second `kXR_login`, `kXR_auth`
+//!    without a security layer, `kXR_bind` on a logged-in link, an unknown
+//!    request id) → `kXR_InvalidRequest` "Invalid request code". The stock
+//!    server answers a second login so too: its "duplicate login" check is
+//!    never reached.
 //!
 //! A link bound to a session with `kXR_bind` is a data path: it carries
 //! answers, and a request sent on it is refused.
@@ -339,15 +341,6 @@ impl<F: FileSystem> Conn<F> {
         }
         match id {
             RequestId::ENDSESS => return self.endsess(frame).await,
-            RequestId::LOGIN => {
-                return self
-                    .error(
-                        h.streamid,
-                        ErrorCode::INVALID_REQUEST,
-                        "duplicate login; already logged in",
-                    )
-                    .await
-            }
             _ if h.dlen == 0 => {
                 return self
                     .error(
