@@ -156,6 +156,10 @@ impl File for MemFile {
     fn readv_concurrency(&self) -> ReadvConcurrency {
         self.fs.readv
     }
+
+    async fn truncate(&self, size: u64) -> FsResult<()> {
+        self.fs.truncate(&self.path, size).await
+    }
 }
 
 impl FileSystem for MemFs {
@@ -179,8 +183,22 @@ impl FileSystem for MemFs {
     }
 
     async fn stat(&self, path: &str) -> FsResult<StatInfo> {
-        if path == "/slow" {
-            tokio::time::sleep(self.slow_stat).await;
+        match path {
+            "/slow" => tokio::time::sleep(self.slow_stat).await,
+            "/redirect" => {
+                return Err(FsError::Redirect {
+                    host: "elsewhere.example".into(),
+                    port: 1095,
+                    opaque: Some("a=b".into()),
+                })
+            }
+            "/wait" => {
+                return Err(FsError::Wait {
+                    seconds: 3,
+                    message: "busy".into(),
+                })
+            }
+            _ => {}
         }
         let store = self.store.lock().unwrap();
         match store.files.get(path) {
@@ -220,6 +238,15 @@ impl FileSystem for MemFs {
     async fn rm(&self, path: &str) -> FsResult<()> {
         let removed = self.store.lock().unwrap().files.remove(path);
         removed.map(drop).ok_or_else(|| not_found(path))
+    }
+
+    async fn truncate(&self, path: &str, size: u64) -> FsResult<()> {
+        let mut store = self.store.lock().unwrap();
+        let data = store.files.get(path).ok_or_else(|| not_found(path))?;
+        let mut data = data.to_vec();
+        data.resize(size as usize, 0);
+        store.files.insert(path.to_string(), data.into());
+        Ok(())
     }
 
     async fn rmdir(&self, path: &str) -> FsResult<()> {
@@ -470,6 +497,14 @@ async fn client_reads_writes_and_lists() {
         (&content[7..9007], &content[290_000..])
     );
     f.close().await.unwrap();
+    let used = h.stats().in_flight;
+    assert_eq!(
+        (
+            used.kind(RequestId::PGREADV).total,
+            used.kind(RequestId::PGREAD).total
+        ),
+        (1, 1)
+    );
 
     let w = client
         .open(&url(&h, "/w.bin"), OpenFlags::NEW)
@@ -838,6 +873,23 @@ async fn answers_follow_the_pathid_to_a_bound_substream() {
         sub.expect().await.1,
         Response::Ok(Bytes::copy_from_slice(&content[10..30]))
     );
+
+    let pgread = xroot::proto::request::Pgread {
+        fhandle: fh,
+        offset: 100,
+        rlen: 5000,
+        args: Some(xroot::proto::request::PgReadArgs {
+            pathid: 1,
+            reqflags: None,
+        }),
+    };
+    main.send(7, pgread).await;
+    let (_, Response::Status(st)) = sub.expect().await else {
+        panic!("pgread on the substream")
+    };
+    let frame = xroot::proto::response::PgReadFrame::from_status(&st).unwrap();
+    assert!(frame.is_final() && frame.bad_pages().unwrap().is_empty());
+    assert_eq!(frame.data_len().unwrap(), 4900);
 
     main.send(7, readv_of(fh, 2, &[(0, 10)])).await;
     let m = main.expect_error(ErrorCode::ARG_INVALID).await;
@@ -1619,4 +1671,128 @@ async fn errors_match_the_stock_server() {
         let mine = first_answer(ours.local_addr(), *stage, bytes).await;
         assert_eq!(mine, theirs, "{name}");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_other_requests() {
+    let content = pattern(5000);
+    let fs = MemFs::new(&[("/a.bin", content.clone()), ("/d/x", pattern(10))]);
+    let h = start(fs.clone()).await;
+    let client = Client::new();
+    let nsp = client.fs(&url(&h, "")).unwrap();
+    let flags = nsp.statx(&["/a.bin", "/d"]).await.unwrap();
+    assert_eq!(flags, [StatFlags::FILE, StatFlags::IS_DIR]);
+    nsp.truncate("/d/x", 4).await.unwrap();
+    assert_eq!(fs.content("/d/x").unwrap().len(), 4);
+    let f = client
+        .open(&url(&h, "/d/x"), OpenFlags::UPDATE)
+        .await
+        .unwrap();
+    f.truncate(2).await.unwrap();
+    f.close().await.unwrap();
+    assert_eq!(fs.content("/d/x").unwrap().len(), 2);
+    let unsupported = |e: xroot::client::Error| e.server_code() == Some(ErrorCode::UNSUPPORTED);
+    assert!(unsupported(nsp.chmod("/a.bin", 0o600).await.unwrap_err()));
+    assert!(unsupported(nsp.stat_vfs("/").await.unwrap_err()));
+    assert!(unsupported(nsp.query_space("/").await.unwrap_err()));
+    let prepared = nsp.prepare(&["/a.bin"], Default::default()).await.unwrap();
+    assert_eq!(prepared, "");
+
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    let fh = r.open("/a.bin").await;
+    // the readv extension: each element's crc32c in its header
+    let mut crc = readv_of(fh, 0, &[(0, 100), (4000, 1000)]);
+    crc.flags = xroot::proto::request::ReadvFlags::CRC32C;
+    r.send(1, crc).await;
+    let (_, Response::Ok(body)) = r.expect().await else {
+        panic!("readv crc32c")
+    };
+    for item in ReadvIter::new(body) {
+        let (entry, data) = item.unwrap();
+        assert!(xroot::proto::response::readv_crc32c_matches(&entry, &data));
+    }
+    // writev with doSync into a new file
+    let open = Open {
+        options: OpenOptions::NEW | OpenOptions::UPDATE,
+        path: Bytes::from_static(b"/wv"),
+        ..Default::default()
+    };
+    r.send(2, open).await;
+    let (_, Response::Ok(b)) = r.expect().await else {
+        panic!("open /wv")
+    };
+    let wv = FHandle(b[..4].try_into().unwrap());
+    let seg = |offset, data: &'static [u8]| xroot::proto::request::WriteSegment {
+        fhandle: wv,
+        offset,
+        data: Bytes::from_static(data),
+    };
+    let writev = xroot::proto::request::Writev {
+        options: xroot::proto::request::WritevOptions::DO_SYNC,
+        segments: vec![seg(3, b"def"), seg(0, b"abc"), seg(9, b"")],
+    };
+    r.send(3, writev).await;
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::new()));
+    assert_eq!(&fs.content("/wv").unwrap()[..], b"abcdef");
+    // a dirlist with checksums
+    let dl = xroot::proto::request::Dirlist {
+        options: xroot::proto::request::DirlistOptions::DCKSM,
+        path: Bytes::from_static(b"/d?cks.type=ADLER32"),
+    };
+    r.send(4, dl).await;
+    let (_, Response::Ok(body)) = r.expect().await else {
+        panic!("dcksm")
+    };
+    let xroot::proto::response::DirList::Stat(entries) =
+        xroot::proto::response::DirList::parse(&body).unwrap()
+    else {
+        panic!("a dstat listing")
+    };
+    let c = entries[0].checksum.as_ref().unwrap();
+    assert_eq!((&c.alg[..], c.value.len()), (&b"adler32"[..], 8));
+    // a backend's redirect and wait
+    r.send(5, stat_of("/redirect")).await;
+    let (_, Response::Redirect(rd)) = r.expect().await else {
+        panic!("redirect")
+    };
+    assert_eq!((rd.port, &rd.host[..]), (1095, &b"elsewhere.example"[..]));
+    assert_eq!(rd.opaque.as_deref(), Some(&b"a=b"[..]));
+    r.send(6, stat_of("/wait")).await;
+    let (_, Response::Wait(w)) = r.expect().await else {
+        panic!("wait")
+    };
+    assert_eq!((w.seconds, &w.message[..]), (3, &b"busy"[..]));
+    // not supported: fattr without backend support, chkpoint, clone
+    let fattr = xroot::proto::request::Fattr {
+        subcode: xroot::proto::request::FattrSubcode::GET,
+        path: Bytes::from_static(b"/a.bin"),
+        names: vec![Bytes::from_static(b"k")],
+        ..Default::default()
+    };
+    r.send(7, fattr).await;
+    r.expect_error(ErrorCode::UNSUPPORTED).await;
+    r.send(
+        8,
+        xroot::proto::request::Chkpoint {
+            fhandle: fh,
+            ..Default::default()
+        },
+    )
+    .await;
+    r.expect_error(ErrorCode::UNSUPPORTED).await;
+    let dlen = frame(9, xroot::proto::request::Gpfile::default());
+    r.write(&dlen).await;
+    r.expect_error(ErrorCode::ARG_MISSING).await;
+    // a signature is accepted without an answer
+    let sig = xroot::proto::request::Sigver {
+        expectrid: RequestId::PING,
+        signature: Bytes::from_static(&[1; 32]),
+        ..Default::default()
+    };
+    r.send(10, sig).await;
+    r.send(11, Ping {}).await;
+    assert_eq!(
+        r.expect().await,
+        (StreamId::from_u16(11), Response::Ok(Bytes::new()))
+    );
 }

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use xroot_proto::limits::PG_MAX_ERRORS_PER_REQUEST;
+use xroot_proto::limits::{MAX_TRANSFER, PG_MAX_ERRORS_PER_REQUEST};
 use xroot_proto::page::PAGE_SIZE;
 use xroot_proto::request::{
     Close, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Sync, Truncate,
@@ -164,8 +164,7 @@ async fn pgread_frames<T: File>(
     rlen: usize,
 ) -> Result<(), Fail> {
     let _op = f.op("pgread").await?;
-    let mut data = f.file.pgread(at, rlen).await?;
-    data.truncate(rlen);
+    let data = pgread_data(&f.file, at, rlen).await?;
     let extent = PgReadExtent {
         offset: at,
         rlen: rlen as u64,
@@ -174,6 +173,30 @@ async fn pgread_frames<T: File>(
     let mut frames = BytesMut::new();
     PgReadEncoder::new().encode_pgread(out.sid, &extent, &mut frames);
     Ok(out.raw(frames).await?)
+}
+
+/// The bytes of a pgread of `len` at `at`, asked of the backend in pieces
+/// of at most [`MAX_TRANSFER`] bytes up to the first short one (end of
+/// file), so that memory follows the data that exists, not the length a
+/// client asks for.
+pub(crate) async fn pgread_data<T: File>(file: &T, at: u64, len: usize) -> Result<Bytes, FsError> {
+    let mut pieces = Vec::new();
+    let mut done = 0;
+    while done < len {
+        let want = (len - done).min(MAX_TRANSFER);
+        let mut piece = file.pgread(at + done as u64, want).await?;
+        piece.truncate(want);
+        done += piece.len();
+        let short = piece.len() < want;
+        pieces.push(piece);
+        if short {
+            break;
+        }
+    }
+    Ok(match pieces.len() {
+        1 => pieces.pop().unwrap_or_default(),
+        _ => pieces.concat().into(),
+    })
 }
 
 /// `kXR_write`: the data at `offset`. (The data always comes with the

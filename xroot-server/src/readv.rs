@@ -21,6 +21,7 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use tokio::sync::{OwnedSemaphorePermit, SemaphorePermit};
+use xroot_proto::limits::MAX_READV_TOTAL;
 use xroot_proto::request::{PgReadv, Readv, ReadvFlags};
 use xroot_proto::response::{PgReadEncoder, PgReadExtent, ReadvEncoder};
 use xroot_proto::{ErrorCode, ReadListEntry, RequestId};
@@ -28,6 +29,7 @@ use xroot_proto::{ErrorCode, ReadListEntry, RequestId};
 use crate::dispatch::{err, offset, Ctx, Fail, Out};
 use crate::files::OpenFile;
 use crate::fs::{File, FileSystem, FsError};
+use crate::io::pgread_data;
 use crate::stats::InFlight;
 
 /// Runs of consecutive elements naming the same open file.
@@ -130,8 +132,14 @@ async fn vector_read<T: File>(file: &T, extents: Vec<(u64, usize)>) -> Result<Ve
 /// **Extension** `kXR_pgreadv`: each extent read like a `kXR_pgread`
 /// (short at end of file), answered as one stream of `kXR_status` frames
 /// with a crc32c per page and a single Final frame
-/// ([`PgReadEncoder::encode_pgreadv`]).
+/// ([`PgReadEncoder::encode_pgreadv`]). The lengths with 16 bytes per
+/// element may not pass 2 GiB, as for readv (`kXR_NoMemory`).
 pub(crate) async fn pgreadv<F: FileSystem>(ctx: &Ctx<F>, r: PgReadv) -> Result<(), Fail> {
+    let total: u64 = r.list.iter().map(|e| e.rlen as u64 + 16).sum();
+    if total > MAX_READV_TOTAL {
+        let e = err(ErrorCode::NO_MEMORY, "Total pgreadv transfer is too large");
+        return Err(e.into());
+    }
     let runs = runs(ctx, &r.list)?;
     let out = ctx.out(r.pathid)?;
     let sent = pgreadv_frames(ctx, &runs, &r, &out).await;
@@ -148,9 +156,7 @@ async fn pgreadv_frames<F: FileSystem>(
     let mut data = Vec::with_capacity(r.list.len());
     for (f, range) in runs {
         for (at, len) in extents(&r.list[range.clone()]) {
-            let mut d = f.file.pgread(at, len).await?;
-            d.truncate(len);
-            data.push(d);
+            data.push(pgread_data(&f.file, at, len).await?);
         }
     }
     let extents: Vec<PgReadExtent<'_>> = r
