@@ -776,6 +776,26 @@ async fn hostile_input_gets_the_reference_answer_or_a_closed_link() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_connection_is_dropped() {
+    let config = Config {
+        handshake_timeout: Duration::from_millis(200),
+        ..Config::default()
+    };
+    let h = start_with(MemFs::new(&[("/a.bin", pattern(5000))]), config).await;
+    let mut silent = Raw::connect(h.local_addr()).await;
+    let mut half = Raw::connect(h.local_addr()).await;
+    half.write(&[0; 10]).await;
+    silent.expect_closed().await;
+    half.expect_closed().await;
+    // once greeted, a link may stay idle
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    r.send(1, Ping {}).await;
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::new()));
+    other_session_works(&h).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_are_chunked_as_the_reference() {
     let big = pattern(5 << 20);
     let h = start(MemFs::new(&[

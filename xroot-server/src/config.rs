@@ -37,6 +37,9 @@ pub struct Config {
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).
     pub read_chunk: usize,
+    /// A connection that has not sent the 20-byte handshake after this long
+    /// is closed (30 s, the reference's `hailWait`).
+    pub handshake_timeout: Duration,
     /// The answer to `kXR_query config version`.
     pub version: String,
     /// The security layer; `None` (the default) for none.
@@ -54,6 +57,7 @@ impl Default for Config {
             waitresp_seconds: 1800,
             max_request_dlen: DEFAULT_MAX_REQUEST_DLEN,
             read_chunk: MAX_TRANSFER,
+            handshake_timeout: Duration::from_secs(30),
             version: format!("xroot-server v{}", env!("CARGO_PKG_VERSION")),
             authenticator: None,
         }
@@ -71,6 +75,7 @@ impl std::fmt::Debug for Config {
             .field("waitresp_seconds", &self.waitresp_seconds)
             .field("max_request_dlen", &self.max_request_dlen)
             .field("read_chunk", &self.read_chunk)
+            .field("handshake_timeout", &self.handshake_timeout)
             .field("version", &self.version)
             .field(
                 "authenticator",

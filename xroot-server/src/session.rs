@@ -164,6 +164,8 @@ pub(crate) struct Conn<F: FileSystem> {
     pub(crate) phase: Phase<F>,
     /// Notified to close the link at once.
     pub(crate) kill: Arc<Notify>,
+    /// The client handshake arrived.
+    greeted: bool,
     tasks: JoinSet<()>,
     limit: Arc<Semaphore>,
     readv_limit: Arc<Semaphore>,
@@ -192,16 +194,23 @@ pub(crate) async fn run<F: FileSystem>(
         local,
         phase: Phase::New,
         kill: Arc::new(Notify::new()),
+        greeted: false,
         tasks: JoinSet::new(),
         stats,
     };
     let mut buf = BytesMut::with_capacity(64 << 10);
     let mut skip = 0usize;
     let mut shutdown = shared.monitor.shutdown_signal();
+    let hail = tokio::time::sleep(cfg.handshake_timeout);
+    tokio::pin!(hail);
     let killed = loop {
         tokio::select! {
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
             _ = conn.kill.notified() => break true,
+            _ = &mut hail, if !conn.greeted => {
+                tracing::debug!(%peer, "no handshake in time");
+                break false;
+            }
             Some(_) = conn.tasks.join_next(), if !conn.tasks.is_empty() => {}
             read = rd.read_buf(&mut buf) => {
                 if !matches!(read, Ok(n) if n > 0) {
@@ -249,6 +258,7 @@ impl<F: FileSystem> Conn<F> {
                         server_type: ServerType::DATA_SERVER,
                     }
                     .encode(&mut reply);
+                    self.greeted = true;
                     self.send_raw(reply).await?;
                 }
                 Ok(Some(ClientMessage::Request(frame))) => self.on_request(frame).await?,
