@@ -8,6 +8,8 @@
 #![warn(missing_docs)]
 
 pub mod fs;
+pub mod local;
 
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
+pub use local::LocalFs;
 pub use xroot_proto as proto;
