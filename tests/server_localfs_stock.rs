@@ -280,6 +280,41 @@ async fn errors_equal_the_stock_servers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_files_answer_as_the_stock_servers() {
+    use xroot::server::File as _;
+    let Some((_data, server, _, local)) = start() else {
+        return;
+    };
+    let client = Client::new();
+    let url = format!("root://127.0.0.1:{}//big", server.port);
+    let remote = client.open(&url, OpenFlags::READ).await.unwrap();
+    let read = OpenMode {
+        mode: 0o644,
+        ..OpenMode::default()
+    };
+    let file = local.open("/big", read, "").await.unwrap();
+    assert_eq!(file.stat().await.unwrap(), remote.stat().await.unwrap());
+    for (offset, len) in [(0, 100), (299_950, 100), (300_000, 10), (123_456, 70_000)] {
+        let want = remote.read_at(offset, len).await.unwrap();
+        let got = file.read_at(offset, len).await.unwrap();
+        assert_eq!(got, want, "read {len} at {offset}");
+    }
+    let extents = [(0, 10), (299_990, 10), (4096, 65_536)];
+    let want = remote.readv(&extents).await.unwrap();
+    assert_eq!(file.readv(extents.to_vec()).await.unwrap(), want);
+    // an extent past the end fails the whole vector read
+    let past = [(0, 10), (299_995, 10)];
+    let want = theirs(remote.readv(&past).await);
+    let got = ours(file.readv(past.to_vec()).await);
+    assert_eq!(got, want);
+    // writing through a read-only handle
+    let data = bytes::Bytes::from_static(b"x");
+    let want = theirs(remote.write_at(0, data.clone()).await);
+    let got = ours(file.write_at(0, data).await);
+    assert_eq!(got, want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checksums_equal_the_stock_servers() {
     let Some((_data, _server, remote, local)) = start() else {
         return;

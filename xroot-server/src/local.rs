@@ -476,7 +476,8 @@ impl File for LocalFile {
 
     /// Every extent read with positional reads in one blocking task; an
     /// extent past the end fails the whole vector with `kXR_FSError`
-    /// "illegal seek", as the reference (PROTOCOL.md Appendix 3).
+    /// "Unable to readv `<path>`; illegal seek", as the reference
+    /// (PROTOCOL.md Appendix 3).
     fn readv(
         &self,
         extents: Vec<(u64, usize)>,
@@ -490,7 +491,7 @@ impl File for LocalFile {
                 .into_iter()
                 .map(|(offset, len)| match read_full(&file, size, offset, len) {
                     Ok(data) if data.len() == len => Ok(data),
-                    Ok(_) => Err(FsError::new(ErrorCode::FS_ERROR, "illegal seek")),
+                    Ok(_) => Err(fail(ErrorCode::FS_ERROR, "readv", &path, "illegal seek")),
                     Err(e) => Err(err(e)),
                 })
                 .collect()

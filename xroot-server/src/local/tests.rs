@@ -262,7 +262,7 @@ async fn readv_reads_every_extent_or_fails_past_eof() {
     assert_error(
         f.readv(vec![(0, 10), (299_999, 2)]).await,
         ErrorCode::FS_ERROR,
-        "illegal seek",
+        "Unable to readv /big; illegal seek",
     );
     assert_eq!(f.readv_concurrency(), ReadvConcurrency::Parallel(8));
     let serial = t.fs.clone().readv_concurrency(ReadvConcurrency::Serial);
