@@ -1,0 +1,86 @@
+//! Server settings: concurrency limits, the deferred-answer delay, frame
+//! sizes and the security layer.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use xroot_proto::frame::DEFAULT_MAX_REQUEST_DLEN;
+use xroot_proto::limits::MAX_TRANSFER;
+
+use crate::auth::Authenticator;
+
+/// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
+#[derive(Clone)]
+pub struct Config {
+    /// Most requests processed at once for one link; the link is not read
+    /// further while it has this many (64).
+    pub max_requests_per_link: usize,
+    /// Most requests processed at once in the whole server (4096).
+    pub max_requests: usize,
+    /// Most vector reads (`kXR_readv`, `kXR_pgreadv`) at once for one
+    /// session, its bound substreams included (16). A file's own
+    /// [`crate::ReadvConcurrency`] applies on top.
+    pub max_readv_per_link: usize,
+    /// Most vector reads at once in the whole server (256).
+    pub max_readv: usize,
+    /// A backend call that has not answered after this long is answered with
+    /// `kXR_waitresp` and its result sent later in a `kXR_attn` asynresp
+    /// (5 s). Applies to requests answered with one frame (everything but
+    /// read, readv, pgread, pgreadv and dirlist).
+    pub waitresp_after: Duration,
+    /// The seconds a `kXR_waitresp` tells the client to wait at most (1800,
+    /// the reference's default).
+    pub waitresp_seconds: u32,
+    /// Largest request payload accepted, in bytes (16 MiB). A larger `dlen`
+    /// is answered `kXR_ArgTooLong` and the link closed.
+    pub max_request_dlen: usize,
+    /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
+    /// reference's `maxBuffsz`).
+    pub read_chunk: usize,
+    /// The answer to `kXR_query config version`.
+    pub version: String,
+    /// The security layer; `None` (the default) for none.
+    pub authenticator: Option<Arc<dyn Authenticator>>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            max_requests_per_link: 64,
+            max_requests: 4096,
+            max_readv_per_link: 16,
+            max_readv: 256,
+            waitresp_after: Duration::from_secs(5),
+            waitresp_seconds: 1800,
+            max_request_dlen: DEFAULT_MAX_REQUEST_DLEN,
+            read_chunk: MAX_TRANSFER,
+            version: format!("xroot-server v{}", env!("CARGO_PKG_VERSION")),
+            authenticator: None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("max_requests_per_link", &self.max_requests_per_link)
+            .field("max_requests", &self.max_requests)
+            .field("max_readv_per_link", &self.max_readv_per_link)
+            .field("max_readv", &self.max_readv)
+            .field("waitresp_after", &self.waitresp_after)
+            .field("waitresp_seconds", &self.waitresp_seconds)
+            .field("max_request_dlen", &self.max_request_dlen)
+            .field("read_chunk", &self.read_chunk)
+            .field("version", &self.version)
+            .field(
+                "authenticator",
+                &self.authenticator.as_ref().map(|a| {
+                    a.protocols()
+                        .into_iter()
+                        .map(|p| String::from_utf8_lossy(&p.name).into_owned())
+                        .collect::<Vec<_>>()
+                }),
+            )
+            .finish()
+    }
+}

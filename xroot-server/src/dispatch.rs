@@ -1,0 +1,326 @@
+//! Running one request: its task, its handler and its answer.
+//!
+//! Every request that reaches here runs in a task of its own, so requests
+//! on one link are processed concurrently (the link's and the server's
+//! limits are taken before the task starts). Each frame is queued whole on
+//! the link's writer.
+//!
+//! - Requests answered with one frame: if the handler has not finished
+//!   after [`Config::waitresp_after`], the client gets `kXR_waitresp` and,
+//!   when the handler finishes, the answer in a `kXR_attn` `kXR_asynresp`
+//!   (PROTOCOL.md §8.4).
+//! - read, readv, pgread, pgreadv and dirlist stream their frames
+//!   (`kXR_oksofar` chunks or `kXR_status` frames) on the link their
+//!   `pathid` names; a failure after some frames went out is a `kXR_error`
+//!   on the same link, as in the reference.
+//!
+//! A backend's [`FsError`] becomes `kXR_error`, `kXR_redirect` or `kXR_wait`.
+//!
+//! [`Config::waitresp_after`]: crate::Config::waitresp_after
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use xroot_proto::request::Request;
+use xroot_proto::response::{Attn, Redirect, Response, ServerError, Wait, WaitResp};
+use xroot_proto::{DecodeError, ErrorCode, FHandle, RequestHeader, RequestId, Status, StreamId};
+
+use crate::config::Config;
+use crate::files::OpenFile;
+use crate::fs::{FileSystem, FsError};
+use crate::link::{Closed, LinkWriter};
+use crate::server::Shared;
+use crate::session::Session;
+use crate::stats::{InFlight, Scope};
+use crate::{fattr, io, namespace, query, readv};
+
+/// Everything a request's handler may reach.
+pub(crate) struct Ctx<F: FileSystem> {
+    pub(crate) shared: Arc<Shared<F>>,
+    pub(crate) session: Arc<Session<F>>,
+    /// The link the request came on.
+    pub(crate) link: LinkWriter,
+    pub(crate) sid: StreamId,
+    /// This server's address as the client reached it.
+    pub(crate) local: SocketAddr,
+    /// The link's vector-read limit.
+    pub(crate) readv_limit: Arc<Semaphore>,
+    /// The link's statistics.
+    pub(crate) stats: Arc<Scope>,
+}
+
+/// Why a handler stopped: a backend or request error to answer, or a link
+/// that is gone.
+#[derive(Debug)]
+pub(crate) enum Fail {
+    Fs(FsError),
+    Gone,
+}
+
+impl From<FsError> for Fail {
+    fn from(e: FsError) -> Fail {
+        Fail::Fs(e)
+    }
+}
+
+impl From<Closed> for Fail {
+    fn from(_: Closed) -> Fail {
+        Fail::Gone
+    }
+}
+
+/// A `kXR_error` with `code` and `message`.
+pub(crate) fn err(code: ErrorCode, message: impl Into<String>) -> FsError {
+    FsError::new(code, message)
+}
+
+/// A `kXR_ok` whose body `encode` writes.
+pub(crate) fn ok_with(encode: impl FnOnce(&mut BytesMut)) -> Response {
+    let mut b = BytesMut::new();
+    encode(&mut b);
+    Response::Ok(b.freeze())
+}
+
+/// An empty `kXR_ok`.
+pub(crate) fn ok() -> Response {
+    Response::Ok(Bytes::new())
+}
+
+/// A file offset from the wire. Errors: `kXR_ArgInvalid` when negative.
+pub(crate) fn offset(value: i64, what: &str) -> Result<u64, FsError> {
+    u64::try_from(value)
+        .map_err(|_| err(ErrorCode::ARG_INVALID, format!("{what} offset is negative")))
+}
+
+/// The answer to a backend error.
+pub(crate) fn fs_response(e: FsError) -> Response {
+    match e {
+        FsError::Error { code, message } => Response::Error(ServerError::new(code, message)),
+        FsError::Redirect { host, port, opaque } => {
+            let r = Redirect::to_host(host, port);
+            Response::Redirect(match opaque {
+                Some(o) => r.with_opaque(o),
+                None => r,
+            })
+        }
+        FsError::Wait { seconds, message } => Response::Wait(Wait {
+            seconds: seconds.min(i32::MAX as u32) as i32,
+            message: message.into(),
+        }),
+    }
+}
+
+impl<F: FileSystem> Ctx<F> {
+    pub(crate) fn fs(&self) -> &F {
+        &self.shared.fs
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.shared.config
+    }
+
+    /// The open file `fh`. Errors: `kXR_FileNotOpen` "`what` does not refer
+    /// to an open file".
+    pub(crate) fn file(&self, fh: FHandle, what: &str) -> Result<Arc<OpenFile<F::File>>, FsError> {
+        self.session.files.get(fh, what)
+    }
+
+    /// Where to answer a request naming `pathid`: this link for 0, else the
+    /// bound substream. Errors: `kXR_ArgInvalid` "invalid path ID".
+    pub(crate) fn out(&self, pathid: u8) -> Result<Out, FsError> {
+        let link = match pathid {
+            0 => self.link.clone(),
+            p => self
+                .session
+                .stream(p)
+                .ok_or_else(|| err(ErrorCode::ARG_INVALID, "invalid path ID"))?,
+        };
+        Ok(Out {
+            link,
+            sid: self.sid,
+        })
+    }
+
+    /// Counts a request of `kind` in flight on this link and the server
+    /// until the guard is dropped.
+    pub(crate) fn in_flight(&self, kind: RequestId) -> InFlight {
+        InFlight::enter(kind, &self.stats, &self.shared.monitor.stats)
+    }
+
+    /// Waits for room under the server's and the link's vector-read limits.
+    pub(crate) async fn vector_turn(&self) -> (OwnedSemaphorePermit, OwnedSemaphorePermit) {
+        let server = self.shared.readv_limit.clone().acquire_owned();
+        let server = server.await.expect("never closed");
+        let link = self.readv_limit.clone().acquire_owned().await;
+        (server, link.expect("never closed"))
+    }
+}
+
+/// The link a streaming answer goes to, with the request's streamid.
+pub(crate) struct Out {
+    link: LinkWriter,
+    pub(crate) sid: StreamId,
+}
+
+impl Out {
+    pub(crate) async fn send(&self, response: &Response) -> Result<(), Closed> {
+        self.link.send(self.sid, response).await
+    }
+
+    /// A `kXR_ok` or `kXR_oksofar` with `data`, not copied.
+    pub(crate) async fn data(&self, status: Status, data: Bytes) -> Result<(), Closed> {
+        self.link.send_data(self.sid, status, data).await
+    }
+
+    /// Frames already encoded for this streamid.
+    pub(crate) async fn raw(&self, frames: BytesMut) -> Result<(), Closed> {
+        self.link.send_raw(frames).await
+    }
+
+    /// Sends the error of a failed `result` on this link.
+    pub(crate) async fn finish(&self, result: Result<(), Fail>) -> Result<(), Fail> {
+        match result {
+            Err(Fail::Fs(e)) => Ok(self.send(&fs_response(e)).await?),
+            other => other,
+        }
+    }
+}
+
+/// Runs one request to its last frame.
+pub(crate) async fn run<F: FileSystem>(ctx: Ctx<F>, request: Request) {
+    let streamed = match request {
+        Request::Read(r) => io::read(&ctx, r).await,
+        Request::Pgread(r) => io::pgread(&ctx, r).await,
+        Request::Readv(r) => readv::readv(&ctx, r).await,
+        Request::PgReadv(r) => readv::pgreadv(&ctx, r).await,
+        Request::Dirlist(r) => namespace::dirlist(&ctx, r).await,
+        other => return single(&ctx, other).await,
+    };
+    if let Err(Fail::Fs(e)) = streamed {
+        let _ = ctx.link.send(ctx.sid, &fs_response(e)).await;
+    }
+}
+
+/// Runs a request answered with one frame, deferring the answer with
+/// `kXR_waitresp` when the handler is slow.
+async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) {
+    let answer = answer(ctx, request);
+    tokio::pin!(answer);
+    let now = tokio::time::timeout(ctx.config().waitresp_after, &mut answer).await;
+    let to_frame = |r: Result<Response, FsError>| r.unwrap_or_else(fs_response);
+    let _ = match now {
+        Ok(r) => ctx.link.send(ctx.sid, &to_frame(r)).await,
+        Err(_) => {
+            let wait = WaitResp {
+                seconds: ctx.config().waitresp_seconds.min(i32::MAX as u32) as i32,
+                message: Bytes::new(),
+            };
+            if ctx
+                .link
+                .send(ctx.sid, &Response::WaitResp(wait))
+                .await
+                .is_err()
+            {
+                return;
+            }
+            let attn = Attn::AsynResp {
+                streamid: ctx.sid,
+                response: Box::new(to_frame(answer.await)),
+            };
+            ctx.link.send(StreamId::ZERO, &Response::Attn(attn)).await
+        }
+    };
+}
+
+/// The handler of each request answered with one frame.
+async fn answer<F: FileSystem>(ctx: &Ctx<F>, request: Request) -> Result<Response, FsError> {
+    let unsupported = |what: &str| err(ErrorCode::UNSUPPORTED, format!("{what} is not supported"));
+    match request {
+        Request::Open(r) => io::open(ctx, r).await,
+        Request::Close(r) => io::close(ctx, r).await,
+        Request::Write(r) => io::write(ctx, r).await,
+        Request::Pgwrite(r) => io::pgwrite(ctx, r).await,
+        Request::Writev(r) => io::writev(ctx, r).await,
+        Request::Sync(r) => io::sync(ctx, r).await,
+        Request::Truncate(r) => io::truncate(ctx, r).await,
+        Request::Stat(r) => namespace::stat(ctx, r).await,
+        Request::Statx(r) => namespace::statx(ctx, r).await,
+        Request::Mkdir(r) => namespace::mkdir(ctx, r).await,
+        Request::Rm(r) => namespace::rm(ctx, r).await,
+        Request::Rmdir(r) => namespace::rmdir(ctx, r).await,
+        Request::Mv(r) => namespace::mv(ctx, r).await,
+        Request::Chmod(r) => namespace::chmod(ctx, r).await,
+        Request::Locate(r) => namespace::locate(ctx, r).await,
+        Request::Prepare(_) => Ok(ok()),
+        Request::Set(r) => namespace::set(r),
+        Request::Query(r) => query::query(ctx, r).await,
+        Request::Fattr(r) => fattr::fattr(ctx, r).await,
+        Request::Gpfile(_) => Err(unsupported("gpfile request")),
+        Request::Chkpoint(_) => Err(unsupported("chkpoint request")),
+        Request::Clone(_) => Err(unsupported("clone request")),
+        _ => Err(err(ErrorCode::INVALID_REQUEST, "Invalid request code")),
+    }
+}
+
+/// Checks the reference makes on the header before reading a request:
+/// `(code, message, close the link)`.
+pub(crate) fn precheck(h: &RequestHeader) -> Option<(ErrorCode, &'static str, bool)> {
+    (h.requestid == RequestId::PGWRITE && h.dlen <= 4).then_some((
+        ErrorCode::ARG_INVALID,
+        "pgwrite length is invalid",
+        true,
+    ))
+}
+
+/// The reference's answer to a request whose payload does not decode:
+/// `(code, message, close the link)`.
+pub(crate) fn decode_error(id: RequestId, e: &DecodeError) -> (ErrorCode, String, bool) {
+    use DecodeError as D;
+    let (code, message, close) = match (id, e) {
+        (RequestId::READV | RequestId::PGREADV, D::TooManyElements { .. }) => {
+            (ErrorCode::ARG_TOO_LONG, "Read vector is too long", false)
+        }
+        (RequestId::READV | RequestId::PGREADV, D::NegativeLength { .. }) => {
+            (ErrorCode::ARG_INVALID, "Readv length is negative", false)
+        }
+        (RequestId::READV, D::ReadvElementTooLarge { .. }) => (
+            ErrorCode::NO_MEMORY,
+            "Single readv transfer is too large",
+            false,
+        ),
+        (RequestId::READV, D::ReadvTotalTooLarge { .. }) => (
+            ErrorCode::NO_MEMORY,
+            "Total readv transfer is too large",
+            false,
+        ),
+        (RequestId::READV | RequestId::PGREADV, _) => {
+            (ErrorCode::ARG_INVALID, "Read vector is invalid", false)
+        }
+        (RequestId::READ, _) => (
+            ErrorCode::ARG_INVALID,
+            "Invalid length for read ahead list",
+            false,
+        ),
+        (RequestId::PGWRITE, _) => (ErrorCode::ARG_INVALID, "pgwrite length is invalid", true),
+        (RequestId::WRITEV, _) => (ErrorCode::ARG_INVALID, "Write vector is invalid", true),
+        (RequestId::MV, D::Malformed { .. }) => {
+            (ErrorCode::ARG_MISSING, "new path specified for mv", false)
+        }
+        (RequestId::MV, _) => (ErrorCode::ARG_INVALID, "invalid path specification", false),
+        (RequestId::FATTR, D::TooManyElements { .. }) => {
+            (ErrorCode::ARG_INVALID, "fattr numattr is invalid", false)
+        }
+        (RequestId::FATTR, D::LengthTooLarge { .. }) => {
+            (ErrorCode::ARG_TOO_LONG, "fattr argument is too long", false)
+        }
+        (RequestId::FATTR, D::TrailingBytes { .. }) => (
+            ErrorCode::BAD_PAYLOAD,
+            "fattr request has extra data",
+            false,
+        ),
+        _ => return (ErrorCode::ARG_INVALID, e.to_string(), false),
+    };
+    (code, message.to_string(), close)
+}

@@ -1,0 +1,133 @@
+//! The writing side of one TCP link: one task owns the socket's write half
+//! and writes what request tasks queue, each message whole, so frames of
+//! concurrent requests never interleave inside a frame (PROTOCOL.md §9).
+//!
+//! A message is one or more whole frames, possibly split into parts (a
+//! header and the data it frames) so that file data is written without a
+//! copy. The task ends when every [`LinkWriter`] is dropped, after writing
+//! everything queued, and then shuts the socket's write side down.
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use xroot_proto::response::Response;
+use xroot_proto::{ResponseHeader, Status, StreamId};
+
+/// Messages queued per link before senders wait.
+const QUEUE: usize = 16;
+/// Small frames are gathered in a buffer this big before a write.
+const BUFFER: usize = 64 << 10;
+
+/// The link was closed: nothing more can be sent on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Closed;
+
+/// A handle to queue frames on one link.
+#[derive(Debug, Clone)]
+pub(crate) struct LinkWriter {
+    tx: mpsc::Sender<Vec<Bytes>>,
+}
+
+impl LinkWriter {
+    /// Starts the writer task on `w`.
+    pub(crate) fn spawn<W>(w: W) -> (LinkWriter, JoinHandle<()>)
+    where
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        let (tx, rx) = mpsc::channel(QUEUE);
+        let task = tokio::spawn(write_loop(rx, w));
+        (LinkWriter { tx }, task)
+    }
+
+    /// Queues whole frames, written back to back.
+    pub(crate) async fn send_parts(&self, parts: Vec<Bytes>) -> Result<(), Closed> {
+        self.tx.send(parts).await.map_err(|_| Closed)
+    }
+
+    /// Queues already encoded frames.
+    pub(crate) async fn send_raw(&self, frames: BytesMut) -> Result<(), Closed> {
+        self.send_parts(vec![frames.freeze()]).await
+    }
+
+    /// Queues `response` to `streamid`.
+    pub(crate) async fn send(&self, streamid: StreamId, response: &Response) -> Result<(), Closed> {
+        let mut buf = BytesMut::new();
+        response.encode(streamid, &mut buf);
+        self.send_raw(buf).await
+    }
+
+    /// Queues a `kXR_ok` or `kXR_oksofar` carrying `data`, without copying it.
+    pub(crate) async fn send_data(
+        &self,
+        streamid: StreamId,
+        status: Status,
+        data: Bytes,
+    ) -> Result<(), Closed> {
+        let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
+        ResponseHeader {
+            streamid,
+            status,
+            dlen: data.len() as i32,
+        }
+        .encode(&mut head);
+        self.send_parts(vec![head.freeze(), data]).await
+    }
+
+    /// Whether the writer task is gone.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.tx.is_closed()
+    }
+}
+
+async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Vec<Bytes>>, w: W) {
+    let mut w = BufWriter::with_capacity(BUFFER, w);
+    let result: std::io::Result<()> = async {
+        while let Some(parts) = rx.recv().await {
+            write_parts(&mut w, parts).await?;
+            while let Ok(parts) = rx.try_recv() {
+                write_parts(&mut w, parts).await?;
+            }
+            w.flush().await?;
+        }
+        w.shutdown().await
+    }
+    .await;
+    if let Err(e) = result {
+        tracing::debug!("link write failed: {e}");
+    }
+}
+
+async fn write_parts<W: AsyncWrite + Unpin>(w: &mut W, parts: Vec<Bytes>) -> std::io::Result<()> {
+    for p in parts {
+        w.write_all(&p).await?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::AsyncReadExt;
+
+    #[tokio::test]
+    async fn frames_arrive_whole_and_in_order() {
+        let (a, mut b) = tokio::io::duplex(1 << 20);
+        let (link, task) = LinkWriter::spawn(a);
+        let sid = StreamId::from_u16(7);
+        link.send_data(sid, Status::OKSOFAR, Bytes::from_static(b"abc"))
+            .await
+            .unwrap();
+        link.send(sid, &Response::Ok(Bytes::from_static(b"d")))
+            .await
+            .unwrap();
+        drop(link);
+        task.await.unwrap();
+        let mut got = Vec::new();
+        b.read_to_end(&mut got).await.unwrap();
+        assert_eq!(
+            got,
+            b"\0\x07\x0f\xa0\0\0\0\x03abc\0\x07\0\0\0\0\0\x01d".to_vec()
+        );
+    }
+}

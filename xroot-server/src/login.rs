@@ -1,0 +1,193 @@
+//! The session requests, answered on the link's own task in arrival order:
+//! `kXR_protocol`, `kXR_login`, `kXR_auth`, `kXR_bind` and `kXR_endsess`
+//! (PROTOCOL.md §5; XrdXrootdXeq `do_Protocol`, `do_Login`, `do_Auth`,
+//! `do_Bind`, `do_Endsess`).
+
+use std::net::{IpAddr, SocketAddr};
+use std::ops::ControlFlow;
+use std::sync::atomic::Ordering;
+
+use bytes::{BufMut, BytesMut};
+use xroot_proto::request::{Auth, Bind, Endsess, Login, Protocol, RequestBody};
+use xroot_proto::response::{
+    BindResponse, LoginResponse, ProtocolFlags, ProtocolResponse, Response,
+};
+use xroot_proto::{ErrorCode, RequestFrame, ServerType};
+
+use crate::auth::{AuthContext, AuthOutcome};
+use crate::fs::FileSystem;
+use crate::session::{Conn, Phase, PROTOCOL_VERSION};
+
+/// What the `kXR_protocol` answer says this server is: a data server with
+/// pgread/pgwrite and persist-on-close, as the stock 5.5.3 server answers
+/// (PROTOCOL.md Appendix item 1).
+pub(crate) const SERVER_FLAGS: ProtocolFlags =
+    ProtocolFlags(ProtocolFlags::IS_SERVER.0 | ProtocolFlags::SUPPOSC.0 | ProtocolFlags::SUPPGRW.0);
+
+/// The client host of an address, IPv4-mapped IPv6 seen as IPv4.
+fn host(addr: SocketAddr) -> IpAddr {
+    addr.ip().to_canonical()
+}
+
+/// `value`'s body as a `kXR_ok`.
+fn ok_with(encode: impl FnOnce(&mut BytesMut)) -> Response {
+    let mut b = BytesMut::new();
+    encode(&mut b);
+    Response::Ok(b.freeze())
+}
+
+impl<F: FileSystem> Conn<F> {
+    /// Decodes a session request; a frame that does not decode is answered
+    /// `kXR_ArgInvalid`.
+    async fn decode<R: RequestBody>(&self, frame: &RequestFrame) -> ControlFlow<(), R> {
+        match R::decode(frame) {
+            Ok(r) => ControlFlow::Continue(r),
+            Err(e) => {
+                self.error(
+                    frame.header.streamid,
+                    ErrorCode::ARG_INVALID,
+                    &e.to_string(),
+                )
+                .await?;
+                ControlFlow::Break(())
+            }
+        }
+    }
+
+    /// `kXR_protocol`: the version and what the server is. No 'B' or 'S'
+    /// record (no bind interfaces, no request signing). A client that sends
+    /// `clientpv` 0 gets the old-style flags, the server type alone.
+    pub(crate) async fn protocol(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+        let p: Protocol = self.decode(&frame).await?;
+        let flags = match p.clientpv {
+            0 => ProtocolFlags(ServerType::DATA_SERVER.0 as u32),
+            _ => SERVER_FLAGS,
+        };
+        let answer = ProtocolResponse {
+            pval: PROTOCOL_VERSION,
+            flags,
+            bifinfo: None,
+            security: None,
+        };
+        self.reply(frame.header.streamid, ok_with(|b| answer.encode(b)))
+            .await
+    }
+
+    /// `kXR_login`: opens the session. The answer is the 16-byte session id
+    /// (none for a login version 0), then the security token when an
+    /// [`crate::Authenticator`] offers protocols.
+    pub(crate) async fn login(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+        let login: Login = self.decode(&frame).await?;
+        let user: String = String::from_utf8_lossy(login.username())
+            .chars()
+            .map(|c| if c.is_ascii_graphic() { c } else { '_' })
+            .collect();
+        let token = self
+            .shared
+            .config
+            .authenticator
+            .as_ref()
+            .and_then(|a| LoginResponse::token(&a.protocols()));
+        let session = self.start_session(user, token.is_some());
+        tracing::debug!(peer = %self.peer, user = %session.user, "login");
+        let body = ok_with(|b| {
+            if login.capver.version() > 0 {
+                b.put_slice(&session.sessid);
+            }
+            if let Some(token) = &token {
+                b.put_slice(token);
+            }
+        });
+        self.reply(frame.header.streamid, body).await
+    }
+
+    /// `kXR_auth` while authentication is pending.
+    pub(crate) async fn auth(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+        let sid = frame.header.streamid;
+        let auth: Auth = self.decode(&frame).await?;
+        let Phase::LoggedIn { session, .. } = &self.phase else {
+            return ControlFlow::Break(());
+        };
+        let session = session.clone();
+        let Some(authn) = self.shared.config.authenticator.clone() else {
+            return self.reply(sid, Response::Ok(Default::default())).await;
+        };
+        let credtype = String::from_utf8_lossy(auth.credtype_name()).into_owned();
+        let ctx = AuthContext {
+            peer: self.peer,
+            login_user: &session.user,
+        };
+        match authn.authenticate(&ctx, &credtype, &auth.credentials) {
+            AuthOutcome::Accepted(id) => {
+                tracing::debug!(peer = %self.peer, ?id, "authenticated");
+                session.authenticated.store(true, Ordering::Release);
+                self.phase = Phase::LoggedIn {
+                    session,
+                    auth_pending: false,
+                };
+                self.reply(sid, Response::Ok(Default::default())).await
+            }
+            AuthOutcome::More(parms) => self.reply(sid, Response::AuthMore(parms)).await,
+            AuthOutcome::Refused(why) => self.error(sid, ErrorCode::AUTH_FAILED, &why).await,
+        }
+    }
+
+    /// `kXR_bind` on a fresh link: attach it to a logged-in session of the
+    /// same client host as a substream, and answer its path id.
+    pub(crate) async fn bind(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+        let sid = frame.header.streamid;
+        let bind: Bind = self.decode(&frame).await?;
+        let Some(session) = self.shared.session(&bind.sessid) else {
+            return self
+                .error(sid, ErrorCode::NOT_FOUND, "session not found")
+                .await;
+        };
+        if !session.authenticated.load(Ordering::Acquire) {
+            return self
+                .error(sid, ErrorCode::ARG_INVALID, "session not logged in")
+                .await;
+        }
+        if host(session.peer) != host(self.peer) {
+            return self
+                .error(
+                    sid,
+                    ErrorCode::NOT_AUTHORIZED,
+                    "cross-host bind not allowed",
+                )
+                .await;
+        }
+        match self.bind_to(session) {
+            Some(pathid) => {
+                let answer = BindResponse { pathid };
+                self.reply(sid, ok_with(|b| answer.encode(b))).await
+            }
+            None => {
+                self.error(sid, ErrorCode::NO_MEMORY, "bind limit exceeded")
+                    .await
+            }
+        }
+    }
+
+    /// `kXR_endsess`: ending this very session closes the link; another
+    /// session of the same user and host is closed and answered `kXR_ok`;
+    /// one that is not known (gone, or never ours) is answered `kXR_ok`.
+    pub(crate) async fn endsess(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+        let sid = frame.header.streamid;
+        let end: Endsess = self.decode(&frame).await?;
+        let Phase::LoggedIn { session, .. } = &self.phase else {
+            return ControlFlow::Break(());
+        };
+        if end.sessid == session.sessid {
+            return ControlFlow::Break(());
+        }
+        if let Some(other) = self.shared.session(&end.sessid) {
+            if host(other.peer) != host(self.peer) || other.user != session.user {
+                return self
+                    .error(sid, ErrorCode::NOT_AUTHORIZED, "not session owner")
+                    .await;
+            }
+            other.kill();
+        }
+        self.reply(sid, Response::Ok(Default::default())).await
+    }
+}

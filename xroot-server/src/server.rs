@@ -1,0 +1,222 @@
+//! The listener: [`Server::bind`] a TCP address (IPv4 or IPv6), then
+//! [`Server::serve`] runs one task per connection until
+//! [`ServerHandle::shutdown`]. A graceful shutdown stops accepting, stops
+//! reading new requests, lets every request in flight finish and send its
+//! answer, then closes the links.
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hasher};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use tokio::net::{TcpListener, ToSocketAddrs};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+
+use crate::config::Config;
+use crate::fs::FileSystem;
+use crate::session::{self, Session};
+use crate::stats::{LinkStats, Scope, ServerStats};
+
+/// The parts of a server that do not depend on its backend: statistics,
+/// the open links and the shutdown signal.
+#[derive(Debug)]
+pub(crate) struct Monitor {
+    pub(crate) stats: Arc<Scope>,
+    links: Mutex<BTreeMap<u64, (SocketAddr, Arc<Scope>)>>,
+    connections: AtomicU64,
+    shutdown: watch::Sender<bool>,
+    pub(crate) local_addr: SocketAddr,
+}
+
+impl Monitor {
+    /// Registers a new link; returns its id and its gauges.
+    pub(crate) fn open_link(&self, peer: SocketAddr) -> (u64, Arc<Scope>) {
+        let id = self.connections.fetch_add(1, Ordering::Relaxed);
+        let scope = Scope::new();
+        self.links.lock().unwrap().insert(id, (peer, scope.clone()));
+        (id, scope)
+    }
+
+    pub(crate) fn close_link(&self, id: u64) {
+        self.links.lock().unwrap().remove(&id);
+    }
+
+    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    fn snapshot(&self) -> ServerStats {
+        let links = self
+            .links
+            .lock()
+            .unwrap()
+            .values()
+            .map(|(peer, scope)| LinkStats {
+                peer: *peer,
+                in_flight: scope.snapshot(),
+            })
+            .collect();
+        ServerStats {
+            in_flight: self.stats.snapshot(),
+            links,
+            connections: self.connections.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What every session of a server shares.
+pub(crate) struct Shared<F: FileSystem> {
+    pub(crate) fs: F,
+    pub(crate) config: Config,
+    pub(crate) monitor: Arc<Monitor>,
+    /// Logged-in sessions by session id (for `kXR_bind` and `kXR_endsess`).
+    pub(crate) sessions: Mutex<HashMap<[u8; 16], Weak<Session<F>>>>,
+    /// Requests in progress in the whole server.
+    pub(crate) limit: Arc<Semaphore>,
+    /// Vector reads in progress in the whole server.
+    pub(crate) readv_limit: Arc<Semaphore>,
+    ids: AtomicU64,
+    seed: RandomState,
+}
+
+impl<F: FileSystem> Shared<F> {
+    /// A fresh, unguessable session id.
+    pub(crate) fn new_sessid(&self) -> [u8; 16] {
+        let n = self.ids.fetch_add(1, Ordering::Relaxed);
+        let mut out = [0u8; 16];
+        for (i, half) in out.chunks_exact_mut(8).enumerate() {
+            let mut h = self.seed.build_hasher();
+            h.write_u64(n);
+            h.write_usize(i);
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+        out
+    }
+
+    /// The logged-in session `sessid`, if it is still alive.
+    pub(crate) fn session(&self, sessid: &[u8; 16]) -> Option<Arc<Session<F>>> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .get(sessid)
+            .and_then(Weak::upgrade)
+    }
+}
+
+/// An XRootD data server serving a [`FileSystem`].
+///
+/// ```no_run
+/// # async fn demo<F: xroot_server::FileSystem>(fs: F) -> std::io::Result<()> {
+/// use xroot_server::{Config, Server};
+/// let server = Server::bind("[::]:1094", fs, Config::default()).await?;
+/// let handle = server.handle();
+/// tokio::spawn(server.serve());
+/// // ... later
+/// handle.shutdown();
+/// # Ok(()) }
+/// ```
+pub struct Server<F: FileSystem> {
+    listener: TcpListener,
+    shared: Arc<Shared<F>>,
+}
+
+/// Controls a running server from elsewhere: its address, statistics and
+/// shutdown. Cheap to clone.
+#[derive(Debug, Clone)]
+pub struct ServerHandle {
+    monitor: Arc<Monitor>,
+}
+
+impl ServerHandle {
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.monitor.local_addr
+    }
+
+    /// Requests in flight, per link and for the whole server.
+    pub fn stats(&self) -> ServerStats {
+        self.monitor.snapshot()
+    }
+
+    /// Starts a graceful shutdown: no new connections or requests; requests
+    /// in flight finish and are answered, then every link is closed and
+    /// [`Server::serve`] returns.
+    pub fn shutdown(&self) {
+        self.monitor.shutdown.send_replace(true);
+    }
+}
+
+impl<F: FileSystem> Server<F> {
+    /// Binds a TCP listener on `addr` (e.g. `"0.0.0.0:1094"`,
+    /// `"[::1]:0"`) for a server of `fs`. Errors: those of binding.
+    pub async fn bind(addr: impl ToSocketAddrs, fs: F, config: Config) -> io::Result<Server<F>> {
+        let listener = TcpListener::bind(addr).await?;
+        let local_addr = listener.local_addr()?;
+        let monitor = Arc::new(Monitor {
+            stats: Scope::new(),
+            links: Mutex::new(BTreeMap::new()),
+            connections: AtomicU64::new(0),
+            shutdown: watch::Sender::new(false),
+            local_addr,
+        });
+        let shared = Arc::new(Shared {
+            limit: Arc::new(Semaphore::new(config.max_requests.max(1))),
+            readv_limit: Arc::new(Semaphore::new(config.max_readv.max(1))),
+            fs,
+            config,
+            monitor,
+            sessions: Mutex::new(HashMap::new()),
+            ids: AtomicU64::new(0),
+            seed: RandomState::new(),
+        });
+        Ok(Server { listener, shared })
+    }
+
+    /// The address the server listens on.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.shared.monitor.local_addr
+    }
+
+    /// A handle for statistics and shutdown.
+    pub fn handle(&self) -> ServerHandle {
+        ServerHandle {
+            monitor: self.shared.monitor.clone(),
+        }
+    }
+
+    /// Requests in flight, per link and for the whole server.
+    pub fn stats(&self) -> ServerStats {
+        self.shared.monitor.snapshot()
+    }
+
+    /// Accepts connections until [`ServerHandle::shutdown`], then waits for
+    /// every link to finish. Accept errors (too many open files, …) are
+    /// logged and retried; this only returns `Ok`.
+    pub async fn serve(self) -> io::Result<()> {
+        let mut links = JoinSet::new();
+        let mut shutdown = self.shared.monitor.shutdown_signal();
+        loop {
+            tokio::select! {
+                _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
+                Some(_) = links.join_next(), if !links.is_empty() => {}
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, peer)) => {
+                        links.spawn(session::run(self.shared.clone(), stream, peer));
+                    }
+                    Err(e) => {
+                        tracing::warn!("accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                },
+            }
+        }
+        drop(self.listener);
+        while links.join_next().await.is_some() {}
+        Ok(())
+    }
+}

@@ -1,0 +1,589 @@
+//! One TCP link: the read loop, the handshake and the gating of every
+//! request exactly as the reference orders it (XrdXrootdProtocol
+//! `Process`/`Process2`, PROTOCOL.md §2, §4, §5):
+//!
+//! 1. a frame the decoder refuses: `dlen < 0` → `kXR_ArgInvalid` and close;
+//!    a `dlen` over the limit → `kXR_ArgTooLong` and close; a readv list
+//!    over 1024 elements or not a multiple of 16 → `kXR_ArgTooLong` /
+//!    `kXR_ArgInvalid`, the frame skipped and the link kept; writev list
+//!    errors → answer and close; a bad handshake → close without a word;
+//! 2. `kXR_sigver`: no answer (the signature is accepted and ignored);
+//! 3. before login only `kXR_protocol`, `kXR_login` and `kXR_bind`; anything
+//!    else → `kXR_InvalidRequest` "Invalid request; user not logged in" and
+//!    close;
+//! 4. after login, the file-handle requests (read, readv, pgread, pgreadv,
+//!    write, writev, pgwrite, sync, close, chkpoint, clone, and stat,
+//!    truncate and query without a path), then protocol and ping;
+//! 5. while authentication is pending only `kXR_auth`; anything else →
+//!    `kXR_InvalidRequest` "Invalid request; user not authenticated" and
+//!    close;
+//! 6. `kXR_endsess`; a second `kXR_login` → `kXR_InvalidRequest`
+//!    "duplicate login; already logged in";
+//! 7. every other request needs a payload: `dlen == 0` →
+//!    `kXR_ArgMissing` "Required argument not present";
+//! 8. the path requests; anything else → `kXR_InvalidRequest` "Invalid
+//!    request code".
+//!
+//! A link bound to a session with `kXR_bind` is a data path: it carries
+//! answers, and a request sent on it is refused.
+
+use std::net::SocketAddr;
+use std::ops::ControlFlow;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use bytes::{Buf, BytesMut};
+use tokio::io::AsyncReadExt;
+use tokio::net::TcpStream;
+use tokio::sync::{Notify, Semaphore};
+use tokio::task::JoinSet;
+use xroot_proto::limits::MAX_BOUND_STREAMS;
+use xroot_proto::request::Request;
+use xroot_proto::response::{Response, ServerError};
+use xroot_proto::{
+    ClientMessage, DecodeError, ErrorCode, RequestDecoder, RequestFrame, RequestHeader, RequestId,
+    ServerHandshake, ServerType, StreamId,
+};
+
+use crate::dispatch::{self, Ctx};
+use crate::files::FileTable;
+use crate::fs::{File, FileSystem};
+use crate::link::LinkWriter;
+use crate::server::Shared;
+use crate::stats::{InFlight, Scope};
+
+/// The protocol version this server speaks: 5.1.1, as the stock 5.5.3 server
+/// that the stock clients were built against (PROTOCOL.md Appendix item 1).
+pub(crate) const PROTOCOL_VERSION: u32 = xroot_proto::codes::version::STOCK_5_5;
+
+/// One link of a session, as the session reaches it.
+#[derive(Debug, Clone)]
+struct Stream {
+    writer: LinkWriter,
+    kill: Arc<Notify>,
+}
+
+/// A logged-in session: its main link, its bound substreams and its files.
+pub(crate) struct Session<F: FileSystem> {
+    pub(crate) sessid: [u8; 16],
+    pub(crate) peer: SocketAddr,
+    pub(crate) user: String,
+    pub(crate) files: FileTable<F::File>,
+    /// Login done and, if required, authentication too.
+    pub(crate) authenticated: AtomicBool,
+    /// Slot 0 is the main link, 1..=15 the bound substreams.
+    streams: Mutex<Vec<Option<Stream>>>,
+}
+
+impl<F: FileSystem> Session<F> {
+    fn new(
+        sessid: [u8; 16],
+        peer: SocketAddr,
+        user: String,
+        main: LinkWriter,
+        kill: Arc<Notify>,
+    ) -> Session<F> {
+        let mut streams = vec![None; MAX_BOUND_STREAMS + 1];
+        streams[0] = Some(Stream { writer: main, kill });
+        Session {
+            sessid,
+            peer,
+            user,
+            files: FileTable::new(),
+            authenticated: AtomicBool::new(false),
+            streams: Mutex::new(streams),
+        }
+    }
+
+    /// The link of `pathid` (1..=15) if it is bound and open.
+    pub(crate) fn stream(&self, pathid: u8) -> Option<LinkWriter> {
+        let streams = self.streams.lock().unwrap();
+        let s = streams.get(pathid as usize)?.as_ref()?;
+        (!s.writer.is_closed()).then(|| s.writer.clone())
+    }
+
+    /// Binds a substream in the lowest free slot; `None` when all 15 are taken.
+    fn bind(&self, writer: LinkWriter, kill: Arc<Notify>) -> Option<u8> {
+        let mut streams = self.streams.lock().unwrap();
+        let slot = (1..streams.len()).find(|&i| streams[i].is_none())?;
+        streams[slot] = Some(Stream { writer, kill });
+        Some(slot as u8)
+    }
+
+    fn unbind(&self, pathid: u8) {
+        if let Some(s) = self.streams.lock().unwrap().get_mut(pathid as usize) {
+            *s = None;
+        }
+    }
+
+    /// Asks the main link to close at once (`kXR_endsess` from elsewhere).
+    pub(crate) fn kill(&self) {
+        if let Some(Some(main)) = self.streams.lock().unwrap().first() {
+            main.kill.notify_one();
+        }
+    }
+
+    /// The main link ended: close the substreams and the files.
+    fn end(&self) {
+        for s in self.streams.lock().unwrap().drain(..).flatten().skip(1) {
+            s.kill.notify_one();
+        }
+        for f in self.files.drain() {
+            tokio::spawn(async move {
+                let _ = f.file.close().await;
+            });
+        }
+    }
+}
+
+/// Where a link stands.
+pub(crate) enum Phase<F: FileSystem> {
+    /// Handshake done or pending; not logged in.
+    New,
+    /// The main link of a session.
+    LoggedIn {
+        session: Arc<Session<F>>,
+        /// `kXR_login` asked for authentication that has not succeeded yet.
+        auth_pending: bool,
+    },
+    /// A substream of a session, with its path id.
+    Bound {
+        session: Arc<Session<F>>,
+        pathid: u8,
+    },
+}
+
+/// One TCP link being served.
+pub(crate) struct Conn<F: FileSystem> {
+    pub(crate) shared: Arc<Shared<F>>,
+    pub(crate) link: LinkWriter,
+    pub(crate) peer: SocketAddr,
+    pub(crate) local: SocketAddr,
+    pub(crate) phase: Phase<F>,
+    /// Notified to close the link at once.
+    pub(crate) kill: Arc<Notify>,
+    tasks: JoinSet<()>,
+    limit: Arc<Semaphore>,
+    readv_limit: Arc<Semaphore>,
+    stats: Arc<Scope>,
+}
+
+/// Serves one accepted connection to its end.
+pub(crate) async fn run<F: FileSystem>(
+    shared: Arc<Shared<F>>,
+    stream: TcpStream,
+    peer: SocketAddr,
+) {
+    let local = stream.local_addr().unwrap_or(shared.monitor.local_addr);
+    let _ = stream.set_nodelay(true);
+    let (mut rd, wr) = stream.into_split();
+    let (link, writer) = LinkWriter::spawn(wr);
+    let (link_id, stats) = shared.monitor.open_link(peer);
+    let cfg = &shared.config;
+    let mut decoder = RequestDecoder::new().with_max_dlen(cfg.max_request_dlen);
+    let mut conn = Conn {
+        limit: Arc::new(Semaphore::new(cfg.max_requests_per_link.max(1))),
+        readv_limit: Arc::new(Semaphore::new(cfg.max_readv_per_link.max(1))),
+        shared: shared.clone(),
+        link,
+        peer,
+        local,
+        phase: Phase::New,
+        kill: Arc::new(Notify::new()),
+        tasks: JoinSet::new(),
+        stats,
+    };
+    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut skip = 0usize;
+    let mut shutdown = shared.monitor.shutdown_signal();
+    let killed = loop {
+        tokio::select! {
+            _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
+            _ = conn.kill.notified() => break true,
+            Some(_) = conn.tasks.join_next(), if !conn.tasks.is_empty() => {}
+            read = rd.read_buf(&mut buf) => {
+                if !matches!(read, Ok(n) if n > 0) {
+                    break false;
+                }
+                if conn.process(&mut decoder, &mut buf, &mut skip).await.is_break() {
+                    break false;
+                }
+            }
+        }
+    };
+    if killed {
+        conn.tasks.abort_all();
+    }
+    while conn.tasks.join_next().await.is_some() {}
+    conn.finish();
+    drop(conn);
+    let _ = writer.await;
+    shared.monitor.close_link(link_id);
+}
+
+impl<F: FileSystem> Conn<F> {
+    /// Handles every whole message in `buf`; `Break` closes the link.
+    async fn process(
+        &mut self,
+        decoder: &mut RequestDecoder,
+        buf: &mut BytesMut,
+        skip: &mut usize,
+    ) -> ControlFlow<()> {
+        loop {
+            if *skip > 0 {
+                let n = (*skip).min(buf.len());
+                buf.advance(n);
+                *skip -= n;
+                if *skip > 0 {
+                    return ControlFlow::Continue(());
+                }
+            }
+            match decoder.decode(buf) {
+                Ok(None) => return ControlFlow::Continue(()),
+                Ok(Some(ClientMessage::Handshake(_))) => {
+                    let mut reply = BytesMut::new();
+                    ServerHandshake {
+                        protover: PROTOCOL_VERSION,
+                        server_type: ServerType::DATA_SERVER,
+                    }
+                    .encode(&mut reply);
+                    self.send_raw(reply).await?;
+                }
+                Ok(Some(ClientMessage::Request(frame))) => self.on_request(frame).await?,
+                Err(e) => *skip = self.on_frame_error(buf, &e).await?,
+            }
+        }
+    }
+
+    /// Answers a frame the decoder refused, as the reference does. Returns
+    /// how many bytes to skip to the next frame, or `Break` to close.
+    async fn on_frame_error(&mut self, buf: &[u8], e: &DecodeError) -> ControlFlow<(), usize> {
+        let header = match e {
+            DecodeError::BadHandshake { .. } => None,
+            _ => RequestHeader::decode(buf).ok(),
+        };
+        let Some(header) = header else {
+            tracing::debug!(peer = %self.peer, "closing: {e}");
+            return ControlFlow::Break(());
+        };
+        let (code, message, keep) = frame_error(&header, e);
+        let (code, message, keep) = match self.phase {
+            Phase::New if keep => (ErrorCode::INVALID_REQUEST, NOT_LOGGED_IN, false),
+            _ => (code, message, keep),
+        };
+        tracing::debug!(peer = %self.peer, "refused frame: {e}");
+        self.error(header.streamid, code, message).await?;
+        match keep {
+            true => ControlFlow::Continue(RequestHeader::LEN + header.dlen as usize),
+            false => ControlFlow::Break(()),
+        }
+    }
+
+    /// Gates one request and handles it, inline or in a task of its own.
+    async fn on_request(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+        let h = frame.header;
+        let id = h.requestid;
+        // a vector read counts from its turn on (see `readv`)
+        let in_flight = (!matches!(id, RequestId::READV | RequestId::PGREADV))
+            .then(|| InFlight::enter(id, &self.stats, &self.shared.monitor.stats));
+        let auth_pending = match &self.phase {
+            _ if id == RequestId::SIGVER => return self.sigver(&h).await,
+            Phase::New => {
+                return match id {
+                    RequestId::PROTOCOL => self.protocol(frame).await,
+                    RequestId::LOGIN => self.login(frame).await,
+                    RequestId::BIND => self.bind(frame).await,
+                    _ => {
+                        let _ = self
+                            .error(h.streamid, ErrorCode::INVALID_REQUEST, NOT_LOGGED_IN)
+                            .await;
+                        ControlFlow::Break(())
+                    }
+                };
+            }
+            Phase::Bound { .. } => {
+                return self
+                    .error(
+                        h.streamid,
+                        ErrorCode::INVALID_REQUEST,
+                        "Invalid request on a bound data path",
+                    )
+                    .await;
+            }
+            Phase::LoggedIn { auth_pending, .. } => *auth_pending,
+        };
+        if handle_based(&h) {
+            return self.spawn(frame, in_flight).await;
+        }
+        match id {
+            RequestId::PROTOCOL => return self.protocol(frame).await,
+            RequestId::PING => {
+                return self
+                    .reply(h.streamid, Response::Ok(Default::default()))
+                    .await
+            }
+            _ => {}
+        }
+        if auth_pending {
+            if id == RequestId::AUTH {
+                return self.auth(frame).await;
+            }
+            let _ = self
+                .error(
+                    h.streamid,
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid request; user not authenticated",
+                )
+                .await;
+            return ControlFlow::Break(());
+        }
+        match id {
+            RequestId::ENDSESS => return self.endsess(frame).await,
+            RequestId::LOGIN => {
+                return self
+                    .error(
+                        h.streamid,
+                        ErrorCode::INVALID_REQUEST,
+                        "duplicate login; already logged in",
+                    )
+                    .await
+            }
+            _ if h.dlen == 0 => {
+                return self
+                    .error(
+                        h.streamid,
+                        ErrorCode::ARG_MISSING,
+                        "Required argument not present",
+                    )
+                    .await
+            }
+            _ if path_based(id) => self.spawn(frame, in_flight).await,
+            _ => {
+                self.error(
+                    h.streamid,
+                    ErrorCode::INVALID_REQUEST,
+                    "Invalid request code",
+                )
+                .await
+            }
+        }
+    }
+
+    /// `kXR_sigver`: checked for length, then ignored (no answer). Signed
+    /// requests are not verified.
+    async fn sigver(&mut self, h: &RequestHeader) -> ControlFlow<()> {
+        if h.dlen <= 0 || h.dlen as usize > xroot_proto::limits::MAX_SIGNATURE {
+            let _ = self
+                .error(
+                    h.streamid,
+                    ErrorCode::ARG_INVALID,
+                    "Invalid signature data length",
+                )
+                .await;
+            return ControlFlow::Break(());
+        }
+        ControlFlow::Continue(())
+    }
+
+    /// Decodes a request and runs it in a task of its own, within the link's
+    /// and the server's limits (waiting for room stops the reading).
+    async fn spawn(&mut self, frame: RequestFrame, in_flight: Option<InFlight>) -> ControlFlow<()> {
+        let (Phase::LoggedIn { session, .. } | Phase::Bound { session, .. }) = &self.phase else {
+            return ControlFlow::Break(());
+        };
+        let session = session.clone();
+        let sid = frame.header.streamid;
+        let id = frame.header.requestid;
+        let refused = match dispatch::precheck(&frame.header) {
+            Some((code, message, close)) => Err((code, message.to_string(), close)),
+            None => Request::decode(frame).map_err(|e| dispatch::decode_error(id, &e)),
+        };
+        let request = match refused {
+            Ok(r) => r,
+            Err((code, message, close)) => {
+                self.error(sid, code, &message).await?;
+                return match close {
+                    true => ControlFlow::Break(()),
+                    false => ControlFlow::Continue(()),
+                };
+            }
+        };
+        let (Ok(server), Ok(link)) = (
+            self.shared.limit.clone().acquire_owned().await,
+            self.limit.clone().acquire_owned().await,
+        ) else {
+            return ControlFlow::Break(());
+        };
+        let ctx = Ctx {
+            shared: self.shared.clone(),
+            session,
+            link: self.link.clone(),
+            sid,
+            local: self.local,
+            readv_limit: self.readv_limit.clone(),
+            stats: self.stats.clone(),
+        };
+        self.tasks.spawn(async move {
+            let _held = (server, link, in_flight);
+            dispatch::run(ctx, request).await;
+        });
+        ControlFlow::Continue(())
+    }
+
+    /// Queues encoded frames; `Break` when the link is gone.
+    pub(crate) async fn send_raw(&self, frames: BytesMut) -> ControlFlow<()> {
+        match self.link.send_raw(frames).await {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(_) => ControlFlow::Break(()),
+        }
+    }
+
+    /// Queues `response` to `sid`; `Break` when the link is gone.
+    pub(crate) async fn reply(&self, sid: StreamId, response: Response) -> ControlFlow<()> {
+        let mut buf = BytesMut::new();
+        response.encode(sid, &mut buf);
+        self.send_raw(buf).await
+    }
+
+    /// Queues a `kXR_error`; `Break` when the link is gone.
+    pub(crate) async fn error(
+        &self,
+        sid: StreamId,
+        code: ErrorCode,
+        message: &str,
+    ) -> ControlFlow<()> {
+        let e = ServerError::new(code, message.to_string());
+        self.reply(sid, Response::Error(e)).await
+    }
+
+    /// Registers the session of a successful login on this link.
+    pub(crate) fn start_session(&mut self, user: String, auth_pending: bool) -> Arc<Session<F>> {
+        let sessid = self.shared.new_sessid();
+        let session = Arc::new(Session::new(
+            sessid,
+            self.peer,
+            user,
+            self.link.clone(),
+            self.kill.clone(),
+        ));
+        session
+            .authenticated
+            .store(!auth_pending, Ordering::Release);
+        self.shared
+            .sessions
+            .lock()
+            .unwrap()
+            .insert(sessid, Arc::downgrade(&session));
+        self.phase = Phase::LoggedIn {
+            session: session.clone(),
+            auth_pending,
+        };
+        session
+    }
+
+    /// Makes this link substream `pathid` of `session`, or `None` when the
+    /// session has no free slot.
+    pub(crate) fn bind_to(&mut self, session: Arc<Session<F>>) -> Option<u8> {
+        let pathid = session.bind(self.link.clone(), self.kill.clone())?;
+        self.phase = Phase::Bound { session, pathid };
+        Some(pathid)
+    }
+
+    /// Unregisters what this link registered.
+    fn finish(&mut self) {
+        match std::mem::replace(&mut self.phase, Phase::New) {
+            Phase::New => {}
+            Phase::LoggedIn { session, .. } => {
+                self.shared.sessions.lock().unwrap().remove(&session.sessid);
+                session.end();
+            }
+            Phase::Bound { session, pathid } => session.unbind(pathid),
+        }
+    }
+}
+
+/// The message of the pre-login refusal.
+const NOT_LOGGED_IN: &str = "Invalid request; user not logged in";
+
+/// Requests served before the authentication check because they name an
+/// open file (Process2's first switch), plus `kXR_pgreadv`.
+fn handle_based(h: &RequestHeader) -> bool {
+    matches!(
+        h.requestid,
+        RequestId::READ
+            | RequestId::READV
+            | RequestId::PGREADV
+            | RequestId::WRITE
+            | RequestId::WRITEV
+            | RequestId::PGREAD
+            | RequestId::PGWRITE
+            | RequestId::SYNC
+            | RequestId::CLOSE
+            | RequestId::CHKPOINT
+            | RequestId::CLONE
+    ) || (h.dlen == 0
+        && matches!(
+            h.requestid,
+            RequestId::STAT | RequestId::TRUNCATE | RequestId::QUERY
+        ))
+}
+
+/// Requests that take a path or text argument (Process2's last switches).
+fn path_based(id: RequestId) -> bool {
+    matches!(
+        id,
+        RequestId::OPEN
+            | RequestId::GPFILE
+            | RequestId::CHMOD
+            | RequestId::DIRLIST
+            | RequestId::FATTR
+            | RequestId::LOCATE
+            | RequestId::MKDIR
+            | RequestId::MV
+            | RequestId::QUERY
+            | RequestId::PREPARE
+            | RequestId::RM
+            | RequestId::RMDIR
+            | RequestId::SET
+            | RequestId::STAT
+            | RequestId::STATX
+            | RequestId::TRUNCATE
+    )
+}
+
+/// The reference's answer to a frame the decoder refused: code, message and
+/// whether the link survives (the frame is then skipped).
+fn frame_error(h: &RequestHeader, e: &DecodeError) -> (ErrorCode, &'static str, bool) {
+    let vector = matches!(h.requestid, RequestId::READV | RequestId::PGREADV);
+    match e {
+        DecodeError::NegativeLength { .. } if h.dlen >= 0 => {
+            (ErrorCode::ARG_INVALID, "Writev length is negative", false)
+        }
+        DecodeError::NegativeLength { .. } => {
+            (ErrorCode::ARG_INVALID, "Invalid request data length", false)
+        }
+        DecodeError::LengthTooLarge {
+            what: "kXR_writev element",
+            ..
+        } => (
+            ErrorCode::NO_MEMORY,
+            "Single writev transfer is too large",
+            false,
+        ),
+        DecodeError::LengthTooLarge { .. } => (
+            ErrorCode::ARG_TOO_LONG,
+            "Request argument is too long",
+            false,
+        ),
+        DecodeError::TooManyElements { .. } if vector => {
+            (ErrorCode::ARG_TOO_LONG, "Read vector is too long", true)
+        }
+        DecodeError::TooManyElements { .. } => {
+            (ErrorCode::ARG_TOO_LONG, "Write vector is too long", false)
+        }
+        DecodeError::Misaligned { .. } if vector => {
+            (ErrorCode::ARG_INVALID, "Read vector is invalid", true)
+        }
+        _ => (ErrorCode::ARG_INVALID, "Write vector is invalid", false),
+    }
+}
