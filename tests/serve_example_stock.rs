@@ -1,0 +1,176 @@
+//! The `serve` example (LocalFs behind Server) used by the stock clients:
+//! `xrdcp` both ways (with `--cksum` and with `-S 4`), `xrdfs` (ls -l,
+//! stat, mkdir -p, mv, rm, rmdir, query checksum and config) and the Python
+//! `XRootD.client` (open, read, vector_read, write, dirlist, stat). Bytes
+//! and answers are checked against the directory on disk.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output};
+
+use clap::Parser;
+use xroot::server::ServerHandle;
+
+/// The example, compiled into this test so its `start` can be called (its
+/// `main` is unused here).
+#[path = "../examples/serve.rs"]
+#[allow(dead_code)]
+mod serve;
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+fn adler32_hex(data: &[u8]) -> String {
+    format!("{:08x}", support::adler32(data))
+}
+
+/// Runs a stock tool off the runtime's worker threads; panics with its
+/// output unless it exits 0.
+async fn run(program: &str, args: Vec<String>) -> String {
+    let what = format!("{program} {}", args.join(" "));
+    let out: Output = tokio::task::spawn_blocking({
+        let program = program.to_string();
+        move || Command::new(program).env("TZ", "UTC").args(args).output()
+    })
+    .await
+    .unwrap()
+    .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{what}: {stdout}{stderr}");
+    stdout
+}
+
+fn args(list: &[&str]) -> Vec<String> {
+    list.iter().map(|s| s.to_string()).collect()
+}
+
+/// The example serving `dir` on an ephemeral loopback port.
+async fn start(dir: &Path) -> (SocketAddr, ServerHandle) {
+    let cli = serve::Cli::try_parse_from([
+        "serve",
+        "--port",
+        "0",
+        "--readv-concurrency",
+        "4",
+        dir.to_str().unwrap(),
+    ])
+    .unwrap();
+    let server = serve::start(&cli).await.unwrap();
+    let (addr, handle) = (server.local_addr(), server.handle());
+    tokio::spawn(server.serve());
+    (addr, handle)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stock_clients_use_the_example_server() {
+    if !support::stock::xrootd_available() {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let root = data.path();
+    let big = pattern(3_000_000);
+    std::fs::write(root.join("big.bin"), &big).unwrap();
+    std::fs::write(root.join("nine"), b"123456789").unwrap();
+    std::fs::create_dir(root.join("dir")).unwrap();
+    let (addr, handle) = start(root).await;
+    let url = format!("root://{addr}");
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("copy");
+    let copy = copy.to_str().unwrap();
+
+    // xrdcp down, plain, with a checksum check, and over 4 substreams
+    for extra in [&[][..], &["--cksum", "adler32"], &["-S", "4"]] {
+        let mut a = args(&["-f", "-s"]);
+        a.extend(args(extra));
+        a.extend([format!("{url}//big.bin"), copy.to_string()]);
+        run("xrdcp", a).await;
+        assert!(std::fs::read(copy).unwrap() == big, "xrdcp {extra:?}");
+    }
+    // and up, into a directory it makes
+    let a = args(&["-f", "-s", "--cksum", "adler32", copy]);
+    run("xrdcp", [a, vec![format!("{url}//up/loaded.bin")]].concat()).await;
+    assert!(std::fs::read(root.join("up/loaded.bin")).unwrap() == big);
+
+    // xrdfs
+    let xrdfs = |list: &[&str]| {
+        let mut a = vec![url.clone()];
+        a.extend(args(list));
+        run("xrdfs", a)
+    };
+    let listing = xrdfs(&["ls", "-l", "/"]).await;
+    for name in ["/big.bin", "/nine", "/dir", "/up"] {
+        assert!(listing.contains(name), "{listing}");
+    }
+    assert!(listing.contains(" 3000000 "), "{listing}");
+    let stat = xrdfs(&["stat", "/nine"]).await;
+    assert!(
+        stat.contains("Size:   9") && stat.contains("Mode:   0644"),
+        "{stat}"
+    );
+    let sum = xrdfs(&["query", "checksum", "/big.bin"]).await;
+    assert_eq!(sum.trim(), format!("adler32 {}", adler32_hex(&big)));
+    let sum = xrdfs(&["query", "checksum", "/nine?cks.type=md5"]).await;
+    assert_eq!(sum.trim(), "md5 25f9e794323b453885f5181f1b624d0b");
+    assert_eq!(
+        xrdfs(&["query", "config", "readv_iov_max"]).await.trim(),
+        "1024"
+    );
+    xrdfs(&["mkdir", "-p", "/a/b/c"]).await;
+    assert!(root.join("a/b/c").is_dir());
+    xrdfs(&["mv", "/nine", "/a/b/nine"]).await;
+    assert_eq!(std::fs::read(root.join("a/b/nine")).unwrap(), b"123456789");
+    xrdfs(&["rm", "/a/b/nine"]).await;
+    xrdfs(&["rmdir", "/a/b/c"]).await;
+    assert!(!root.join("a/b/nine").exists() && !root.join("a/b/c").exists());
+
+    // the Python bindings
+    let script = r#"
+import sys
+from XRootD import client
+from XRootD.client.flags import DirListFlags, OpenFlags
+url = sys.argv[1]
+def ok(st):
+    assert st.ok, st
+f = client.File()
+ok(f.open(url + "//big.bin", OpenFlags.READ)[0])
+st, data = f.read(1000, 5000); ok(st)
+sys.stdout.write("read %d %d\n" % (len(data), sum(data) % 65521))
+st, v = f.vector_read([(0, 10), (2999990, 10), (4096, 65536)]); ok(st)
+sys.stdout.write("readv %s\n" % ",".join("%d:%d" % (c.offset, sum(c.buffer) % 65521) for c in v.chunks))
+st, s = f.stat(force=True); ok(st)
+sys.stdout.write("stat %d\n" % s.size)
+f.close()
+w = client.File()
+ok(w.open(url + "//dir/py.bin", OpenFlags.NEW)[0])
+ok(w.write(b"hello from python", 0)[0])
+ok(w.close()[0])
+fs = client.FileSystem(url)
+st, listing = fs.dirlist("/dir", DirListFlags.STAT); ok(st)
+sys.stdout.write("dir %s\n" % ",".join("%s:%d" % (e.name, e.statinfo.size) for e in listing))
+"#;
+    let out = run(
+        "/usr/bin/python3",
+        vec!["-c".into(), script.into(), url.clone()],
+    )
+    .await;
+    let sum = |d: &[u8]| d.iter().map(|&b| b as u64).sum::<u64>() % 65521;
+    let readv: Vec<String> = [(0, 10), (2_999_990, 10), (4096, 65_536)]
+        .iter()
+        .map(|&(o, l)| format!("{o}:{}", sum(&big[o..o + l])))
+        .collect();
+    let want = format!(
+        "read 5000 {}\nreadv {}\nstat 3000000\ndir py.bin:17\n",
+        sum(&big[1000..6000]),
+        readv.join(",")
+    );
+    assert_eq!(out, want);
+    assert_eq!(
+        std::fs::read(root.join("dir/py.bin")).unwrap(),
+        b"hello from python"
+    );
+    handle.shutdown();
+}

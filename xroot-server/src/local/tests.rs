@@ -1,0 +1,531 @@
+//! LocalFs through the FileSystem and File traits, on temp directories.
+
+use super::*;
+use std::os::unix::fs::symlink;
+use xroot_proto::response::StatFlags;
+
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len).map(|i| (i * 7 % 251) as u8).collect()
+}
+
+/// A temp dir holding the export root `root` and a sibling `outside`.
+struct Tree {
+    top: tempfile::TempDir,
+    fs: LocalFs,
+}
+
+impl Tree {
+    fn new() -> Tree {
+        let top = tempfile::tempdir().unwrap();
+        let root = top.path().join("root");
+        std::fs::create_dir_all(root.join("dir/sub")).unwrap();
+        std::fs::create_dir_all(root.join("empty")).unwrap();
+        std::fs::create_dir_all(top.path().join("outside")).unwrap();
+        std::fs::write(top.path().join("outside/secret"), b"secret").unwrap();
+        std::fs::write(root.join("nine"), b"123456789").unwrap();
+        std::fs::write(root.join("big"), pattern(300_000)).unwrap();
+        std::fs::write(root.join("dir/a"), b"a").unwrap();
+        let fs = LocalFs::new(&root).unwrap();
+        Tree { top, fs }
+    }
+
+    fn root(&self) -> &Path {
+        self.fs.root()
+    }
+
+    fn outside(&self) -> PathBuf {
+        self.top.path().join("outside")
+    }
+}
+
+#[track_caller]
+fn assert_code<T: std::fmt::Debug>(r: FsResult<T>, code: ErrorCode) {
+    match r {
+        Err(FsError::Error { code: c, message }) => assert_eq!(c, code, "{message}"),
+        other => panic!("expected {code:?}, got {other:?}"),
+    }
+}
+
+#[track_caller]
+fn assert_error<T: std::fmt::Debug>(r: FsResult<T>, code: ErrorCode, message: &str) {
+    assert_eq!(r.unwrap_err(), FsError::new(code, message));
+}
+
+const READ: OpenMode = OpenMode {
+    write: false,
+    create_new: false,
+    truncate: false,
+    make_path: false,
+    append: false,
+    mode: 0o644,
+};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dotdot_absolute_and_nul_paths_are_refused() {
+    let t = Tree::new();
+    let fs = &t.fs;
+    assert_error(
+        fs.stat("/dir/../nine").await,
+        ErrorCode::NOT_AUTHORIZED,
+        "Stating relative path '/dir/../nine' is disallowed.",
+    );
+    assert_code(fs.stat("/..").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(fs.stat("/dir/..").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(fs.stat("nine").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.open("/../root/nine", READ, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(fs.dirlist("/..", false).await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.mkdir("/../x", 0o755, true).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(fs.rm("/../outside/secret").await, ErrorCode::NOT_AUTHORIZED);
+    assert_error(
+        fs.mv("/nine", "/../stolen").await,
+        ErrorCode::NOT_AUTHORIZED,
+        "Renaming to relative path '/../stolen' is disallowed.",
+    );
+    assert_code(
+        fs.checksum("/../outside/secret", None).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(fs.stat("/nine\0/../..").await, ErrorCode::ARG_INVALID);
+    assert_code(fs.open("/nine\0", READ, "").await, ErrorCode::ARG_INVALID);
+    // an absolute path is a path beneath the root, never the host's
+    let st = fs.stat("//nine").await.unwrap();
+    assert_eq!(st.size, 9);
+    assert_code(fs.stat("/etc/passwd").await, ErrorCode::NOT_FOUND);
+    assert_code(fs.stat("//etc//passwd").await, ErrorCode::NOT_FOUND);
+    assert!(t.outside().join("secret").exists() && t.root().join("nine").exists());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn symlinks_out_are_refused_and_symlinks_in_followed() {
+    let t = Tree::new();
+    let (fs, root) = (&t.fs, t.root());
+    symlink(t.outside(), root.join("out")).unwrap();
+    symlink(t.outside().join("secret"), root.join("out_file")).unwrap();
+    symlink(t.outside().join("new"), root.join("dangling_out")).unwrap();
+    symlink("nine", root.join("in_file")).unwrap();
+    symlink("dir", root.join("in_dir")).unwrap();
+
+    assert_code(fs.stat("/out_file").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(fs.stat("/out/secret").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.open("/out_file", READ, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(fs.dirlist("/out", false).await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.checksum("/out_file", None).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.chmod("/out_file", 0o777).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(fs.truncate("/out_file", 0).await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.mkdir("/out/made", 0o755, false).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mkdir("/out/a/b", 0o755, true).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(fs.rm("/out/secret").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(fs.mv("/nine", "/out/nine").await, ErrorCode::NOT_AUTHORIZED);
+    let create = OpenMode {
+        write: true,
+        create_new: true,
+        ..READ
+    };
+    assert_code(
+        fs.open("/out/new", create, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.open("/dangling_out", create, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    let make_path = OpenMode {
+        truncate: true,
+        make_path: true,
+        ..create
+    };
+    assert_code(
+        fs.open("/out/x/y", make_path, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    let outside: Vec<_> = std::fs::read_dir(t.outside()).unwrap().collect();
+    assert_eq!(outside.len(), 1, "nothing was made outside");
+    assert_eq!(
+        std::fs::read(t.outside().join("secret")).unwrap(),
+        b"secret"
+    );
+
+    // inside: followed
+    assert_eq!(fs.stat("/in_file").await.unwrap().size, 9);
+    let f = fs.open("/in_file", READ, "").await.unwrap();
+    assert_eq!(&f.read_at(0, 100).await.unwrap()[..], b"123456789");
+    let names: Vec<_> = fs.dirlist("/in_dir", false).await.unwrap();
+    assert_eq!(names.len(), 2);
+    fs.mkdir("/in_dir/made", 0o755, false).await.unwrap();
+    assert!(root.join("dir/made").is_dir());
+    // a link pointing out can itself be removed (its target stays)
+    fs.rm("/out_file").await.unwrap();
+    assert!(!root.join("out_file").exists());
+    assert!(t.outside().join("secret").exists());
+
+    // a listing names every entry; with stat, a link leading out (or
+    // nowhere) is left out, as the reference leaves out what it cannot stat
+    let plain: Vec<_> = fs.dirlist("/", false).await.unwrap();
+    assert!(plain.iter().any(|e| e.name == "out"));
+    let with_stat = fs.dirlist("/", true).await.unwrap();
+    let names: Vec<&str> = with_stat.iter().map(|e| e.name.as_str()).collect();
+    assert!(
+        !names.contains(&"out") && !names.contains(&"dangling_out"),
+        "{names:?}"
+    );
+    assert!(
+        names.contains(&"in_file") && names.contains(&"nine"),
+        "{names:?}"
+    );
+    assert_eq!(plain.len(), with_stat.len() + 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn concurrent_positional_reads_and_writes_share_one_handle() {
+    let t = Tree::new();
+    let data = pattern(300_000);
+    let f = Arc::new(t.fs.open("/big", READ, "").await.unwrap());
+    let mut tasks = Vec::new();
+    for i in 0..64u64 {
+        let f = f.clone();
+        let (offset, len) = (i * 4_567 % 290_000, 1 + (i as usize * 131) % 9_000);
+        tasks.push(tokio::spawn(async move {
+            (offset, len, f.read_at(offset, len).await.unwrap())
+        }));
+    }
+    for task in tasks {
+        let (offset, len, got) = task.await.unwrap();
+        let offset = offset as usize;
+        assert_eq!(&got[..], &data[offset..offset + len], "at {offset}");
+    }
+    // short only at the end; nothing past it
+    assert_eq!(f.read_at(299_990, 100).await.unwrap().len(), 10);
+    assert!(f.read_at(300_000, 100).await.unwrap().is_empty());
+    assert!(f.read_at(u64::MAX, usize::MAX).await.unwrap().is_empty());
+    assert_eq!(f.read_at(0, 0).await.unwrap().len(), 0);
+    // a read handle cannot write: EBADF, which the reference maps to
+    // kXR_FileNotOpen
+    assert_code(
+        f.write_at(0, Bytes::from_static(b"x")).await,
+        ErrorCode::FILE_NOT_OPEN,
+    );
+
+    let update = OpenMode {
+        write: true,
+        ..READ
+    };
+    let w = Arc::new(t.fs.open("/big", update, "").await.unwrap());
+    let mut tasks = Vec::new();
+    for i in 0..32u64 {
+        let w = w.clone();
+        tasks.push(tokio::spawn(async move {
+            w.write_at(i * 1000, Bytes::from(vec![i as u8; 1000])).await
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap().unwrap();
+    }
+    w.sync().await.unwrap();
+    let disk = std::fs::read(t.root().join("big")).unwrap();
+    for i in 0..32usize {
+        assert!(disk[i * 1000..(i + 1) * 1000].iter().all(|&b| b == i as u8));
+    }
+    assert_eq!(&disk[32_000..], &data[32_000..]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readv_reads_every_extent_or_fails_past_eof() {
+    let t = Tree::new();
+    let data = pattern(300_000);
+    let f = t.fs.open("/big", READ, "").await.unwrap();
+    let extents = vec![(0, 10), (299_000, 1000), (5, 0), (100_000, 65_536), (7, 3)];
+    let got = f.readv(extents.clone()).await.unwrap();
+    for ((offset, len), got) in extents.into_iter().zip(got) {
+        assert_eq!(&got[..], &data[offset as usize..offset as usize + len]);
+    }
+    assert_error(
+        f.readv(vec![(0, 10), (299_999, 2)]).await,
+        ErrorCode::FS_ERROR,
+        "Unable to readv /big; illegal seek",
+    );
+    assert_eq!(f.readv_concurrency(), ReadvConcurrency::Parallel(8));
+    let serial = t.fs.clone().readv_concurrency(ReadvConcurrency::Serial);
+    let f = serial.open("/big", READ, "").await.unwrap();
+    assert_eq!(f.readv_concurrency(), ReadvConcurrency::Serial);
+    let one =
+        t.fs.clone()
+            .readv_concurrency(ReadvConcurrency::Parallel(0));
+    let f = one.open("/big", READ, "").await.unwrap();
+    assert_eq!(f.readv_concurrency(), ReadvConcurrency::Parallel(1));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checksums_on_request() {
+    let t = Tree::new();
+    let fs = &t.fs;
+    let value = |a: ChecksumAnswer| {
+        (
+            String::from_utf8(a.alg.to_vec()).unwrap(),
+            String::from_utf8(a.value.to_vec()).unwrap(),
+        )
+    };
+    let cases = [
+        (None, "adler32", "091e01de"),
+        (Some("adler32"), "adler32", "091e01de"),
+        (Some("ADLER32"), "adler32", "091e01de"),
+        (Some("crc32c"), "crc32c", "e3069283"),
+        (Some("md5"), "md5", "25f9e794323b453885f5181f1b624d0b"),
+    ];
+    for (asked, alg, hex) in cases {
+        let got = value(fs.checksum("/nine", asked).await.unwrap());
+        assert_eq!(got, (alg.to_string(), hex.to_string()), "{asked:?}");
+    }
+    let big = value(fs.checksum("/big", Some("crc32c")).await.unwrap());
+    let crc = xroot_proto::page::crc32c(&pattern(300_000));
+    assert_eq!(big.1, format!("{crc:08x}"));
+    assert_eq!(fs.checksum_algorithms(), ["adler32", "crc32c", "md5"]);
+    assert_error(
+        fs.checksum("/nine", Some("foo")).await,
+        ErrorCode::SERVER_ERROR,
+        "foo checksum not supported.",
+    );
+    assert_error(
+        fs.checksum("/dir", None).await,
+        ErrorCode::IS_DIRECTORY,
+        "Unable to checksum /dir; is a directory",
+    );
+    assert_error(
+        fs.checksum("/missing", None).await,
+        ErrorCode::NOT_FOUND,
+        "Unable to checksum /missing; no such file or directory",
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stat_and_dirlist() {
+    let t = Tree::new();
+    let fs = &t.fs;
+    let st = fs.stat("/nine").await.unwrap();
+    let md = std::fs::metadata(t.root().join("nine")).unwrap();
+    assert_eq!((st.size, st.mtime), (9, md.mtime()));
+    assert_eq!(st.extended.as_ref().unwrap().mode, md.mode() & 0o7777);
+    let f = fs.open("/nine", READ, "").await.unwrap();
+    assert_eq!(f.stat().await.unwrap(), st);
+    assert!(fs.stat("/dir").await.unwrap().is_dir());
+    assert_error(
+        fs.stat("/missing").await,
+        ErrorCode::NOT_FOUND,
+        "Unable to locate /missing; no such file or directory",
+    );
+    assert_error(
+        fs.stat("/nine/x").await,
+        ErrorCode::FS_ERROR,
+        "Unable to locate /nine/x; not a directory",
+    );
+
+    let mut names: Vec<_> = fs.dirlist("/", false).await.unwrap();
+    names.sort_by(|a, b| a.name.cmp(&b.name));
+    let names: Vec<_> = names.iter().map(|e| e.name.as_str()).collect();
+    assert_eq!(names, ["big", "dir", "empty", "nine"]);
+    let listed = fs.dirlist("/dir", true).await.unwrap();
+    for e in &listed {
+        let want = fs.stat(&format!("/dir/{}", e.name)).await.unwrap();
+        assert_eq!(e.stat.as_ref(), Some(&want), "{}", e.name);
+    }
+    assert_eq!(listed.len(), 2);
+    assert!(fs.dirlist("/empty", true).await.unwrap().is_empty());
+    assert_error(
+        fs.dirlist("/missing", false).await,
+        ErrorCode::NOT_FOUND,
+        "Unable to open directory /missing; no such file or directory",
+    );
+    assert_code(fs.dirlist("/nine", true).await, ErrorCode::FS_ERROR);
+    // vfs, space and xattrs are not available without libc
+    assert_code(fs.stat_vfs("/").await, ErrorCode::UNSUPPORTED);
+    assert_code(fs.space("/").await, ErrorCode::UNSUPPORTED);
+    assert_code(fs.get_xattr("/nine", "a").await, ErrorCode::UNSUPPORTED);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn open_modes() {
+    let t = Tree::new();
+    let (fs, root) = (&t.fs, t.root());
+    let create = OpenMode {
+        write: true,
+        create_new: true,
+        mode: 0o640,
+        ..READ
+    };
+    let f = fs.open("/new", create, "").await.unwrap();
+    f.write_at(0, Bytes::from_static(b"hello")).await.unwrap();
+    f.close().await.unwrap();
+    let md = std::fs::metadata(root.join("new")).unwrap();
+    assert_eq!((md.len(), md.mode() & 0o777), (5, 0o640));
+    assert_error(
+        fs.open("/new", create, "").await,
+        ErrorCode::ITEM_EXISTS,
+        "Unable to create /new; file exists",
+    );
+    assert_code(fs.open("/a/b/c", create, "").await, ErrorCode::NOT_FOUND);
+    let deep = OpenMode {
+        make_path: true,
+        mode: 0,
+        ..create
+    };
+    fs.open("/a/b/c", deep, "").await.unwrap();
+    let md = std::fs::metadata(root.join("a/b/c")).unwrap();
+    assert_eq!(
+        md.mode() & 0o777,
+        0o600,
+        "owner read and write always granted"
+    );
+    let truncate = OpenMode {
+        write: true,
+        truncate: true,
+        ..READ
+    };
+    let f = fs.open("/new", truncate, "").await.unwrap();
+    assert_eq!(f.stat().await.unwrap().size, 0);
+    f.write_at(3, Bytes::from_static(b"xy")).await.unwrap();
+    f.truncate(4).await.unwrap();
+    assert_eq!(std::fs::read(root.join("new")).unwrap(), b"\0\0\0x");
+    let append = OpenMode {
+        write: true,
+        append: true,
+        ..READ
+    };
+    let f = fs.open("/new", append, "").await.unwrap();
+    f.write_at(0, Bytes::from_static(b"!")).await.unwrap();
+    assert_eq!(std::fs::read(root.join("new")).unwrap(), b"\0\0\0x!");
+
+    assert_error(
+        fs.open("/dir", READ, "").await,
+        ErrorCode::IS_DIRECTORY,
+        "Unable to open /dir; is a directory",
+    );
+    assert_error(
+        fs.open("/missing", READ, "").await,
+        ErrorCode::NOT_FOUND,
+        "Unable to open /missing; no such file or directory",
+    );
+    assert_code(fs.open("/nine/x", READ, "").await, ErrorCode::FS_ERROR);
+    let fifo = root.join("fifo");
+    if std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        // opening would block until a writer came: refused instead
+        assert_code(fs.open("/fifo", READ, "").await, ErrorCode::NOT_FILE);
+        assert_code(fs.checksum("/fifo", None).await, ErrorCode::NOT_FILE);
+        let st = fs.stat("/fifo").await.unwrap();
+        assert!(st.flags.contains(StatFlags::OTHER));
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn namespace_changes() {
+    let t = Tree::new();
+    let (fs, root) = (&t.fs, t.root());
+    std::fs::create_dir_all(root.join("full/inner")).unwrap();
+
+    fs.mkdir("/made", 0o750, false).await.unwrap();
+    assert_eq!(
+        std::fs::metadata(root.join("made")).unwrap().mode() & 0o777,
+        0o750
+    );
+    // the reference passes a repeat with the same bits and owner rwx is added
+    fs.mkdir("/made", 0o050, false).await.unwrap();
+    assert_error(
+        fs.mkdir("/made", 0o755, false).await,
+        ErrorCode::ITEM_EXISTS,
+        "Unable to mkdir /made; file exists",
+    );
+    assert_code(fs.mkdir("/nine", 0o755, true).await, ErrorCode::ITEM_EXISTS);
+    assert_code(fs.mkdir("/p/q/r", 0o755, false).await, ErrorCode::NOT_FOUND);
+    assert_code(fs.mkdir("/nine/x", 0o755, true).await, ErrorCode::FS_ERROR);
+    fs.mkdir("/p/q/r", 0o700, true).await.unwrap();
+    assert!(root.join("p/q/r").is_dir());
+    fs.mkdir("/p/q/r", 0o700, true).await.unwrap();
+
+    fs.rmdir("/p/q/r").await.unwrap();
+    assert!(!root.join("p/q/r").exists());
+    fs.rmdir("/p/q/r")
+        .await
+        .expect("the reference passes a missing rmdir");
+    assert_error(
+        fs.rmdir("/nine").await,
+        ErrorCode::FS_ERROR,
+        "Unable to remove /nine; not a directory",
+    );
+    assert_error(
+        fs.rmdir("/full").await,
+        ErrorCode::FS_ERROR,
+        "Unable to remove /full; directory not empty",
+    );
+    assert_code(fs.rmdir("/").await, ErrorCode::NOT_AUTHORIZED);
+
+    fs.rm("/dir/a").await.unwrap();
+    assert!(!root.join("dir/a").exists());
+    assert_code(fs.rm("/dir/a").await, ErrorCode::NOT_FOUND);
+    fs.rm("/empty")
+        .await
+        .expect("rm removes an empty directory");
+    assert!(!root.join("empty").exists());
+    assert_code(fs.rm("/full").await, ErrorCode::FS_ERROR);
+    assert!(root.join("full/inner").is_dir());
+
+    fs.mv("/nine", "/dir/nine").await.unwrap();
+    assert_eq!(std::fs::read(root.join("dir/nine")).unwrap(), b"123456789");
+    assert_error(
+        fs.mv("/nine", "/x").await,
+        ErrorCode::NOT_FOUND,
+        "Unable to rename /nine; no such file or directory",
+    );
+    assert_code(fs.mv("/big", "/dir").await, ErrorCode::IS_DIRECTORY);
+    assert_code(fs.mv("/dir", "/full").await, ErrorCode::FS_ERROR);
+
+    fs.chmod("/big", 0o4640).await.unwrap();
+    assert_eq!(
+        std::fs::metadata(root.join("big")).unwrap().mode() & 0o7777,
+        0o640
+    );
+    assert_code(fs.chmod("/missing", 0o644).await, ErrorCode::NOT_FOUND);
+
+    fs.truncate("/big", 100).await.unwrap();
+    assert_eq!(std::fs::read(root.join("big")).unwrap(), pattern(100));
+    fs.truncate("/big", 200).await.unwrap();
+    assert_eq!(std::fs::metadata(root.join("big")).unwrap().len(), 200);
+    assert_error(
+        fs.truncate("/dir", 5).await,
+        ErrorCode::IS_DIRECTORY,
+        "Unable to trunc /dir; is a directory",
+    );
+    assert_code(fs.truncate("/missing", 1).await, ErrorCode::NOT_FOUND);
+}
+
+#[test]
+fn root_must_be_a_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"").unwrap();
+    let e = LocalFs::new(dir.path().join("f")).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::NotADirectory);
+    let e = LocalFs::new(dir.path().join("missing")).unwrap_err();
+    assert_eq!(e.kind(), io::ErrorKind::NotFound);
+}
