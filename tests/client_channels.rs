@@ -225,9 +225,11 @@ async fn a_dropped_client_closes_its_substreams() {
     let Some((server, _content, _data)) = server_with_file(100) else {
         return;
     };
+    // a stream timeout long enough that a loaded machine never trips it
+    // while the reads run; the readers notice the drop at their next tick
     let client = Client::with_config(Config {
         substreams: 3,
-        stream_timeout: Duration::from_millis(200),
+        stream_timeout: Duration::from_secs(3),
         ..Config::default()
     });
     let f = client
@@ -240,8 +242,8 @@ async fn a_dropped_client_closes_its_substreams() {
     f.read_at(0, 100).await.unwrap();
     assert_eq!(connections_to(server.port), 3);
     drop((f, client));
-    // the reader tasks notice at their next idle timeout (10 s guard)
-    for _ in 0..200 {
+    // the reader tasks notice at their next idle tick (30 s guard)
+    for _ in 0..600 {
         if connections_to(server.port) == 0 {
             return;
         }
