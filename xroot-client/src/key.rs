@@ -31,7 +31,9 @@ pub struct ChannelKey {
     pub host: String,
     /// TCP port.
     pub port: u16,
-    /// The channel-selecting CGI present in the URL, in [`KEY_CGI`] order.
+    /// The channel-selecting CGI present in the URL (`xrdcl.intent`,
+    /// `xrd.gsiusrpxy`, `xrd.gsiusrcrt`, `xrd.gsiusrkey`, `xrd.sss`,
+    /// `xrd.k5ccname`), in that order.
     pub cgi: Vec<(String, String)>,
 }
 
