@@ -125,6 +125,12 @@ fn main() {
         stats.in_flight.kind(xroot::proto::RequestId::READ).peak,
         stats.in_flight.kind(xroot::proto::RequestId::PGREAD).peak,
     );
+    println!(
+        "load average at the end (2 cores shared): {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
 }
 
 /// Byte `i` of the file is `(i * 7) % 251`; synced, so that writeback does

@@ -172,6 +172,12 @@ fn main() {
         cached as f64 / (1 << 20) as f64,
         (calls() * ELEMENTS) as f64 * ELEMENT_LEN as f64 / (1 << 20) as f64,
     );
+    println!(
+        "load average at the end (2 cores shared): {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
 }
 
 /// Byte `i` of the file is `(i * 7) % 251`.
