@@ -322,7 +322,7 @@ fn print_table(ours: &BTreeMap<usize, Vec<f64>>, stock: &BTreeMap<usize, Vec<f64
     let range = |v: &[f64]| {
         let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
         let hi = v.iter().copied().fold(0.0, f64::max);
-        format!("{lo:.0}..{hi:.0}")
+        format!("{lo:.1}..{hi:.1}")
     };
     for (i, k) in KS.iter().enumerate() {
         println!(
