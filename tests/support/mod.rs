@@ -19,6 +19,7 @@ pub mod delay_proxy;
 pub mod example;
 pub mod scripted;
 pub mod stock;
+pub mod xcache;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;

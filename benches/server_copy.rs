@@ -1,0 +1,201 @@
+//! The stock `xrdcp` copying 1 GiB from our server and from the stock
+//! xrootd 5.5.3; one run, one table (`cargo bench --bench server_copy`;
+//! about a minute).
+//!
+//! The file (byte `i` = `(i * 7) % 251`, written and synced first, so it is
+//! in the page cache) is exported by both servers from the same directory:
+//! our [`Server`] on [`LocalFs`] (default [`Config`]), in this process on
+//! its own two-worker tokio runtime, and the stock xrootd on loopback. The
+//! stock `xrdcp` copies it to `/dev/null` with plain `kXR_read`
+//! (`XRD_CPUSEPGWRTRD=0`) and with `kXR_pgread` (its default); best of
+//! [`RUNS`] wall times, runs interleaved after one untimed warm-up of each
+//! server. The ratio is stock time / our time (target: at least 1.0 each).
+//! The CPU time each server spent during its fastest run is shown too (ours
+//! is this process's, which does nothing else meanwhile).
+//!
+//! Prints "skipped" when the stock xrootd is not installed.
+
+#[allow(dead_code)]
+#[path = "../tests/support/stock.rs"]
+mod stock;
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use stock::StockServer;
+use xroot::server::{Config, LocalFs, Server};
+
+/// Size of the copied file: 1 GiB.
+const SIZE: u64 = 1 << 30;
+/// Timed runs of each copy; the best counts.
+const RUNS: usize = 3;
+
+fn main() {
+    if !stock::xrootd_available() {
+        println!("server_copy: skipped (the stock xrootd is not installed)");
+        return;
+    }
+    let data = tempfile::tempdir().expect("temp dir");
+    let t = Instant::now();
+    write_file(&data.path().join("big.bin"));
+    println!("wrote the 1 GiB file in {:.1} s", t.elapsed().as_secs_f64());
+
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let fs = LocalFs::new(data.path()).unwrap();
+    let server = rt
+        .block_on(Server::bind("127.0.0.1:0", fs, Config::default()))
+        .unwrap();
+    let handle = server.handle();
+    let serving = rt.spawn(server.serve());
+    let stock = StockServer::start(data.path(), &[]).expect("xrootd");
+
+    let url = |port: u16| format!("root://127.0.0.1:{port}//big.bin");
+    let servers = [
+        (
+            "stock xrootd",
+            url(stock.port),
+            server_pid(stock.state.path()),
+        ),
+        (
+            "ours",
+            url(handle.local_addr().port()),
+            Some(std::process::id()),
+        ),
+    ];
+    for (_, url, _) in &servers {
+        xrdcp(url, false);
+    }
+    // best (time, server CPU) per [plain, pgread] × [stock, ours]
+    let mut best = [[(Duration::MAX, None); 2]; 2];
+    for _ in 0..RUNS {
+        for (mode, row) in best.iter_mut().enumerate() {
+            for ((_, url, pid), b) in servers.iter().zip(row.iter_mut()) {
+                let before = cpu_time(*pid);
+                let took = xrdcp(url, mode == 1);
+                let spent = cpu_time(*pid).zip(before).map(|(a, b)| a - b);
+                if took < b.0 {
+                    *b = (took, spent);
+                }
+            }
+        }
+    }
+    let stats = handle.stats();
+    handle.shutdown();
+    rt.block_on(serving).unwrap().unwrap();
+    drop(stock);
+
+    println!("\nstock xrdcp, 1 GiB to /dev/null, best of {RUNS}");
+    println!(
+        "{:<46} {:>7} {:>6} {:>11} {:>8} {:>13}",
+        "", "time s", "GB/s", "stock/ours", "target", "server CPU s"
+    );
+    for (mode, row) in ["plain read (XRD_CPUSEPGWRTRD=0)", "pgread (default)"]
+        .iter()
+        .zip(&best)
+    {
+        for (i, ((name, _, _), (t, cpu))) in servers.iter().zip(row).enumerate() {
+            let secs = t.as_secs_f64();
+            let (ratio, target) = if i == 1 {
+                (format!("{:.2}x", row[0].0.as_secs_f64() / secs), ">= 1.0x")
+            } else {
+                (String::new(), "")
+            };
+            println!(
+                "{:<46} {:>7.3} {:>6.2} {:>11} {:>8} {:>13}",
+                format!("{mode}, {name}"),
+                secs,
+                SIZE as f64 / secs / 1e9,
+                ratio,
+                target,
+                cpu.map_or("?".into(), |d: Duration| format!("{:.2}", d.as_secs_f64()))
+            );
+        }
+    }
+    println!(
+        "\nour server: {} connections, {} requests, peak in flight {} (read {}, pgread {})",
+        stats.connections,
+        stats.in_flight.all.total,
+        stats.in_flight.all.peak,
+        stats.in_flight.kind(xroot::proto::RequestId::READ).peak,
+        stats.in_flight.kind(xroot::proto::RequestId::PGREAD).peak,
+    );
+    println!(
+        "load average at the end (2 cores shared): {}",
+        std::fs::read_to_string("/proc/loadavg")
+            .unwrap_or_default()
+            .trim()
+    );
+}
+
+/// Byte `i` of the file is `(i * 7) % 251`; synced, so that writeback does
+/// not run while timing.
+fn write_file(path: &Path) {
+    let mut f = std::fs::File::create(path).unwrap();
+    let block = 8 << 20;
+    let mut buf = vec![0u8; block];
+    for start in (0..SIZE).step_by(block) {
+        for (i, b) in buf.iter_mut().enumerate() {
+            *b = ((start + i as u64) * 7 % 251) as u8;
+        }
+        f.write_all(&buf).unwrap();
+    }
+    f.sync_all().unwrap();
+}
+
+/// Wall time of the stock `xrdcp` copying `url` to /dev/null, with pgread
+/// (its default) or plain reads. Panics if it fails.
+fn xrdcp(url: &str, pgread: bool) -> Duration {
+    let mut cmd = Command::new("xrdcp");
+    cmd.args(["-f", "--nopbar", url, "/dev/null"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    if pgread {
+        cmd.env_remove("XRD_CPUSEPGWRTRD");
+    } else {
+        cmd.env("XRD_CPUSEPGWRTRD", "0");
+    }
+    let t = Instant::now();
+    let out = cmd.output().expect("run xrdcp");
+    let took = t.elapsed();
+    assert!(
+        out.status.success(),
+        "xrdcp {url}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}
+
+/// The stock server's pid, from the pid file it writes under its state dir.
+fn server_pid(state: &Path) -> Option<u32> {
+    let mut dirs = vec![state.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.file_name().is_some_and(|n| n == "xrootd.pid") {
+                return std::fs::read_to_string(&path).ok()?.trim().parse().ok();
+            }
+        }
+    }
+    None
+}
+
+/// CPU time (user + system) process `pid` has used, from /proc/PID/stat
+/// (100 clock ticks per second).
+fn cpu_time(pid: Option<u32>) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // utime and stime are fields 14 and 15; count after the command name
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
