@@ -170,7 +170,12 @@ async fn pgread_frames<T: File>(
         rlen: rlen as u64,
         data: &data,
     };
-    let mut frames = BytesMut::new();
+    // one allocation for every frame: data and crcs, plus a 32-byte status
+    // head per frame of up to 512 pages (2 MiB), rounded up
+    let heads = 64 * (data.len() / MAX_TRANSFER + 2);
+    let mut frames = BytesMut::with_capacity(
+        xroot_proto::page::wire_len(at, data.len() as u64) as usize + heads,
+    );
     PgReadEncoder::new().encode_pgread(out.sid, &extent, &mut frames);
     Ok(out.raw(frames).await?)
 }

@@ -429,17 +429,17 @@ pub struct LocalFile {
 /// ends; allocates no more than the file holds. Blocking.
 fn read_full(file: &std::fs::File, size: u64, offset: u64, len: usize) -> io::Result<Bytes> {
     let available = usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX);
-    let mut buf = vec![0; len.min(available)];
-    let mut got = 0;
-    while got < buf.len() {
-        match file.read_at(&mut buf[got..], offset + got as u64) {
+    let want = len.min(available);
+    let mut buf: Vec<u8> = Vec::with_capacity(want);
+    while buf.len() < want {
+        let at = offset + buf.len() as u64;
+        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
             Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Ok(_) => {}
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
         }
     }
-    buf.truncate(got);
     Ok(buf.into())
 }
 
