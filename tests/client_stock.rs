@@ -66,3 +66,15 @@ async fn open_read_write_stat_close() {
     let stats = client.channels()[0].stats();
     assert!(stats.in_flight_peak >= 2, "requests overlapped: {stats:?}");
 }
+
+#[tokio::test]
+async fn a_tls_url_is_refused_not_sent_in_plain_text() {
+    // nothing listens on this port: the refusal must come before any connect
+    let client = Client::new();
+    let err = client
+        .open("roots://127.0.0.1:9//f", OpenFlags::READ)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains("TLS"), "{err}");
+}

@@ -56,6 +56,12 @@ pub(crate) struct Setup {
 
 impl Setup {
     async fn connect(key: &ChannelKey, cfg: &Config) -> Result<Setup> {
+        if key.scheme == "roots" {
+            // never fall back to plain text for a URL that asks for TLS
+            return Err(Error::InvalidArgument(format!(
+                "{key}: roots:// (TLS) is not supported by this client yet"
+            )));
+        }
         let endpoint = key.endpoint();
         let host = key.host.trim_start_matches('[').trim_end_matches(']');
         let sock = TcpStream::connect((host, key.port))
