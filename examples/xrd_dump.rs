@@ -16,7 +16,7 @@ use std::process::ExitCode;
 use bytes::BytesMut;
 use xroot::proto::frame::{ClientMessage, RequestDecoder, ResponseDecoder};
 use xroot::proto::response::{PgReadFrame, Response};
-use xroot::proto::{request::Request, DecodeError};
+use xroot::proto::{request::Request, DecodeError, ServerHandshake};
 
 /// Longest line printed for one frame, in characters.
 const WIDTH: usize = 150;
@@ -72,6 +72,14 @@ fn dump_requests(buf: &mut BytesMut) -> Result<(), DecodeError> {
 
 fn dump_responses(buf: &mut BytesMut) -> Result<(), DecodeError> {
     let mut dec = ResponseDecoder::new();
+    // the 16-byte handshake reply decodes as a frame with an 8-byte body
+    if let Some(frame) = dec.decode_eof(buf)? {
+        let hs = ServerHandshake::from_body(&frame.body)?;
+        println!(
+            "   handshake reply (16 bytes): protover {:#x}, {:?}",
+            hs.protover, hs.server_type
+        );
+    }
     while let Some(frame) = dec.decode_eof(buf)? {
         let head = format!(
             "sid={:04x} {:?} dlen={}",

@@ -5,6 +5,9 @@
 //! - [`client`] ([`xroot_client`]): the async multiplexed client;
 //! - [`server`] ([`xroot_server`]): a server you implement one trait for;
 //! - [`cache`] ([`xroot_cache`]): a block-run cache.
+//!
+//! The project README follows; its Rust samples are compiled as doctests.
+#![doc = include_str!("../README.md")]
 
 pub use xroot_cache as cache;
 pub use xroot_client as client;

@@ -131,8 +131,16 @@ impl StockServer {
             if let Ok(Some(status)) = self.child.try_wait() {
                 panic!("xrootd exited with {status}; log:\n{}", self.log_tail());
             }
-            if TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+            // the port answering is not enough: another test's server may
+            // hold it if two tests drew the same free port; our own log must
+            // say that this instance came up
+            if self.log_says("initialization completed")
+                && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            {
                 return;
+            }
+            if self.log_says("initialization failed") {
+                panic!("xrootd failed to start; log:\n{}", self.log_tail());
             }
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -141,6 +149,13 @@ impl StockServer {
             self.port,
             self.log_tail()
         );
+    }
+
+    fn log_says(&self, needle: &str) -> bool {
+        walk(self.state.path())
+            .iter()
+            .filter(|p| p.extension().is_some_and(|e| e == "log"))
+            .any(|p| std::fs::read_to_string(p).is_ok_and(|t| t.contains(needle)))
     }
 
     /// The last lines of the server's log, for failure messages.
