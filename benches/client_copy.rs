@@ -70,7 +70,7 @@ fn main() {
     let ours = example::example_bin("xrdcp");
     let url = format!("root://127.0.0.1:{}//big.bin", server.port);
 
-    copies(&ours, &url, server_pid(server.state.path()));
+    copies(&ours, &url, server.server_pid());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -98,34 +98,6 @@ fn write_file(path: &Path) {
     }
     // written back now, not while timing
     f.sync_all().unwrap();
-}
-
-/// The stock server's pid, from the pid file it writes under its state dir.
-fn server_pid(state: &Path) -> Option<u32> {
-    let mut dirs = vec![state.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.file_name().is_some_and(|n| n == "xrootd.pid") {
-                return std::fs::read_to_string(&path).ok()?.trim().parse().ok();
-            }
-        }
-    }
-    None
-}
-
-/// CPU time (user + system) process `pid` has used, assuming the usual 100
-/// clock ticks per second of /proc/PID/stat.
-fn cpu_time(pid: Option<u32>) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
-    // the fields after the parenthesised command name; utime and stime are
-    // fields 14 and 15 of the whole line
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
 }
 
 /// One copy tool run: what to run and how.
@@ -201,9 +173,9 @@ fn copies(ours: &Path, url: &str, server: Option<u32>) {
     let mut best = vec![(Duration::MAX, None); variants.len()];
     for _ in 0..COPY_RUNS {
         for (b, variant) in best.iter_mut().zip(&variants) {
-            let before = cpu_time(server);
+            let before = stock::cpu_time(server);
             let took = variant.run(url);
-            let spent = cpu_time(server).zip(before).map(|(a, b)| a - b);
+            let spent = stock::cpu_time(server).zip(before).map(|(a, b)| a - b);
             if took < b.0 {
                 *b = (took, spent);
             }

@@ -57,11 +57,7 @@ fn main() {
 
     let url = |port: u16| format!("root://127.0.0.1:{port}//big.bin");
     let servers = [
-        (
-            "stock xrootd",
-            url(stock.port),
-            server_pid(stock.state.path()),
-        ),
+        ("stock xrootd", url(stock.port), stock.server_pid()),
         (
             "ours",
             url(handle.local_addr().port()),
@@ -76,9 +72,9 @@ fn main() {
     for _ in 0..RUNS {
         for (mode, row) in best.iter_mut().enumerate() {
             for ((_, url, pid), b) in servers.iter().zip(row.iter_mut()) {
-                let before = cpu_time(*pid);
+                let before = stock::cpu_time(*pid);
                 let took = xrdcp(url, mode == 1);
-                let spent = cpu_time(*pid).zip(before).map(|(a, b)| a - b);
+                let spent = stock::cpu_time(*pid).zip(before).map(|(a, b)| a - b);
                 if took < b.0 {
                     *b = (took, spent);
                 }
@@ -171,31 +167,4 @@ fn xrdcp(url: &str, pgread: bool) -> Duration {
         String::from_utf8_lossy(&out.stderr)
     );
     took
-}
-
-/// The stock server's pid, from the pid file it writes under its state dir.
-fn server_pid(state: &Path) -> Option<u32> {
-    let mut dirs = vec![state.to_path_buf()];
-    while let Some(dir) = dirs.pop() {
-        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                dirs.push(path);
-            } else if path.file_name().is_some_and(|n| n == "xrootd.pid") {
-                return std::fs::read_to_string(&path).ok()?.trim().parse().ok();
-            }
-        }
-    }
-    None
-}
-
-/// CPU time (user + system) process `pid` has used, from /proc/PID/stat
-/// (100 clock ticks per second).
-fn cpu_time(pid: Option<u32>) -> Option<Duration> {
-    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
-    // utime and stime are fields 14 and 15; count after the command name
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split(' ').collect();
-    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(Duration::from_millis(ticks * 10))
 }

@@ -151,6 +151,16 @@ impl StockServer {
         );
     }
 
+    /// The pid of the serving process, from the pid file xrootd writes in
+    /// its admin dir (the process we spawned forks it).
+    pub fn server_pid(&self) -> Option<u32> {
+        walk(self.state.path())
+            .iter()
+            .find(|p| p.file_name().is_some_and(|n| n == "xrootd.pid"))
+            .and_then(|p| std::fs::read_to_string(p).ok())
+            .and_then(|t| t.trim().parse().ok())
+    }
+
     fn log_says(&self, needle: &str) -> bool {
         walk(self.state.path())
             .iter()
@@ -193,4 +203,15 @@ impl Drop for StockServer {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// CPU time (user + system) that process `pid` has used, from
+/// /proc/PID/stat (100 clock ticks per second).
+pub fn cpu_time(pid: Option<u32>) -> Option<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // utime and stime are fields 14 and 15; count after the command name
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split(' ').collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
