@@ -430,3 +430,42 @@ async fn namespace_changes_equal_the_stock_servers() {
     assert_eq!(ours_now, theirs_now);
     assert_ne!(ours_now, before, "the script changed something");
 }
+
+/// Space and vfs answers: LocalFs reports the file system holding its root
+/// as the stock server does (bytes for space, MiB and percent for vfs). Free
+/// space moves while other tests write, so free figures get a 1 GiB margin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn space_and_vfs_match_the_stock_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(server) = StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    let client = Client::new();
+    let stock = client
+        .fs(&format!("root://127.0.0.1:{}", server.port))
+        .unwrap();
+    let ours = LocalFs::new(dir.path()).unwrap();
+
+    let (a, b) = (
+        stock.query_space("/").await.unwrap(),
+        ours.space("/").await.unwrap(),
+    );
+    assert_eq!((&a.cgroup, a.space, a.quota), (&b.cgroup, b.space, b.quota));
+    assert_eq!(b.used + b.free, b.space);
+    assert_eq!(b.maxf, b.free);
+    assert!((a.free - b.free).abs() < 1 << 30, "stock {a:?} ours {b:?}");
+
+    let (a, b) = (
+        stock.stat_vfs("/").await.unwrap(),
+        ours.stat_vfs("/").await.unwrap(),
+    );
+    assert_eq!(
+        (a.nodes_rw, a.nodes_stage, a.free_stage, a.util_stage),
+        (b.nodes_rw, b.nodes_stage, b.free_stage, b.util_stage)
+    );
+    assert!(
+        (a.free_rw - b.free_rw).abs() < 1024,
+        "stock {a:?} ours {b:?}"
+    );
+    assert!((a.util_rw - b.util_rw).abs() <= 1, "stock {a:?} ours {b:?}");
+}

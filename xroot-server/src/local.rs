@@ -14,9 +14,10 @@
 //! - **Checksums** computed on request: adler32 (default), crc32c, md5.
 //! - Errors carry the reference's code and message
 //!   ("Unable to locate /x; no such file or directory").
-//! - Not supported (`kXR_Unsupported`, the trait defaults): `kXR_vfs` stat
-//!   and the space query (std has no `statvfs`, and this crate has no libc),
-//!   and extended attributes (std has no xattr calls).
+//! - `kXR_vfs` stat and the space query describe the file system holding
+//!   the export root (`statvfs`, through rustix), in the stock server's units.
+//! - Not supported (`kXR_Unsupported`, the trait defaults): extended
+//!   attributes (std has no xattr calls).
 
 mod checksum;
 mod confine;
@@ -30,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
-use xroot_proto::response::{ChecksumAnswer, StatInfo};
+use xroot_proto::response::{ChecksumAnswer, SpaceInfo, StatInfo, StatVfs};
 use xroot_proto::ErrorCode;
 
 use self::checksum::{Algorithm, ALGORITHMS};
@@ -408,10 +409,60 @@ impl FileSystem for LocalFs {
         self.run(move |fs| fs.checksum_sync(&path, alg.as_deref()))
     }
 
+    /// The file system holding the export root, as the stock server reports
+    /// it: one read/write node, free space in MiB, utilisation in percent,
+    /// no staging space.
+    fn stat_vfs(&self, path: &str) -> impl Future<Output = FsResult<StatVfs>> + Send {
+        let _ = path;
+        let root = self.root().to_path_buf();
+        async move {
+            let s = root_space(root).await?;
+            Ok(StatVfs {
+                nodes_rw: 1,
+                free_rw: s.free >> 20,
+                util_rw: if s.space > 0 {
+                    s.used * 100 / s.space
+                } else {
+                    0
+                },
+                nodes_stage: 0,
+                free_stage: 0,
+                util_stage: 0,
+            })
+        }
+    }
+
+    /// Space of the file system holding the export root, in bytes, in the
+    /// stock server's `public` space group: `free` and `maxf` are what an
+    /// unprivileged user may still write, `quota` is -1 (none).
+    fn space(&self, path: &str) -> impl Future<Output = FsResult<SpaceInfo>> + Send {
+        let _ = path;
+        root_space(self.root().to_path_buf())
+    }
+
     /// `["adler32", "crc32c", "md5"]`.
     fn checksum_algorithms(&self) -> Vec<String> {
         ALGORITHMS.iter().map(|a| a.to_string()).collect()
     }
+}
+
+/// `statvfs` of `root` as a [`SpaceInfo`] (on the blocking pool).
+async fn root_space(root: PathBuf) -> FsResult<SpaceInfo> {
+    let s = tokio::task::spawn_blocking(move || rustix::fs::statvfs(&root))
+        .await
+        .map_err(|e| FsError::new(ErrorCode::SERVER_ERROR, e.to_string()))?
+        .map_err(|e| FsError::from_io(&e.into()))?;
+    let unit = s.f_frsize as i64;
+    let space = s.f_blocks as i64 * unit;
+    let free = s.f_bavail as i64 * unit;
+    Ok(SpaceInfo {
+        cgroup: Bytes::from_static(b"public"),
+        space,
+        free,
+        maxf: free,
+        used: space - free,
+        quota: -1,
+    })
 }
 
 /// An open file of a [`LocalFs`]: one shared `std::fs::File` used only
