@@ -22,6 +22,8 @@
 //! The benchmark starts and stops the stock server itself and prints
 //! "skipped" when it is not installed.
 
+#[path = "common.rs"]
+mod common;
 #[allow(dead_code)]
 #[path = "../tests/support/delay_proxy.rs"]
 mod delay_proxy;
@@ -32,7 +34,6 @@ mod example;
 #[path = "../tests/support/stock.rs"]
 mod stock;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -61,7 +62,7 @@ fn main() {
     }
     let data = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
-    write_file(&data.path().join("big.bin"));
+    common::write_file(&data.path().join("big.bin"), SIZE);
     println!(
         "wrote the 1 GiB file in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -77,27 +78,7 @@ fn main() {
         .build()
         .unwrap();
     rt.block_on(vector_reads(server.port));
-    println!(
-        "\nload average at the end: {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
-    );
-}
-
-/// Byte `i` of the file is `(i * 7) % 251`.
-fn write_file(path: &Path) {
-    let mut f = std::fs::File::create(path).unwrap();
-    let block = 8 << 20;
-    let mut buf = vec![0u8; block];
-    for start in (0..SIZE).step_by(block) {
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = ((start + i as u64) * 7 % 251) as u8;
-        }
-        f.write_all(&buf).unwrap();
-    }
-    // written back now, not while timing
-    f.sync_all().unwrap();
+    println!("\nload average at the end: {}", common::load_average());
 }
 
 /// One copy tool run: what to run and how.

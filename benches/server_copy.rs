@@ -15,12 +15,12 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
+#[path = "common.rs"]
+mod common;
 #[allow(dead_code)]
 #[path = "../tests/support/stock.rs"]
 mod stock;
 
-use std::io::Write;
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -39,7 +39,7 @@ fn main() {
     }
     let data = tempfile::tempdir().expect("temp dir");
     let t = Instant::now();
-    write_file(&data.path().join("big.bin"));
+    common::write_file(&data.path().join("big.bin"), SIZE);
     println!("wrote the 1 GiB file in {:.1} s", t.elapsed().as_secs_f64());
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -123,25 +123,8 @@ fn main() {
     );
     println!(
         "load average at the end (2 cores shared): {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
+        common::load_average()
     );
-}
-
-/// Byte `i` of the file is `(i * 7) % 251`; synced, so that writeback does
-/// not run while timing.
-fn write_file(path: &Path) {
-    let mut f = std::fs::File::create(path).unwrap();
-    let block = 8 << 20;
-    let mut buf = vec![0u8; block];
-    for start in (0..SIZE).step_by(block) {
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = ((start + i as u64) * 7 % 251) as u8;
-        }
-        f.write_all(&buf).unwrap();
-    }
-    f.sync_all().unwrap();
 }
 
 /// Wall time of the stock `xrdcp` copying `url` to /dev/null, with pgread

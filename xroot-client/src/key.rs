@@ -60,11 +60,7 @@ impl ChannelKey {
 
     /// `host:port` (brackets around an IPv6 host), for connecting and messages.
     pub fn endpoint(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        xroot_proto::url::host_port(&self.host, self.port)
     }
 
     /// The `xrdcl.intent` value, if any.

@@ -123,11 +123,16 @@ impl Url {
 
     /// `host:port`, with brackets around an IPv6 host.
     pub fn host_port(&self) -> String {
-        if self.host.contains(':') {
-            format!("[{}]:{}", self.host, self.port)
-        } else {
-            format!("{}:{}", self.host, self.port)
-        }
+        host_port(&self.host, self.port)
+    }
+}
+
+/// `host:port`, with brackets around an IPv6 `host` (`[::1]:1094`).
+pub fn host_port(host: &str, port: u16) -> String {
+    if host.contains(':') {
+        format!("[{host}]:{port}")
+    } else {
+        format!("{host}:{port}")
     }
 }
 
