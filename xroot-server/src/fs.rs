@@ -282,6 +282,16 @@ pub trait FileSystem: Send + Sync + 'static {
         async { Err(FsError::unsupported("space query")) }
     }
 
+    /// The answer to `kXR_query` with `kXR_QStats` (`xrdfs HOST query
+    /// stats WHAT`): a report of this backend's activity as text, `what`
+    /// being the client's argument (the reference's letters, e.g. `a` for
+    /// all). Default: `kXR_Unsupported`, as before a backend reports any.
+    #[doc(alias = "kXR_QStats")]
+    fn stats_report(&self, what: &str) -> impl Future<Output = FsResult<String>> + Send {
+        let _ = what;
+        async { Err(FsError::unsupported("kXR_QStats")) }
+    }
+
     /// Extended attributes: the value of `name` on `path`.
     fn get_xattr(&self, path: &str, name: &str) -> impl Future<Output = FsResult<Bytes>> + Send {
         let _ = (path, name);

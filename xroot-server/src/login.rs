@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
 
-use bytes::{BufMut, BytesMut};
+use bytes::BufMut;
 use xroot_proto::request::{Auth, Bind, Endsess, Login, Protocol, RequestBody};
 use xroot_proto::response::{
     BindResponse, LoginResponse, ProtocolFlags, ProtocolResponse, Response,
@@ -15,6 +15,7 @@ use xroot_proto::response::{
 use xroot_proto::{ErrorCode, RequestFrame, ServerType};
 
 use crate::auth::{AuthContext, AuthOutcome};
+use crate::dispatch::ok_with;
 use crate::fs::FileSystem;
 use crate::session::{Conn, Phase, PROTOCOL_VERSION};
 
@@ -27,13 +28,6 @@ pub(crate) const SERVER_FLAGS: ProtocolFlags =
 /// The client host of an address, IPv4-mapped IPv6 seen as IPv4.
 fn host(addr: SocketAddr) -> IpAddr {
     addr.ip().to_canonical()
-}
-
-/// `value`'s body as a `kXR_ok`.
-fn ok_with(encode: impl FnOnce(&mut BytesMut)) -> Response {
-    let mut b = BytesMut::new();
-    encode(&mut b);
-    Response::Ok(b.freeze())
 }
 
 impl<F: FileSystem> Conn<F> {

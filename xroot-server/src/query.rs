@@ -41,8 +41,12 @@ pub(crate) async fn query<F: FileSystem>(ctx: &Ctx<F>, r: Query) -> Result<Respo
             Ok(ok_with(|b| space.encode(b)))
         }
         QueryCode::FINFO | QueryCode::OPAQUG => by_handle(ctx, &r),
-        QueryCode::STATS
-        | QueryCode::XATTR
+        QueryCode::STATS => {
+            let what = path::text(&r.args)?;
+            let report = ctx.fs().stats_report(what).await?;
+            Ok(ok_with(|b| b.extend_from_slice(report.as_bytes())))
+        }
+        QueryCode::XATTR
         | QueryCode::PREP
         | QueryCode::FSINFO
         | QueryCode::OPAQUE

@@ -182,6 +182,11 @@ impl<F: FileSystem> Server<F> {
         self.shared.monitor.local_addr
     }
 
+    /// The backend this server serves.
+    pub fn fs(&self) -> &F {
+        &self.shared.fs
+    }
+
     /// A handle for statistics and shutdown.
     pub fn handle(&self) -> ServerHandle {
         ServerHandle {

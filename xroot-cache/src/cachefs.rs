@@ -1,0 +1,283 @@
+//! [`CacheFs`]: the cache as an [`xroot_server::FileSystem`], which makes
+//! [`xroot_server::Server`] a caching proxy (the XCache equivalent).
+//!
+//! Opens are read-only. Every client handle on one path shares one
+//! [`CachedFile`] (one origin file, one store entry, one set of fills in
+//! flight); the first open asks the origin for the file and its stat, whose
+//! size and modification time validate the store entry (a changed origin
+//! file resets it). When the last handle goes, the sidecar is written and
+//! the origin file closed. Namespace requests (`stat`, `dirlist`, checksum
+//! queries) are forwarded to the origin; requests that would change it are
+//! refused with `kXR_NotAuthorized`. `kXR_QStats` answers the cache's
+//! [`CacheStats`](crate::stats::CacheStats) as text.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+
+use bytes::Bytes;
+use tokio::sync::OnceCell;
+use xroot_proto::response::{ChecksumAnswer, StatInfo};
+use xroot_proto::ErrorCode;
+use xroot_server::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
+
+use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
+use crate::origin::{Origin, OriginFs};
+use crate::purge::{purge, PurgeReport, Watermarks};
+use crate::stats::{CacheStats, CacheStatsSnapshot};
+use crate::store::{Store, Validators};
+
+/// A caching proxy file system: `origin` below, `store` on local disk.
+pub struct CacheFs<F: OriginFs> {
+    inner: Arc<FsInner<F>>,
+}
+
+impl<F: OriginFs> Clone for CacheFs<F> {
+    fn clone(&self) -> Self {
+        CacheFs {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct FsInner<F: OriginFs> {
+    origin: F,
+    store: Arc<Store>,
+    shared: Arc<Shared>,
+    /// Paths with client handles open (or opening).
+    open: Mutex<HashMap<String, Arc<Slot<F::File>>>>,
+}
+
+/// The cached file of one path and how many client handles use it.
+struct Slot<O: Origin> {
+    file: OnceCell<(CachedFile<O>, StatInfo)>,
+    /// Client handles open or opening; guarded by `FsInner::open`.
+    handles: Mutex<usize>,
+}
+
+impl<F: OriginFs> CacheFs<F> {
+    /// A cache of `origin` storing its blocks in `store`, with `config`.
+    pub fn new(origin: F, store: Store, config: CacheConfig) -> CacheFs<F> {
+        CacheFs {
+            inner: Arc::new(FsInner {
+                origin,
+                store: Arc::new(store),
+                shared: Shared::new(config, CacheStats::new()),
+                open: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// The cache's counters now.
+    pub fn stats(&self) -> CacheStatsSnapshot {
+        self.inner.shared.stats.snapshot()
+    }
+
+    /// Writes the sidecar of every file open now (for a graceful stop).
+    ///
+    /// Errors: the first sidecar write that failed.
+    pub async fn flush_all(&self) -> std::io::Result<()> {
+        let files: Vec<_> = {
+            let open = self.inner.open.lock().unwrap();
+            open.values()
+                .filter_map(|s| s.file.get().map(|(f, _)| f.clone()))
+                .collect()
+        };
+        for f in files {
+            f.flush().await?;
+        }
+        Ok(())
+    }
+
+    /// Removes least recently used whole files while the store uses more
+    /// than `marks.high` bytes, down to `marks.low`, never a file open now.
+    ///
+    /// Errors: the store's I/O errors.
+    pub async fn purge(&self, marks: Watermarks) -> std::io::Result<PurgeReport> {
+        let in_use: HashSet<String> = self.inner.open.lock().unwrap().keys().cloned().collect();
+        let store = self.inner.store.clone();
+        tokio::task::spawn_blocking(move || purge(&store, marks, |p| in_use.contains(p)))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+    }
+
+    /// Opens the cached file of `path`: the origin file, its stat and the
+    /// store entry they validate.
+    async fn open_cached(&self, path: &str) -> FsResult<(CachedFile<F::File>, StatInfo)> {
+        let inner = &self.inner;
+        let origin = inner.origin.open(path).await?;
+        let stat = origin.stat().await?;
+        let validators = Validators {
+            size: stat.size,
+            mtime: stat.mtime,
+        };
+        let store = inner.store.clone();
+        let block_size = inner.shared.config.geometry.block_size;
+        let key = path.to_string();
+        let entry = tokio::task::spawn_blocking(move || store.entry(&key, validators, block_size))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))?;
+        let file = CachedFile::new(origin, entry, stat.size, inner.shared.clone());
+        Ok((file, stat))
+    }
+
+    /// Drops one handle of `path`; the last one flushes and closes the file.
+    fn release(inner: &Arc<FsInner<F>>, path: &str, slot: &Arc<Slot<F::File>>) {
+        let last = {
+            let mut open = inner.open.lock().unwrap();
+            let mut handles = slot.handles.lock().unwrap();
+            *handles -= 1;
+            let last = *handles == 0;
+            if last && open.get(path).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+                open.remove(path);
+            }
+            last
+        };
+        let file = slot.file.get().map(|(f, _)| f.clone());
+        if let (true, Some(file)) = (last, file) {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    if let Err(e) = file.close().await {
+                        tracing::debug!("closing the origin file: {e}");
+                    }
+                });
+            }
+        }
+    }
+}
+
+/// A read-only request: an open for writing, or a namespace change.
+fn read_only(what: &str) -> FsError {
+    FsError::new(
+        ErrorCode::NOT_AUTHORIZED,
+        format!("{what} is not allowed: this is a read-only cache"),
+    )
+}
+
+impl From<CacheError> for FsError {
+    fn from(e: CacheError) -> FsError {
+        match e {
+            CacheError::PastEof { .. } => FsError::new(ErrorCode::FS_ERROR, e.to_string()),
+            CacheError::Origin(o) => match Arc::try_unwrap(o) {
+                Ok(o) => o.into(),
+                Err(o) => FsError::new(ErrorCode::SERVER_ERROR, format!("origin: {o}")),
+            },
+            CacheError::Store(_) | CacheError::Exhausted(_) => {
+                FsError::new(ErrorCode::IO_ERROR, e.to_string())
+            }
+        }
+    }
+}
+
+/// A client's handle on a cached file.
+pub struct CacheHandle<F: OriginFs> {
+    file: CachedFile<F::File>,
+    stat: StatInfo,
+    path: String,
+    slot: Arc<Slot<F::File>>,
+    fs: Arc<FsInner<F>>,
+}
+
+impl<F: OriginFs> Drop for CacheHandle<F> {
+    fn drop(&mut self) {
+        CacheFs::release(&self.fs, &self.path, &self.slot);
+    }
+}
+
+impl<F: OriginFs> File for CacheHandle<F> {
+    async fn read_at(&self, offset: u64, len: usize) -> FsResult<Bytes> {
+        Ok(self.file.read_at(offset, len).await?)
+    }
+
+    async fn write_at(&self, _offset: u64, _data: Bytes) -> FsResult<()> {
+        Err(read_only("writing"))
+    }
+
+    async fn stat(&self) -> FsResult<StatInfo> {
+        Ok(self.stat.clone())
+    }
+
+    async fn readv(&self, extents: Vec<(u64, usize)>) -> FsResult<Vec<Bytes>> {
+        Ok(self.file.readv(&extents).await?)
+    }
+
+    fn readv_concurrency(&self) -> ReadvConcurrency {
+        ReadvConcurrency::Parallel(self.fs.shared.config.readv_concurrency.max(1))
+    }
+}
+
+impl<F: OriginFs> FileSystem for CacheFs<F> {
+    type File = CacheHandle<F>;
+
+    async fn open(&self, path: &str, mode: OpenMode, _cgi: &str) -> FsResult<CacheHandle<F>> {
+        if mode.write || mode.create_new || mode.truncate || mode.append {
+            return Err(read_only("opening for writing"));
+        }
+        let slot = {
+            let mut open = self.inner.open.lock().unwrap();
+            let slot = open
+                .entry(path.to_string())
+                .or_insert_with(|| {
+                    Arc::new(Slot {
+                        file: OnceCell::new(),
+                        handles: Mutex::new(0),
+                    })
+                })
+                .clone();
+            *slot.handles.lock().unwrap() += 1;
+            slot
+        };
+        match slot.file.get_or_try_init(|| self.open_cached(path)).await {
+            Ok((file, stat)) => Ok(CacheHandle {
+                file: file.clone(),
+                stat: stat.clone(),
+                path: path.to_string(),
+                slot: slot.clone(),
+                fs: self.inner.clone(),
+            }),
+            Err(e) => {
+                CacheFs::release(&self.inner, path, &slot);
+                Err(e)
+            }
+        }
+    }
+
+    async fn stat(&self, path: &str) -> FsResult<StatInfo> {
+        Ok(self.inner.origin.stat(path).await?)
+    }
+
+    async fn dirlist(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
+        Ok(self.inner.origin.dirlist(path, with_stat).await?)
+    }
+
+    async fn mkdir(&self, _path: &str, _mode: u32, _parents: bool) -> FsResult<()> {
+        Err(read_only("mkdir"))
+    }
+
+    async fn rm(&self, _path: &str) -> FsResult<()> {
+        Err(read_only("rm"))
+    }
+
+    async fn rmdir(&self, _path: &str) -> FsResult<()> {
+        Err(read_only("rmdir"))
+    }
+
+    async fn mv(&self, _from: &str, _to: &str) -> FsResult<()> {
+        Err(read_only("mv"))
+    }
+
+    async fn chmod(&self, _path: &str, _mode: u32) -> FsResult<()> {
+        Err(read_only("chmod"))
+    }
+
+    async fn truncate(&self, _path: &str, _size: u64) -> FsResult<()> {
+        Err(read_only("truncate"))
+    }
+
+    async fn checksum(&self, path: &str, alg: Option<&str>) -> FsResult<ChecksumAnswer> {
+        Ok(self.inner.origin.checksum(path, alg).await?)
+    }
+
+    async fn stats_report(&self, _what: &str) -> FsResult<String> {
+        Ok(self.stats().to_string())
+    }
+}

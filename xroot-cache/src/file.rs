@@ -1,0 +1,472 @@
+//! One cached file: the block state of an origin file, fills from the
+//! origin in block runs, and reads served from the disk store.
+//!
+//! A client read or vector read is planned ([`plan`]) against the blocks'
+//! states: blocks already cached are served from the [`Entry`], blocks
+//! another reader is fetching are awaited (single flight), and the missing
+//! ones become runs fetched by ONE origin request per planned request —
+//! normally one for the whole client vector read. Each origin request runs
+//! on its own task, so a client that goes away mid-fill does not strand the
+//! readers waiting for the same blocks. Fetched data is written to the
+//! store, and only then are its blocks marked cached and its waiters woken;
+//! every byte answered is read back from the store, which checks its page
+//! crc32c (a page that fails is fetched again).
+//!
+//! Memory: fetched data waits in RAM only between the origin's answer and
+//! the store write; [`CacheConfig::ram`] bounds those bytes across all
+//! files of a cache, and a fill waits for room before it asks the origin
+//! (back-pressure on the clients).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use tokio::sync::{watch, Semaphore};
+
+use crate::origin::{Origin, OriginError};
+use crate::plan::{plan, BlockState, Geometry, Plan, Run};
+use crate::stats::CacheStats;
+use crate::store::{Entry, StoreError};
+
+/// How many times a read re-plans when blocks it waited for failed in
+/// another reader's fill or a cached page failed its checksum.
+const ATTEMPTS: usize = 3;
+
+/// A cache's tunables. Sizes in bytes.
+#[derive(Debug, Clone)]
+pub struct CacheConfig {
+    /// Block size, run cap (`io_size`) and gap merging (`io_gap`).
+    pub geometry: Geometry,
+    /// Bytes fetched from the origin and not yet in the store, over all
+    /// files; a fill waits for room (at least one run always fits).
+    pub ram: u64,
+    /// Blocks to fetch ahead of each client read, in the background; 0
+    /// (the default) turns prefetching off.
+    pub prefetch_blocks: u64,
+    /// How many vector reads of one file may run at once.
+    pub readv_concurrency: usize,
+    /// The longest a fill's block bits stay only in memory: after a fill,
+    /// the sidecar is written when the last write was longer ago than this.
+    /// Bits not yet written are lost by a crash (the data is fetched again),
+    /// never served wrong.
+    pub flush_interval: Duration,
+}
+
+impl Default for CacheConfig {
+    fn default() -> CacheConfig {
+        CacheConfig {
+            geometry: Geometry::default(),
+            ram: 1 << 30,
+            prefetch_blocks: 0,
+            readv_concurrency: 64,
+            flush_interval: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Why a cached read failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CacheError {
+    /// An extent ends past the end of the file (the reference fails the
+    /// whole vector read, PROTOCOL.md Appendix item 3).
+    #[error("read of {len} bytes at offset {offset} extends past end of file ({size} bytes)")]
+    PastEof {
+        /// The extent's offset, bytes.
+        offset: u64,
+        /// The extent's length, bytes.
+        len: usize,
+        /// The file's size, bytes.
+        size: u64,
+    },
+    /// The origin request that was to bring the blocks failed.
+    #[error("origin: {0}")]
+    Origin(Arc<OriginError>),
+    /// The disk store failed.
+    #[error("cache store: {0}")]
+    Store(Arc<std::io::Error>),
+    /// The blocks could not be brought in after several attempts (another
+    /// reader's fill kept failing, or the store kept losing pages).
+    #[error("blocks of {0} could not be cached after {ATTEMPTS} attempts")]
+    Exhausted(String),
+}
+
+/// How an origin request ended, as its waiters see it.
+type FillResult = Result<(), CacheError>;
+
+/// Limits shared by every file of a cache.
+#[derive(Debug)]
+pub(crate) struct Shared {
+    pub(crate) config: CacheConfig,
+    pub(crate) stats: Arc<CacheStats>,
+    /// RAM budget in KiB permits (a tokio semaphore holds < 2^61 permits
+    /// and one acquire at most 2^32).
+    ram: Arc<Semaphore>,
+}
+
+impl Shared {
+    pub(crate) fn new(config: CacheConfig, stats: Arc<CacheStats>) -> Arc<Shared> {
+        let kib = (config.ram / 1024).clamp(1, u32::MAX as u64) as usize;
+        Arc::new(Shared {
+            config,
+            stats,
+            ram: Arc::new(Semaphore::new(kib)),
+        })
+    }
+
+    /// The KiB permits a fill of `bytes` takes: at most the whole budget,
+    /// so that one large fill always fits.
+    fn ram_permits(&self, bytes: u64) -> u32 {
+        let whole = (self.config.ram / 1024).clamp(1, u32::MAX as u64);
+        bytes.div_ceil(1024).clamp(1, whole) as u32
+    }
+}
+
+/// A file in the cache: an origin file, its store entry and the fills in
+/// flight. Shared by every client handle open on the same path.
+pub struct CachedFile<O: Origin> {
+    inner: Arc<Inner<O>>,
+}
+
+impl<O: Origin> Clone for CachedFile<O> {
+    fn clone(&self) -> Self {
+        CachedFile {
+            inner: self.inner.clone(),
+        }
+    }
+}
+
+struct Inner<O> {
+    origin: O,
+    entry: Arc<Entry>,
+    /// The origin file's size in bytes (its validator).
+    size: u64,
+    shared: Arc<Shared>,
+    /// Blocks being fetched now, each with the fill that brings it.
+    flights: Mutex<HashMap<u64, watch::Receiver<Option<FillResult>>>>,
+    /// When the sidecar was last written.
+    flushed: Mutex<Instant>,
+}
+
+impl<O: Origin> CachedFile<O> {
+    /// A cached file over `origin`, whose size is `size` bytes, stored in
+    /// `entry`.
+    pub(crate) fn new(origin: O, entry: Entry, size: u64, shared: Arc<Shared>) -> CachedFile<O> {
+        CachedFile {
+            inner: Arc::new(Inner {
+                origin,
+                entry: Arc::new(entry),
+                size,
+                shared,
+                flights: Mutex::new(HashMap::new()),
+                flushed: Mutex::new(Instant::now()),
+            }),
+        }
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.inner.size
+    }
+
+    /// The origin file below.
+    pub fn origin(&self) -> &O {
+        &self.inner.origin
+    }
+
+    /// Up to `len` bytes at `offset`: fewer only at end of file, none at or
+    /// past it.
+    ///
+    /// Errors: as [`CachedFile::readv`], never [`CacheError::PastEof`].
+    pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, CacheError> {
+        let len = len.min(self.inner.size.saturating_sub(offset) as usize);
+        let mut data = self.readv(&[(offset, len)]).await?;
+        Ok(data.pop().unwrap_or_default())
+    }
+
+    /// Each `(offset, len)` extent whole, in order (a client vector read).
+    /// Missing blocks are fetched with one origin request per planned
+    /// request (one when the extents fit the protocol's vector-read
+    /// limits), blocks in flight are awaited, cached blocks are read from
+    /// the store.
+    ///
+    /// Errors: [`CacheError::PastEof`] when an extent ends past the end of
+    /// file (nothing is fetched); [`CacheError::Origin`] when a fill this
+    /// read needs failed at the origin; [`CacheError::Store`] on a disk
+    /// error; [`CacheError::Exhausted`] when the blocks kept failing.
+    pub async fn readv(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, CacheError> {
+        let inner = &self.inner;
+        let size = inner.size;
+        if let Some(&(offset, len)) = extents
+            .iter()
+            .find(|&&(o, l)| o.checked_add(l as u64).is_none_or(|end| end > size))
+        {
+            return Err(CacheError::PastEof { offset, len, size });
+        }
+        let stats = &inner.shared.stats;
+        let _reading = stats.client_read();
+        stats.add_asked(extents.iter().map(|&(_, l)| l as u64).sum());
+        let result = self.readv_attempts(extents).await;
+        stats.add_client_request();
+        if result.is_ok() {
+            self.prefetch(extents);
+        }
+        result
+    }
+
+    async fn readv_attempts(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, CacheError> {
+        let mut last = None;
+        for _ in 0..ATTEMPTS {
+            let (plan, fills, waits) = self.start_fills(extents);
+            let from_disk = self.cached_bytes(extents, &plan);
+            let mut failed = None;
+            for fill in fills {
+                if let Err(e) = fill.await.unwrap_or_else(|e| Err(panicked(e))) {
+                    failed.get_or_insert(e);
+                }
+            }
+            if let Some(e) = failed {
+                // Our own fill failed: the origin's error is the answer.
+                return Err(e);
+            }
+            if let Some(e) = wait_all(waits).await {
+                last = Some(e);
+                continue;
+            }
+            match self.serve(extents).await {
+                Ok(data) => {
+                    self.inner.shared.stats.add_from_disk(from_disk);
+                    return Ok(data);
+                }
+                Err(StoreError::Missing { block }) => {
+                    last = Some(CacheError::Exhausted(format!("block {block}")));
+                }
+                Err(StoreError::Io(e)) => return Err(CacheError::Store(Arc::new(e))),
+            }
+        }
+        Err(last.unwrap_or_else(|| CacheError::Exhausted("a read".into())))
+    }
+
+    /// Plans `extents` against the blocks' states and starts one fill task
+    /// per planned origin request. Returns the plan, the fills started and
+    /// the fills of other readers to wait for.
+    #[allow(clippy::type_complexity)]
+    fn start_fills(
+        &self,
+        extents: &[(u64, usize)],
+    ) -> (
+        Plan,
+        Vec<tokio::task::JoinHandle<FillResult>>,
+        Vec<watch::Receiver<Option<FillResult>>>,
+    ) {
+        let inner = &self.inner;
+        let geo = &inner.shared.config.geometry;
+        let mut flights = inner.flights.lock().unwrap();
+        let plan = plan(extents, inner.size, geo, |b| {
+            if inner.entry.is_cached(b) {
+                BlockState::Cached
+            } else if flights.contains_key(&b) {
+                BlockState::InFlight
+            } else {
+                BlockState::Missing
+            }
+        });
+        let mut waits: Vec<watch::Receiver<_>> = Vec::new();
+        for b in &plan.wait {
+            if let Some(rx) = flights.get(b) {
+                if !waits.iter().any(|w| w.same_channel(rx)) {
+                    waits.push(rx.clone());
+                }
+            }
+        }
+        let mut fills = Vec::with_capacity(plan.requests.len());
+        for range in &plan.requests {
+            let runs: Vec<Run> = plan.runs[range.clone()].to_vec();
+            let (tx, rx) = watch::channel(None);
+            for run in &runs {
+                for b in run.first_block..run.first_block + run.blocks {
+                    flights.insert(b, rx.clone());
+                }
+            }
+            let this = self.clone();
+            fills.push(tokio::spawn(async move { this.fill(runs, tx).await }));
+        }
+        drop(flights);
+        (plan, fills, waits)
+    }
+
+    /// Fetches `runs` in one origin request, writes them to the store,
+    /// then clears them from the flights and tells the waiters.
+    async fn fill(self, runs: Vec<Run>, tx: watch::Sender<Option<FillResult>>) -> FillResult {
+        let result = self.fetch_and_store(&runs).await;
+        {
+            let mut flights = self.inner.flights.lock().unwrap();
+            for run in &runs {
+                for b in run.first_block..run.first_block + run.blocks {
+                    flights.remove(&b);
+                }
+            }
+        }
+        tx.send_replace(Some(result.clone()));
+        result
+    }
+
+    async fn fetch_and_store(&self, runs: &[Run]) -> FillResult {
+        let inner = &self.inner;
+        let shared = &inner.shared;
+        let bytes: u64 = runs.iter().map(|r| r.len as u64).sum();
+        let _ram = shared
+            .ram
+            .acquire_many(shared.ram_permits(bytes))
+            .await
+            .expect("the RAM semaphore is never closed");
+        let extents: Vec<(u64, usize)> = runs.iter().map(|r| (r.offset, r.len)).collect();
+        let fetched = {
+            let _origin = shared.stats.origin_request();
+            inner.origin.read_runs(&extents).await
+        }
+        .map_err(|e| CacheError::Origin(Arc::new(e)))?;
+        shared.stats.add_fetched(bytes, fetched.requests);
+        let entry = inner.entry.clone();
+        let data = fetched.data;
+        let written = tokio::task::spawn_blocking(move || -> std::io::Result<u64> {
+            let mut blocks = 0;
+            for (&(offset, _), data) in extents.iter().zip(&data) {
+                blocks += entry.write_blocks(offset, data)?;
+            }
+            Ok(blocks)
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+        .map_err(|e| CacheError::Store(Arc::new(e)))?;
+        shared.stats.add_block_writes(written);
+        self.flush_if_due();
+        Ok(())
+    }
+
+    /// Writes the sidecar in the background when the last write is older
+    /// than the flush interval.
+    fn flush_if_due(&self) {
+        let interval = self.inner.shared.config.flush_interval;
+        {
+            let mut flushed = self.inner.flushed.lock().unwrap();
+            if flushed.elapsed() < interval {
+                return;
+            }
+            *flushed = Instant::now();
+        }
+        let entry = self.inner.entry.clone();
+        tokio::task::spawn_blocking(move || {
+            if let Err(e) = entry.flush() {
+                tracing::warn!("cache sidecar flush failed: {e}");
+            }
+        });
+    }
+
+    /// Writes the block bits to the sidecar now.
+    ///
+    /// Errors: the store's I/O error.
+    pub async fn flush(&self) -> std::io::Result<()> {
+        *self.inner.flushed.lock().unwrap() = Instant::now();
+        let entry = self.inner.entry.clone();
+        tokio::task::spawn_blocking(move || entry.flush())
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+    }
+
+    /// Reads every extent from the store (its blocks are cached by now).
+    async fn serve(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, StoreError> {
+        let entry = self.inner.entry.clone();
+        let extents = extents.to_vec();
+        tokio::task::spawn_blocking(move || {
+            entry.touch();
+            extents
+                .iter()
+                .map(|&(offset, len)| match len {
+                    0 => Ok(Bytes::new()),
+                    _ => entry.read(offset, len),
+                })
+                .collect()
+        })
+        .await
+        .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
+    }
+
+    /// Bytes of `extents` that lie in blocks that were cached when `plan`
+    /// was made (served from disk rather than fetched for this read).
+    fn cached_bytes(&self, extents: &[(u64, usize)], plan: &Plan) -> u64 {
+        if plan.cached == 0 {
+            return 0;
+        }
+        let geo = &self.inner.shared.config.geometry;
+        let entry = &self.inner.entry;
+        let fetched = |b: u64| {
+            plan.runs
+                .iter()
+                .any(|r| (r.first_block..r.first_block + r.blocks).contains(&b))
+                || plan.wait.contains(&b)
+        };
+        let mut total = 0;
+        for &(offset, len) in extents {
+            let end = offset + len as u64;
+            let mut at = offset;
+            while at < end {
+                let b = at / geo.block_size;
+                let next = ((b + 1) * geo.block_size).min(end);
+                if !fetched(b) && entry.is_cached(b) {
+                    total += next - at;
+                }
+                at = next;
+            }
+        }
+        total
+    }
+
+    /// With prefetch on, starts filling the blocks after the last one
+    /// `extents` touched, without waiting.
+    fn prefetch(&self, extents: &[(u64, usize)]) {
+        let blocks = self.inner.shared.config.prefetch_blocks;
+        let block_size = self.inner.shared.config.geometry.block_size;
+        let Some(end) = extents.iter().map(|&(o, l)| o + l as u64).max() else {
+            return;
+        };
+        let start = end.div_ceil(block_size) * block_size;
+        if blocks == 0 || start >= self.inner.size {
+            return;
+        }
+        let len = (blocks * block_size).min(self.inner.size - start) as usize;
+        // The fills run on their own tasks; dropping their handles detaches them.
+        let _ = self.start_fills(&[(start, len)]);
+    }
+
+    /// Writes the sidecar and closes the origin file (when the last client
+    /// handle closed).
+    ///
+    /// Errors: the origin's close error; a sidecar write failure is logged.
+    pub async fn close(&self) -> Result<(), OriginError> {
+        if let Err(e) = self.flush().await {
+            tracing::warn!("cache sidecar flush at close failed: {e}");
+        }
+        self.inner.origin.close().await
+    }
+}
+
+/// Waits for other readers' fills; the first failure, if any.
+async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<CacheError> {
+    let mut failed = None;
+    for mut rx in waits {
+        let outcome = match rx.wait_for(Option::is_some).await {
+            Ok(v) => v.clone().expect("waited for Some"),
+            // The fill task ended without an answer (it panicked).
+            Err(_) => Err(CacheError::Exhausted("a fill that ended early".into())),
+        };
+        if let Err(e) = outcome {
+            failed.get_or_insert(e);
+        }
+    }
+    failed
+}
+
+fn panicked(e: tokio::task::JoinError) -> CacheError {
+    CacheError::Store(Arc::new(std::io::Error::other(format!("fill task: {e}"))))
+}
