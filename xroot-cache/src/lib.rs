@@ -9,5 +9,15 @@
 //!
 //! Today the page geometry and crc32c it will use live in
 //! [`xroot_proto::page`].
+//!
+//! Built so far: the disk store ([`store`]: sparse data files, sidecars with
+//! block bits and per-page crc32c, atomic flush) and its [`purge`](mod@purge) between
+//! disk-usage watermarks.
 
 pub use xroot_proto as proto;
+
+pub mod purge;
+pub mod store;
+
+pub use purge::{disk_usage, purge, PurgeReport, Watermarks};
+pub use store::{Entry, Store, StoreError, Validators};

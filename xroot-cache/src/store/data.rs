@@ -1,0 +1,61 @@
+//! The sparse data file of one entry: block data at its file offsets, holes
+//! where nothing is cached.
+
+use std::fs::{File, OpenOptions};
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::Path;
+
+/// A data file opened for positional reads and writes (no shared cursor, so
+/// `&self` calls from several threads do not interfere).
+#[derive(Debug)]
+pub(crate) struct DataFile {
+    file: File,
+}
+
+impl DataFile {
+    /// Opens `path` read-write, creating it empty if absent.
+    pub(crate) fn open(path: &Path) -> io::Result<DataFile> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)?;
+        Ok(DataFile { file })
+    }
+
+    /// Writes all of `data` at file `offset` (bytes).
+    pub(crate) fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
+        self.file.write_all_at(data, offset)
+    }
+
+    /// Fills `buf` from file `offset`. Bytes past the end of the file read as
+    /// zeros, as a hole does: the caller's crc32c check decides whether they
+    /// are the right bytes.
+    pub(crate) fn read_at(&self, offset: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        while done < buf.len() {
+            match self.file.read_at(&mut buf[done..], offset + done as u64) {
+                Ok(0) => {
+                    buf[done..].fill(0);
+                    break;
+                }
+                Ok(n) => done += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    /// fdatasync: makes the written data durable.
+    pub(crate) fn sync(&self) -> io::Result<()> {
+        self.file.sync_data()
+    }
+
+    /// Drops every byte (length 0).
+    pub(crate) fn truncate(&self) -> io::Result<()> {
+        self.file.set_len(0)
+    }
+}

@@ -1,0 +1,404 @@
+//! The disk store: for each cached origin file, a sparse data file
+//! `<root>/<path>` and a sidecar `<root>/<path>.cinfo` (its format: the
+//! [`sidecar`] module).
+//!
+//! Guarantees: a block's data is written before its bit is set; bits become
+//! durable only at [`Entry::flush`], which syncs the data first and then
+//! replaces the sidecar atomically; a page is served only if its block's bit
+//! is set and its crc32c matches. So a crash or a damaged file can lose cached
+//! blocks but never serves wrong bytes.
+//!
+//! The directory belongs to the store: [`purge`](crate::purge::purge) treats
+//! every file under it as cache content.
+
+mod data;
+pub mod sidecar;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use xroot_proto::page::{crc32c, PAGE_SIZE};
+
+use self::data::DataFile;
+pub(crate) use self::sidecar::read_atime;
+use self::sidecar::Sidecar;
+pub use self::sidecar::MAX_FILE_SIZE;
+
+const PAGE: u64 = PAGE_SIZE as u64;
+
+/// File-name suffix of a sidecar.
+pub(crate) const SIDECAR_SUFFIX: &str = ".cinfo";
+/// File-name suffix of a sidecar being written.
+pub(crate) const TEMP_SUFFIX: &str = ".cinfo.tmp";
+
+/// What identifies one version of an origin file, from the origin's stat. A
+/// cached entry whose validators differ from the origin's is dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Validators {
+    /// File size in bytes.
+    pub size: u64,
+    /// Modification time as the origin reports it (seconds since the Unix epoch).
+    pub mtime: i64,
+}
+
+/// Error of [`Entry::read`].
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// `block` is not cached, or one of its pages failed its crc32c check
+    /// (its bit is then cleared): fetch it again from the origin.
+    #[error("block {block} is not cached")]
+    Missing {
+        /// Index of the block (file offset / block size).
+        block: u64,
+    },
+    /// An I/O error, or `InvalidInput` for a read starting past the end of file.
+    #[error(transparent)]
+    Io(#[from] io::Error),
+}
+
+/// The cache directory.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+impl Store {
+    /// Opens the cache directory `root`, creating it (and its parents) if
+    /// absent. Errors: those of `create_dir_all`.
+    pub fn open(root: impl Into<PathBuf>) -> io::Result<Store> {
+        let root = root.into();
+        fs::create_dir_all(&root)?;
+        Ok(Store { root })
+    }
+
+    /// The cache directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The entry for logical path `path` (`"/a/b.root"`; the leading `/` is
+    /// optional), an origin file with `validators`, cached in blocks of
+    /// `block_size` bytes. Creates its directories and data file as needed
+    /// and marks it accessed now (see [`Entry::touch`]).
+    ///
+    /// Loads its sidecar; if it is absent, unreadable, torn (bad trailer
+    /// crc32c), of another version, page or block size, or its validators
+    /// differ from `validators`, the entry is reset: an empty sidecar replaces
+    /// it, then the data file is truncated to 0 bytes.
+    ///
+    /// Keep at most one `Entry` per path at a time (two would overwrite each
+    /// other's sidecar).
+    ///
+    /// Errors: `InvalidInput` for a path with an empty, `.` or `..` segment, a
+    /// NUL byte, a segment ending in `.cinfo` or `.cinfo.tmp` (reserved for
+    /// sidecars), a `block_size` that is not a power of two of at least 4096,
+    /// or a size over [`MAX_FILE_SIZE`]; `OutOfMemory` if the block state
+    /// cannot be allocated; otherwise file-system errors.
+    pub fn entry(&self, path: &str, validators: Validators, block_size: u64) -> io::Result<Entry> {
+        let data_path = self.root.join(confine(path)?);
+        let sidecar_path = with_suffix(&data_path, SIDECAR_SUFFIX);
+        let temp_path = with_suffix(&data_path, TEMP_SUFFIX);
+        let now = now_ns();
+        let loaded = Sidecar::load(&sidecar_path, validators, block_size)?;
+        if let Some(parent) = data_path.parent() {
+            fs::create_dir_all(parent)?;
+        }
+        let (mut state, reset) = match loaded {
+            Ok(state) => (state, false),
+            Err(why) => {
+                tracing::debug!(path, why, "cache entry reset");
+                let empty = Sidecar::empty(validators, block_size, now)?;
+                sidecar::replace(&sidecar_path, &temp_path, &empty.encode())?;
+                (empty, true)
+            }
+        };
+        state.set_atime(now);
+        let data = DataFile::open(&data_path)?;
+        if reset {
+            data.truncate()?;
+        }
+        Ok(Entry {
+            validators,
+            block_size,
+            data,
+            sidecar_path,
+            temp_path,
+            state: Mutex::new(State {
+                sidecar: state,
+                dirty: true,
+            }),
+            flush: Mutex::new(()),
+        })
+    }
+}
+
+/// Checks a logical path and returns it relative, to join under the root.
+pub(crate) fn confine(path: &str) -> io::Result<PathBuf> {
+    let bad = |why: &str| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("cache path {path:?}: {why}"),
+        )
+    };
+    let rel = path.strip_prefix('/').unwrap_or(path);
+    if rel.contains('\0') {
+        return Err(bad("contains NUL"));
+    }
+    let mut out = PathBuf::new();
+    for seg in rel.split('/') {
+        match seg {
+            "" => return Err(bad("empty segment")),
+            "." | ".." => return Err(bad("`.` or `..` segment")),
+            s if s.ends_with(SIDECAR_SUFFIX) || s.ends_with(TEMP_SUFFIX) => {
+                return Err(bad("a segment ends with a sidecar suffix"))
+            }
+            s => out.push(s),
+        }
+    }
+    Ok(out)
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> PathBuf {
+    let mut s = path.as_os_str().to_owned();
+    s.push(suffix);
+    s.into()
+}
+
+/// Nanoseconds since the Unix epoch (0 before it, saturating far after).
+fn now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+/// One cached file: a sparse data file `<root>/<path>` and its sidecar
+/// `<root>/<path>.cinfo`. Thread-safe (`Sync`); its methods block on disk
+/// I/O (call them from `spawn_blocking`). Dropping it without
+/// [`flush`](Entry::flush) loses the blocks written since the last flush (as
+/// a crash would), never correctness.
+#[derive(Debug)]
+pub struct Entry {
+    validators: Validators,
+    block_size: u64,
+    data: DataFile,
+    sidecar_path: PathBuf,
+    temp_path: PathBuf,
+    state: Mutex<State>,
+    /// Serialises flushes, so sidecars are renamed in snapshot order.
+    flush: Mutex<()>,
+}
+
+#[derive(Debug)]
+struct State {
+    sidecar: Sidecar,
+    /// Changed since the last flush.
+    dirty: bool,
+}
+
+/// Locks ignoring poison: every update of the state is complete when made.
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn invalid_input(msg: String) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, msg)
+}
+
+impl Entry {
+    /// The origin file's validators this entry caches.
+    pub fn validators(&self) -> Validators {
+        self.validators
+    }
+
+    /// Block size in bytes.
+    pub fn block_size(&self) -> u64 {
+        self.block_size
+    }
+
+    /// Whether block `block` (file offset / block size) is cached (its bit is
+    /// set; its pages are checked only when read). False past the last block.
+    pub fn is_cached(&self, block: u64) -> bool {
+        lock(&self.state).sidecar.is_cached(block)
+    }
+
+    /// Writes `data` at file `offset` to the data file, THEN records the
+    /// crc32c of each of its 4 kB pages and sets the blocks' bits in memory
+    /// (durable at the next [`flush`](Entry::flush)). `offset` must be block
+    /// aligned and `data` whole blocks, except that the last may be short if
+    /// it ends exactly at the file size. Returns the number of blocks written
+    /// (0 for empty `data`).
+    ///
+    /// Errors: `InvalidInput` for an unaligned offset, a partial block not at
+    /// the end of file, or data past the end of file; write errors.
+    pub fn write_blocks(&self, offset: u64, data: &[u8]) -> io::Result<u64> {
+        if data.is_empty() {
+            return Ok(0);
+        }
+        let (size, bs, len) = (self.validators.size, self.block_size, data.len() as u64);
+        let end = offset
+            .checked_add(len)
+            .filter(|&end| end <= size)
+            .ok_or_else(|| {
+                invalid_input(format!(
+                    "write of {len} bytes at {offset} past the end of file ({size} bytes)"
+                ))
+            })?;
+        if offset % bs != 0 || (len % bs != 0 && end != size) {
+            return Err(invalid_input(format!(
+                "write of {len} bytes at {offset} is not whole blocks of {bs} bytes"
+            )));
+        }
+        self.data.write_at(offset, data)?;
+        let crcs: Vec<u32> = data.chunks(PAGE_SIZE).map(crc32c).collect();
+        let (first_page, first_block, blocks) = (offset / PAGE, offset / bs, len.div_ceil(bs));
+        let mut state = lock(&self.state);
+        for (page, crc) in (first_page..).zip(crcs) {
+            state.sidecar.set_crc(page, crc);
+        }
+        for block in first_block..first_block + blocks {
+            state.sidecar.set_cached(block, true);
+        }
+        state.dirty = true;
+        Ok(blocks)
+    }
+
+    /// Reads `len` bytes at file `offset`, clipped to the file size (empty at
+    /// the end of file), and checks every 4 kB page it touches against its
+    /// recorded crc32c.
+    ///
+    /// Errors: [`StoreError::Missing`] with the first block whose bit is
+    /// clear, or whose page does not match its crc32c (that bit is then
+    /// cleared): fetch it again; [`StoreError::Io`] for read errors, and with
+    /// `InvalidInput` for an `offset` past the end of file.
+    pub fn read(&self, offset: u64, len: usize) -> Result<Bytes, StoreError> {
+        let size = self.validators.size;
+        if offset > size {
+            return Err(invalid_input(format!(
+                "read at {offset} past the end of file ({size} bytes)"
+            ))
+            .into());
+        }
+        let end = offset.saturating_add(len as u64).min(size);
+        if end == offset {
+            return Ok(Bytes::new());
+        }
+        let first_page = offset / PAGE;
+        let span_start = first_page * PAGE;
+        let span_end = end.div_ceil(PAGE).saturating_mul(PAGE).min(size);
+        let expected: Vec<u32> = {
+            let state = lock(&self.state);
+            let blocks = offset / self.block_size..=(end - 1) / self.block_size;
+            if let Some(block) = blocks.into_iter().find(|&b| !state.sidecar.is_cached(b)) {
+                return Err(StoreError::Missing { block });
+            }
+            (first_page..span_end.div_ceil(PAGE))
+                .map(|p| state.sidecar.crc(p))
+                .collect()
+        };
+        // Bounded: at most `len` plus two partial pages, all inside the file.
+        let mut buf = vec![0u8; (span_end - span_start) as usize];
+        self.data.read_at(span_start, &mut buf)?;
+        for ((page, bytes), want) in (first_page..).zip(buf.chunks(PAGE_SIZE)).zip(expected) {
+            if crc32c(bytes) != want {
+                let block = page * PAGE / self.block_size;
+                let mut state = lock(&self.state);
+                // Unless a concurrent write_blocks has just replaced the page.
+                if state.sidecar.crc(page) == want {
+                    state.sidecar.set_cached(block, false);
+                    state.dirty = true;
+                }
+                return Err(StoreError::Missing { block });
+            }
+        }
+        let from = (offset - span_start) as usize;
+        Ok(Bytes::from(buf).slice(from..from + (end - offset) as usize))
+    }
+
+    /// Makes the bits set so far durable: takes a snapshot of the state,
+    /// fdatasyncs the data file (so every block in the snapshot is on disk),
+    /// then writes the sidecar to `<path>.cinfo.tmp`, fsyncs it, renames it
+    /// over `<path>.cinfo` (atomic) and fsyncs the directory. The sidecar
+    /// carries the access time last marked by [`touch`](Entry::touch) (or by
+    /// [`Store::entry`]). Does nothing if nothing changed since the last
+    /// flush. Errors: those of the sync, write and rename; the state stays to
+    /// flush again.
+    pub fn flush(&self) -> io::Result<()> {
+        let _serial = lock(&self.flush);
+        let snapshot = {
+            let mut state = lock(&self.state);
+            if !state.dirty {
+                return Ok(());
+            }
+            state.dirty = false;
+            state.sidecar.encode()
+        };
+        let result = self
+            .data
+            .sync()
+            .and_then(|()| sidecar::replace(&self.sidecar_path, &self.temp_path, &snapshot));
+        if result.is_err() {
+            lock(&self.state).dirty = true;
+        }
+        result
+    }
+
+    /// Marks the entry accessed now (for purge's least-recently-used order;
+    /// persisted at the next flush).
+    pub fn touch(&self) {
+        self.touch_at(now_ns());
+    }
+
+    /// Marks the entry accessed at `atime_ns` (nanoseconds since the Unix epoch).
+    pub(crate) fn touch_at(&self, atime_ns: i64) {
+        let mut state = lock(&self.state);
+        state.sidecar.set_atime(atime_ns);
+        state.dirty = true;
+    }
+
+    /// Bytes of the cached blocks (the last, short block counts its real length).
+    pub fn cached_bytes(&self) -> u64 {
+        lock(&self.state).sidecar.cached_bytes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn confine_accepts_plain_paths() {
+        assert_eq!(confine("/a/b.root").unwrap(), PathBuf::from("a/b.root"));
+        assert_eq!(confine("a").unwrap(), PathBuf::from("a"));
+        assert_eq!(
+            confine("/a/.hidden/b..c").unwrap(),
+            PathBuf::from("a/.hidden/b..c")
+        );
+    }
+
+    #[test]
+    fn confine_rejects_escapes_and_reserved_names() {
+        for p in [
+            "",
+            "/",
+            "//a",
+            "/a//b",
+            "/a/",
+            "/../a",
+            "/a/../b",
+            "/a/..",
+            "/./a",
+            "/a/.",
+            "/a\0b",
+            "/a.cinfo",
+            "/a.cinfo/b",
+            "/a/b.cinfo.tmp",
+        ] {
+            let err = confine(p).unwrap_err();
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{p:?}");
+        }
+    }
+}
