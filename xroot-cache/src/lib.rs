@@ -10,4 +10,10 @@
 //! Today the page geometry and crc32c it will use live in
 //! [`xroot_proto::page`].
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod plan;
+
+pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
 pub use xroot_proto as proto;
