@@ -14,6 +14,8 @@
 #![warn(missing_docs)]
 
 pub mod plan;
+pub mod stats;
 
 pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
+pub use stats::{CacheStats, CacheStatsSnapshot};
 pub use xroot_proto as proto;
