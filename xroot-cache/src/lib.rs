@@ -14,6 +14,14 @@
 //! block bits and per-page crc32c, atomic flush) and its [`purge`](mod@purge) between
 //! disk-usage watermarks.
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod plan;
+pub mod stats;
+
+pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
+pub use stats::{CacheStats, CacheStatsSnapshot};
 pub use xroot_proto as proto;
 
 pub mod purge;

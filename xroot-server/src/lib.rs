@@ -55,5 +55,5 @@ pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
-pub use stats::{GaugeStats, InFlightStats, LinkStats, ServerStats};
+pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
 pub use xroot_proto as proto;

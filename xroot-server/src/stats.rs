@@ -9,13 +9,16 @@
 //! file whose backend says [`ReadvConcurrency::Serial`] never shows more
 //! than one. [`Server::stats`] takes a [`ServerStats`] snapshot.
 //!
+//! Each gauge is a [`TimeGauge`], which other crates use for their own
+//! counts in flight (the cache counts client reads and origin requests).
+//!
 //! [`ReadvConcurrency::Serial`]: crate::ReadvConcurrency::Serial
 //!
 //! [`Server::stats`]: crate::Server::stats
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use xroot_proto::RequestId;
@@ -82,7 +85,8 @@ impl ServerStats {
     }
 }
 
-/// A count integrated over time.
+/// A count integrated over time, at explicit instants (the clock is read by
+/// [`TimeGauge`]).
 #[derive(Debug, Clone, Copy)]
 struct Gauge {
     current: u64,
@@ -136,41 +140,122 @@ impl Gauge {
     }
 }
 
-/// The gauges of one scope (a link, or the whole server).
+/// A count of things in flight, integrated over time: how many now, the
+/// peak and the time-weighted mean since the gauge was made. Each
+/// [`enter`](TimeGauge::enter) counts one until its [`GaugeGuard`] drops.
+///
+/// ```
+/// use xroot_server::TimeGauge;
+/// let gauge = TimeGauge::new();
+/// let one = gauge.enter();
+/// let two = gauge.enter();
+/// drop(one);
+/// let s = gauge.snapshot();
+/// assert_eq!((s.current, s.peak, s.total), (1, 2, 2));
+/// drop(two);
+/// ```
+#[derive(Debug)]
+pub struct TimeGauge {
+    start: Instant,
+    gauge: Arc<Mutex<Gauge>>,
+}
+
+impl Default for TimeGauge {
+    fn default() -> TimeGauge {
+        TimeGauge::new()
+    }
+}
+
+impl TimeGauge {
+    /// A gauge at zero whose mean is measured from now.
+    pub fn new() -> TimeGauge {
+        TimeGauge::since(Instant::now())
+    }
+
+    /// A gauge at zero whose mean is measured from `start`.
+    pub(crate) fn since(start: Instant) -> TimeGauge {
+        TimeGauge {
+            start,
+            gauge: Arc::new(Mutex::new(Gauge::new(start))),
+        }
+    }
+
+    /// Counts one more in flight until the returned guard is dropped. The
+    /// guard owns a handle on the gauge, so it may move to another task.
+    pub fn enter(&self) -> GaugeGuard {
+        add(&self.gauge, true);
+        GaugeGuard {
+            gauge: self.gauge.clone(),
+        }
+    }
+
+    /// The count now, its peak, its time-weighted mean since the start and
+    /// how many were ever counted.
+    pub fn snapshot(&self) -> GaugeStats {
+        lock(&self.gauge).snapshot(self.start, Instant::now())
+    }
+}
+
+/// One thing counted in flight by a [`TimeGauge`] until dropped.
+#[derive(Debug)]
+#[must_use = "the count drops with the guard"]
+pub struct GaugeGuard {
+    gauge: Arc<Mutex<Gauge>>,
+}
+
+impl Drop for GaugeGuard {
+    fn drop(&mut self) {
+        add(&self.gauge, false);
+    }
+}
+
+/// The gauge, even if a thread panicked while holding it: its updates
+/// cannot leave it half done.
+fn lock(gauge: &Mutex<Gauge>) -> MutexGuard<'_, Gauge> {
+    gauge.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+fn add(gauge: &Mutex<Gauge>, up: bool) {
+    lock(gauge).add(Instant::now(), up);
+}
+
+/// The gauges of one scope (a link, or the whole server): all requests
+/// together and one per request kind, all measured from the scope's start.
 #[derive(Debug)]
 pub(crate) struct Scope {
-    start: Instant,
-    gauges: Mutex<(Gauge, BTreeMap<RequestId, Gauge>)>,
+    all: TimeGauge,
+    by_kind: Mutex<BTreeMap<RequestId, TimeGauge>>,
 }
 
 impl Scope {
     pub(crate) fn new() -> Arc<Scope> {
-        let now = Instant::now();
         Arc::new(Scope {
-            start: now,
-            gauges: Mutex::new((Gauge::new(now), BTreeMap::new())),
+            all: TimeGauge::new(),
+            by_kind: Mutex::new(BTreeMap::new()),
         })
     }
 
-    fn add(&self, kind: RequestId, up: bool) {
-        let now = Instant::now();
-        let mut g = self.gauges.lock().unwrap();
-        g.0.add(now, up);
-        let start = self.start;
-        g.1.entry(kind)
-            .or_insert_with(|| Gauge::new(start))
-            .add(now, up);
+    /// Counts one request of `kind` on the scope's two gauges.
+    fn enter(&self, kind: RequestId) -> [GaugeGuard; 2] {
+        let kind_guard = self
+            .by_kind
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .entry(kind)
+            .or_insert_with(|| TimeGauge::since(self.all.start))
+            .enter();
+        [self.all.enter(), kind_guard]
     }
 
     pub(crate) fn snapshot(&self) -> InFlightStats {
-        let now = Instant::now();
-        let g = self.gauges.lock().unwrap();
         InFlightStats {
-            all: g.0.snapshot(self.start, now),
-            by_kind: g
-                .1
+            all: self.all.snapshot(),
+            by_kind: self
+                .by_kind
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
                 .iter()
-                .map(|(k, v)| (*k, v.snapshot(self.start, now)))
+                .map(|(k, g)| (*k, g.snapshot()))
                 .collect(),
         }
     }
@@ -179,25 +264,14 @@ impl Scope {
 /// Counts one request in flight on a link and on the server until dropped.
 #[derive(Debug)]
 pub(crate) struct InFlight {
-    kind: RequestId,
-    scopes: [Arc<Scope>; 2],
+    _guards: [[GaugeGuard; 2]; 2],
 }
 
 impl InFlight {
     /// Starts counting a request of `kind` on `link` and `server`.
-    pub(crate) fn enter(kind: RequestId, link: &Arc<Scope>, server: &Arc<Scope>) -> InFlight {
-        let scopes = [link.clone(), server.clone()];
-        for s in &scopes {
-            s.add(kind, true);
-        }
-        InFlight { kind, scopes }
-    }
-}
-
-impl Drop for InFlight {
-    fn drop(&mut self) {
-        for s in &self.scopes {
-            s.add(self.kind, false);
+    pub(crate) fn enter(kind: RequestId, link: &Scope, server: &Scope) -> InFlight {
+        InFlight {
+            _guards: [link.enter(kind), server.enter(kind)],
         }
     }
 }
