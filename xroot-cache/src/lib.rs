@@ -9,5 +9,16 @@
 //!
 //! Today the page geometry and crc32c it will use live in
 //! [`xroot_proto::page`].
+//!
+//! - [`origin`]: the origin below the cache ([`Origin`], [`OriginFs`],
+//!   [`RemoteOrigin`], [`LocalOrigin`]).
 
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod origin;
+
+pub use origin::{
+    Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, OriginStat, RemoteOrigin,
+};
 pub use xroot_proto as proto;
