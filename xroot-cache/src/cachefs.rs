@@ -106,10 +106,7 @@ impl<F: OriginFs> CacheFs<F> {
         let inner = &self.inner;
         let origin = inner.origin.open(path).await?;
         let stat = origin.stat().await?;
-        let validators = Validators {
-            size: stat.size,
-            mtime: stat.mtime,
-        };
+        let validators = Validators::from(&stat);
         let store = inner.store.clone();
         let block_size = inner.shared.config.geometry.block_size;
         let key = path.to_string();

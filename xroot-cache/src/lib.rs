@@ -1,31 +1,44 @@
-//! Block-run cache — **not implemented yet**.
+//! A block-run cache for XRootD: cache **state** in blocks (4 kB by
+//! default), **transfers** in block runs, so that one client vector read
+//! becomes one origin request however many blocks it touches.
 //!
-//! Planned (see the project README's status table): cache state in 4 kB
-//! blocks, transfers in block runs (contiguous missing blocks merged across
-//! small gaps, capped in size) so that one client vector read becomes one
-//! origin request; single-flight fills; a disk store of sparse data files
-//! with a sidecar of block bits and per-page crc32c; and a `CacheFs` that
-//! plugs into the server as an XCache equivalent.
-//!
-//! Today the page geometry and crc32c it will use live in
-//! [`xroot_proto::page`].
-//!
-//! Built so far: the disk store ([`store`]: sparse data files, sidecars with
-//! block bits and per-page crc32c, atomic flush) and its [`purge`](mod@purge) between
-//! disk-usage watermarks.
+//! The layers, bottom up:
+//! - [`origin`]: the file server below ([`Origin`], [`OriginFs`]): an
+//!   [`xroot_client::File`] through [`RemoteOrigin`] (pgread, pgreadv or
+//!   readv — page checksums from the network where the origin offers
+//!   them), or a local directory ([`LocalOrigin`], for tests).
+//! - [`plan`](mod@plan): a pure function from requested extents to the
+//!   missing blocks, to runs (contiguous, merged across small gaps, capped
+//!   at `io_size`), to origin vector reads within the protocol's limits.
+//! - [`store`]: a sparse data file and a sidecar per file (block bits, a
+//!   crc32c per 4 kB page, the origin's size and mtime); data is written
+//!   before its bit and the sidecar replaced atomically, so a crash loses
+//!   cached pages but never serves wrong ones. [`purge`](mod@purge) keeps
+//!   disk usage between watermarks, least recently used files first.
+//! - [`CachedFile`]: block states and single-flight fills under a RAM
+//!   budget; [`CacheFs`] puts it behind [`xroot_server::Server`] as a
+//!   caching proxy (the XCache equivalent, `examples/xcache.rs`).
+//! - [`stats`]: client reads and origin requests in flight, bytes asked,
+//!   fetched and served from disk.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod cachefs;
+pub mod file;
+pub mod origin;
 pub mod plan;
-pub mod stats;
-
-pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
-pub use stats::{CacheStats, CacheStatsSnapshot};
-pub use xroot_proto as proto;
-
 pub mod purge;
+pub mod stats;
 pub mod store;
 
+pub use cachefs::{CacheFs, CacheHandle};
+pub use file::{CacheConfig, CacheError, CachedFile};
+pub use origin::{
+    Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, RemoteOrigin,
+};
+pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
 pub use purge::{disk_usage, purge, PurgeReport, Watermarks};
+pub use stats::{CacheStats, CacheStatsSnapshot};
 pub use store::{Entry, Store, StoreError, Validators};
+pub use xroot_proto as proto;

@@ -20,7 +20,7 @@ use crate::channel::Link;
 use crate::client::Client;
 use crate::driver::{self, Reply};
 use crate::error::{Error, Result};
-use crate::qconfig::{ConfigSlot, ServerConfig};
+use crate::qconfig::{ConfigSlot, ReadSupport, ServerConfig};
 
 /// How to open a file: the `kXR_open` options and, for a file created, its
 /// permission bits.
@@ -161,6 +161,22 @@ impl File {
     pub(crate) async fn server_config(&self) -> Result<ServerConfig> {
         let h = self.handle().await?;
         self.server.get(&self.client, &h).await
+    }
+
+    /// What the server holding the handle offers for reads: `kXR_pgread`,
+    /// the `kXR_pgreadv` extension and the readv limits, with which a
+    /// caller can tell how many requests [`File::readv`], [`File::pgreadv`]
+    /// and [`File::pgread`] will send and whether their data is checked by
+    /// page crc32c. Asks `kXR_Qconfig` once per connection, as those calls
+    /// do (no request when one of them already asked).
+    ///
+    /// Errors: [`Error::NotOpen`] after close; those of re-opening a lost
+    /// connection and of the query (a server that refuses it gets the
+    /// stock limits and no `kXR_pgreadv`).
+    #[doc(alias = "kXR_Qconfig")]
+    pub async fn read_support(&self) -> Result<ReadSupport> {
+        let pgread = self.supports_pgrw().await?;
+        Ok(ReadSupport::new(pgread, &self.server_config().await?))
     }
 
     /// Whether the server holding the handle serves `kXR_pgread` and

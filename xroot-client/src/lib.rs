@@ -47,6 +47,7 @@ pub use file::{File, OpenFlags};
 pub use fs::{DirEntry, FileSystem};
 pub use io::FileReader;
 pub use key::ChannelKey;
+pub use qconfig::ReadSupport;
 pub use spread::Spread;
 pub use stats::{ChannelStats, PathStats};
 pub use xroot_proto as proto;

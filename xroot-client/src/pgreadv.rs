@@ -23,7 +23,7 @@ use crate::readv::check_ranges;
 
 /// One `kXR_pgreadv` carries at most 1024 extents (`maxRvecsz`) and, here,
 /// 8 MiB of data (the extension itself does not cap an element).
-const LIMITS: VectorLimits = VectorLimits {
+pub(crate) const LIMITS: VectorLimits = VectorLimits {
     elements: MAX_READV_ELEMENTS,
     element_len: MAX_PIECE,
     total: MAX_PIECE as u64,

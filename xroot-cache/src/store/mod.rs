@@ -45,6 +45,15 @@ pub struct Validators {
     pub mtime: i64,
 }
 
+impl From<&xroot_proto::response::StatInfo> for Validators {
+    fn from(st: &xroot_proto::response::StatInfo) -> Validators {
+        Validators {
+            size: st.size,
+            mtime: st.mtime,
+        }
+    }
+}
+
 /// Error of [`Entry::read`].
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
