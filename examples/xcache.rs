@@ -29,7 +29,7 @@ use xroot::cache::plan::Geometry;
 use xroot::cache::purge::Watermarks;
 use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs};
-use xroot::client::{Client, Url};
+use xroot::client::Client;
 use xroot::server::{Config, Server};
 
 /// `xcache --origin URL --cache-dir DIR [options]`
@@ -97,7 +97,6 @@ fn size(s: &str) -> Result<u64, String> {
 /// cannot be bound.
 pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
-    let url = Url::parse(&cli.origin).map_err(|e| invalid(format!("--origin: {e}")))?;
     let geometry = Geometry::new(cli.block_size, cli.io_size, cli.io_gap)
         .map_err(|e| invalid(e.to_string()))?;
     let config = CacheConfig {
@@ -107,7 +106,9 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
         ..CacheConfig::default()
     };
     let store = Store::open(&cli.cache_dir)?;
-    let fs = CacheFs::new(RemoteOrigin::new(Client::new(), url), store, config);
+    let origin = RemoteOrigin::new(Client::new(), &cli.origin)
+        .map_err(|e| invalid(format!("--origin: {e}")))?;
+    let fs = CacheFs::new(origin, store, config);
     let server = Server::bind((cli.bind, cli.port), fs, Config::default()).await?;
     tracing::info!(
         origin = %cli.origin,
