@@ -154,10 +154,7 @@ impl From<CacheError> for FsError {
     fn from(e: CacheError) -> FsError {
         match e {
             CacheError::PastEof { .. } => FsError::new(ErrorCode::FS_ERROR, e.to_string()),
-            CacheError::Origin(o) => match Arc::try_unwrap(o) {
-                Ok(o) => o.into(),
-                Err(o) => FsError::new(ErrorCode::SERVER_ERROR, format!("origin: {o}")),
-            },
+            CacheError::Origin(o) => FsError::from(&*o),
             CacheError::Store(_) | CacheError::Exhausted(_) => {
                 FsError::new(ErrorCode::IO_ERROR, e.to_string())
             }

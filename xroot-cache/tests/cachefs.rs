@@ -1,0 +1,359 @@
+//! `CacheFs` over a local origin whose reads the test can hold back: one
+//! origin request per cold vector read, single flight for blocks another
+//! reader is fetching, back-pressure from the RAM budget, a failed fill
+//! caches nothing, a page spoiled on disk is fetched again, a changed origin
+//! file is not served from the old copy, and reads past end of file fail.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use xroot_cache::{
+    CacheConfig, CacheFs, Fetched, Geometry, LocalOrigin, LocalOriginFile, Origin, OriginError,
+    OriginFs, Store,
+};
+use xroot_proto::response::{ChecksumAnswer, StatInfo};
+use xroot_proto::ErrorCode;
+use xroot_server::{DirEntry, File, FileSystem, FsError, OpenMode};
+
+/// Hang guard for every wait in these tests.
+const GUARD: Duration = Duration::from_secs(30);
+
+/// What the test sees of the origin's reads.
+#[derive(Default)]
+struct Probe {
+    /// `read_runs` calls started.
+    calls: AtomicUsize,
+    /// Every run asked, in call order.
+    runs: Mutex<Vec<(u64, usize)>>,
+    /// When set, the next `read_runs` calls fail.
+    fail: std::sync::atomic::AtomicBool,
+}
+
+/// A [`LocalOrigin`] whose `read_runs` each take one permit of `gate`
+/// first (so the test decides when a fill completes) and are recorded.
+struct Gated {
+    local: LocalOrigin,
+    gate: Arc<Semaphore>,
+    probe: Arc<Probe>,
+}
+
+struct GatedFile {
+    file: LocalOriginFile,
+    gate: Arc<Semaphore>,
+    probe: Arc<Probe>,
+}
+
+impl Origin for GatedFile {
+    async fn stat(&self) -> Result<StatInfo, OriginError> {
+        self.file.stat().await
+    }
+
+    async fn read_runs(&self, runs: &[(u64, usize)]) -> Result<Fetched, OriginError> {
+        self.probe.calls.fetch_add(1, Ordering::SeqCst);
+        self.probe.runs.lock().unwrap().extend_from_slice(runs);
+        self.gate.acquire().await.unwrap().forget();
+        if self.probe.fail.load(Ordering::SeqCst) {
+            return Err(OriginError::Io(std::io::Error::other("origin went away")));
+        }
+        self.file.read_runs(runs).await
+    }
+
+    async fn close(&self) -> Result<(), OriginError> {
+        self.file.close().await
+    }
+}
+
+impl OriginFs for Gated {
+    type File = GatedFile;
+
+    async fn open(&self, path: &str) -> Result<GatedFile, OriginError> {
+        Ok(GatedFile {
+            file: self.local.open(path).await?,
+            gate: self.gate.clone(),
+            probe: self.probe.clone(),
+        })
+    }
+
+    async fn stat(&self, path: &str) -> Result<StatInfo, OriginError> {
+        self.local.stat(path).await
+    }
+
+    async fn dirlist(&self, path: &str, with_stat: bool) -> Result<Vec<DirEntry>, OriginError> {
+        self.local.dirlist(path, with_stat).await
+    }
+
+    async fn checksum(&self, path: &str, alg: Option<&str>) -> Result<ChecksumAnswer, OriginError> {
+        self.local.checksum(path, alg).await
+    }
+}
+
+/// Deterministic file content: a byte pattern no 4 kB block repeats.
+fn pattern(len: usize) -> Vec<u8> {
+    (0..len)
+        .map(|i| ((i as u64).wrapping_mul(2_654_435_761) >> 13) as u8)
+        .collect()
+}
+
+struct Setup {
+    origin_dir: tempfile::TempDir,
+    cache_dir: tempfile::TempDir,
+    gate: Arc<Semaphore>,
+    probe: Arc<Probe>,
+    data: Vec<u8>,
+}
+
+impl Setup {
+    /// An origin directory holding `/f.bin` of `len` bytes.
+    fn new(len: usize) -> Setup {
+        let origin_dir = tempfile::tempdir().unwrap();
+        let data = pattern(len);
+        std::fs::write(origin_dir.path().join("f.bin"), &data).unwrap();
+        Setup {
+            origin_dir,
+            cache_dir: tempfile::tempdir().unwrap(),
+            gate: Arc::new(Semaphore::new(0)),
+            probe: Arc::default(),
+            data,
+        }
+    }
+
+    /// A cache over the origin with `config`, on the shared cache dir.
+    fn cache(&self, config: CacheConfig) -> CacheFs<Gated> {
+        let origin = Gated {
+            local: LocalOrigin::new(self.origin_dir.path()).unwrap(),
+            gate: self.gate.clone(),
+            probe: self.probe.clone(),
+        };
+        CacheFs::new(origin, Store::open(self.cache_dir.path()).unwrap(), config)
+    }
+
+    fn calls(&self) -> usize {
+        self.probe.calls.load(Ordering::SeqCst)
+    }
+
+    /// Lets every origin read through from now on.
+    fn open_gate(&self) {
+        self.gate.add_permits(1 << 20);
+    }
+
+    fn expect(&self, extents: &[(u64, usize)]) -> Vec<Vec<u8>> {
+        extents
+            .iter()
+            .map(|&(o, l)| self.data[o as usize..o as usize + l].to_vec())
+            .collect()
+    }
+}
+
+async fn open(fs: &CacheFs<Gated>) -> xroot_cache::CacheHandle<Gated> {
+    fs.open("/f.bin", OpenMode::default(), "").await.unwrap()
+}
+
+async fn readv(
+    f: &xroot_cache::CacheHandle<Gated>,
+    extents: &[(u64, usize)],
+) -> Result<Vec<Vec<u8>>, FsError> {
+    let got = tokio::time::timeout(GUARD, f.readv(extents.to_vec()))
+        .await
+        .expect("readv hung")?;
+    Ok(got.into_iter().map(|b| b.to_vec()).collect())
+}
+
+/// Waits until `n` origin reads have started.
+async fn calls_reach(s: &Setup, n: usize) {
+    tokio::time::timeout(GUARD, async {
+        while s.calls() < n {
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+    })
+    .await
+    .expect("origin reads never started");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
+    let s = Setup::new(8 << 20);
+    s.open_gate();
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    // 1000 scattered extents, some straddling blocks, one ending at EOF.
+    let mut extents: Vec<(u64, usize)> = (0..999u64).map(|i| (i * 8_321 + 77, 300)).collect();
+    extents.push(((8 << 20) - 10, 10));
+    assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    let st = fs.stats();
+    assert_eq!((st.client_requests, st.origin_request_count), (1, 1));
+    assert_eq!(st.origin_requests_per_client_request(), 1.0);
+    // warm: served from disk, no origin traffic
+    assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    let st = fs.stats();
+    assert_eq!((st.client_requests, st.origin_request_count), (2, 1));
+    assert_eq!(st.bytes_from_disk, extents.iter().map(|e| e.1 as u64).sum());
+    assert_eq!(s.calls(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn blocks_in_flight_are_awaited_not_fetched_again() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig::default());
+    let (a, b) = (open(&fs).await, open(&fs).await);
+    // A wants blocks 0..10, B blocks 5..15; A's fill is held at the origin.
+    let first = [(0u64, 10 * 4096)];
+    let second = [(5 * 4096u64, 10 * 4096)];
+    let ra = tokio::spawn(async move { readv(&a, &first).await });
+    calls_reach(&s, 1).await;
+    let rb = tokio::spawn(async move { readv(&b, &second).await });
+    calls_reach(&s, 2).await;
+    s.open_gate();
+    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
+    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    // B fetched only blocks 10..15: no block was fetched twice.
+    let runs = s.probe.runs.lock().unwrap().clone();
+    assert_eq!(runs, vec![(0, 10 * 4096), (10 * 4096, 5 * 4096)]);
+    assert_eq!(fs.stats().bytes_fetched, 15 * 4096);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ram_budget_holds_a_fill_back_until_room_is_made() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig {
+        ram: 64 << 10,
+        ..CacheConfig::default()
+    });
+    let (a, b) = (open(&fs).await, open(&fs).await);
+    let first = [(0u64, 64 << 10)];
+    let second = [(512 << 10, 64 << 10)];
+    let ra = tokio::spawn(async move { readv(&a, &first).await });
+    calls_reach(&s, 1).await;
+    let rb = tokio::spawn(async move { readv(&b, &second).await });
+    // B's fill waits for RAM, so it never reaches the origin while A's
+    // data is held; give it every chance to.
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(s.calls(), 1, "a fill went to the origin without RAM");
+    s.open_gate();
+    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
+    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    assert_eq!(s.calls(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_fill_fails_its_readers_and_caches_nothing() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig::default());
+    let (a, b) = (open(&fs).await, open(&fs).await);
+    let extents = [(4096u64, 8192)];
+    s.probe.fail.store(true, Ordering::SeqCst);
+    let ra = tokio::spawn(async move { readv(&a, &extents).await });
+    calls_reach(&s, 1).await;
+    // B waits on A's fill of the same blocks and sees its failure.
+    let rb = tokio::spawn(async move { readv(&b, &extents).await });
+    s.open_gate();
+    for r in [ra.await.unwrap(), rb.await.unwrap()] {
+        match r {
+            Err(FsError::Error { code, message }) => {
+                assert_eq!(
+                    code,
+                    ErrorCode::FS_ERROR,
+                    "an I/O error maps as the reference maps errno"
+                );
+                assert!(message.contains("origin went away"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    // B may have fetched for itself after A failed; nothing got cached.
+    let calls = s.calls();
+    s.probe.fail.store(false, Ordering::SeqCst);
+    let f = open(&fs).await;
+    assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    assert_eq!(
+        s.calls(),
+        calls + 1,
+        "the failed blocks were not fetched again"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_page_spoiled_on_disk_is_fetched_again() {
+    let s = Setup::new(1 << 20);
+    s.open_gate();
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    let extents = [(100_000u64, 20_000)];
+    assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    // flip one byte of the cached copy
+    let cached = s.cache_dir.path().join("f.bin");
+    let mut bytes = std::fs::read(&cached).unwrap();
+    bytes[110_000] ^= 0xff;
+    std::fs::write(&cached, &bytes).unwrap();
+    assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    assert_eq!(s.calls(), 2);
+    assert_eq!(
+        s.probe.runs.lock().unwrap()[1],
+        (110_000 / 4096 * 4096, 4096)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_origin_file_is_not_served_from_the_old_copy() {
+    let s = Setup::new(1 << 20);
+    s.open_gate();
+    let extents = [(0u64, 50_000)];
+    {
+        let fs = s.cache(CacheConfig::default());
+        let f = open(&fs).await;
+        assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+        drop(f);
+        fs.flush_all().await.unwrap();
+    }
+    // the origin file changes size (and content)
+    let new: Vec<u8> = s.data.iter().rev().take(900_000).copied().collect();
+    std::fs::write(s.origin_dir.path().join("f.bin"), &new).unwrap();
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    assert_eq!(
+        readv(&f, &extents).await.unwrap(),
+        vec![new[..50_000].to_vec()]
+    );
+    assert_eq!(s.calls(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_past_the_end_fail_whole_and_reads_at_the_end_are_short() {
+    let s = Setup::new(10_000);
+    s.open_gate();
+    let fs = s.cache(CacheConfig {
+        geometry: Geometry::new(4096, 1 << 20, 0).unwrap(),
+        ..CacheConfig::default()
+    });
+    let f = open(&fs).await;
+    match readv(&f, &[(0, 10), (9_990, 11)]).await {
+        Err(FsError::Error { code, .. }) => assert_eq!(code, ErrorCode::FS_ERROR),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(s.calls(), 0, "nothing is fetched for a refused read");
+    let tail = tokio::time::timeout(GUARD, f.read_at(9_000, 5_000))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&tail[..], &s.data[9_000..]);
+    assert!(f.read_at(10_000, 10).await.unwrap().is_empty());
+    match fs
+        .open(
+            "/f.bin",
+            OpenMode {
+                write: true,
+                ..OpenMode::default()
+            },
+            "",
+        )
+        .await
+    {
+        Err(FsError::Error { code, .. }) => assert_eq!(code, ErrorCode::NOT_AUTHORIZED),
+        Err(other) => panic!("{other:?}"),
+        Ok(_) => panic!("opened a cached file for writing"),
+    }
+}
