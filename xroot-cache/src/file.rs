@@ -298,15 +298,12 @@ impl<O: Origin> CachedFile<O> {
     /// Fetches `runs` in one origin request, writes them to the store,
     /// then clears them from the flights and tells the waiters.
     async fn fill(self, runs: Vec<Run>, tx: watch::Sender<Option<FillResult>>) -> FillResult {
+        let landing = Landing {
+            inner: &self.inner,
+            runs: &runs,
+        };
         let result = self.fetch_and_store(&runs).await;
-        {
-            let mut flights = self.inner.flights.lock().unwrap();
-            for run in &runs {
-                for b in run.first_block..run.first_block + run.blocks {
-                    flights.remove(&b);
-                }
-            }
-        }
+        drop(landing);
         tx.send_replace(Some(result.clone()));
         result
     }
@@ -448,6 +445,29 @@ impl<O: Origin> CachedFile<O> {
             tracing::warn!("cache sidecar flush at close failed: {e}");
         }
         self.inner.origin.close().await
+    }
+}
+
+/// Clears a fill's blocks from the flights when the fill ends, however it
+/// ends (a panicking fill must not leave its blocks "in flight" forever;
+/// its waiters see the channel close and plan again).
+struct Landing<'a, O> {
+    inner: &'a Inner<O>,
+    runs: &'a [Run],
+}
+
+impl<O> Drop for Landing<'_, O> {
+    fn drop(&mut self) {
+        let mut flights = self
+            .inner
+            .flights
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for run in self.runs {
+            for b in run.first_block..run.first_block + run.blocks {
+                flights.remove(&b);
+            }
+        }
     }
 }
 
