@@ -16,7 +16,7 @@
 mod support;
 
 use clap::Parser;
-use support::our_cache::{content, run_ok, run_tool, RunningCache};
+use support::our_cache::{cli_args, content, run_ok, run_tool, RunningCache};
 use support::stock::StockServer;
 
 /// The example, compiled into this test so that its `start` can be called
@@ -96,17 +96,7 @@ fn expected(data: &[u8], chunks: &[(usize, usize)]) -> Vec<u8> {
 
 /// Starts the example in-process in front of `origin_port`, caching in `dir`.
 async fn start_cache(origin_port: u16, dir: &std::path::Path) -> RunningCache {
-    let origin = format!("root://127.0.0.1:{origin_port}");
-    let cli = xcache::Cli::try_parse_from([
-        "xcache",
-        "--origin",
-        &origin,
-        "--port",
-        "0",
-        "--cache-dir",
-        dir.to_str().unwrap(),
-    ])
-    .unwrap();
+    let cli = xcache::Cli::try_parse_from(cli_args(origin_port, dir)).unwrap();
     RunningCache::serve(xcache::start(&cli).await.unwrap())
 }
 

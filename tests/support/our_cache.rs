@@ -30,6 +30,25 @@ pub fn content(seed: u64, len: usize) -> Vec<u8> {
         .collect()
 }
 
+/// The example's command line for a cache of `root://127.0.0.1:origin_port`
+/// in `cache_dir` on a free port, for `xcache::Cli::try_parse_from`.
+pub fn cli_args(origin_port: u16, cache_dir: &Path) -> Vec<String> {
+    let origin = format!("root://127.0.0.1:{origin_port}");
+    let dir = cache_dir.to_str().expect("a UTF-8 temp dir");
+    [
+        "xcache",
+        "--origin",
+        &origin,
+        "--port",
+        "0",
+        "--cache-dir",
+        dir,
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
 /// A cache served in-process on the test's runtime.
 pub struct RunningCache {
     /// The address it listens on.
@@ -85,7 +104,7 @@ impl CacheProcess {
             .args(extra)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
+            .stderr(Stdio::null())
             .spawn()
             .expect("spawn xcache");
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
