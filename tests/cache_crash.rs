@@ -7,9 +7,9 @@
 //! each killing at a different point: after a number of sequential reads
 //! that varies with the iteration, with the next read and a scattered
 //! vector read in flight and a pause of 0 to 60 ms (within one origin round
-//! trip) before the kill. At the end, a graceful restart and a read of every
-//! file, which must not send one request to the origin (every block
-//! cached and valid).
+//! trip) before the kill. At the end, a graceful stop while a client holds
+//! a freshly filled file open, a restart and a read of every file, which
+//! must not send one request to the origin (every block cached and valid).
 
 mod support;
 
@@ -58,7 +58,9 @@ fn scattered(i: u64) -> Vec<(u64, usize)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn killing_the_cache_mid_fill_never_serves_wrong_bytes() {
     let data = tempfile::tempdir().unwrap();
-    let files: Vec<Vec<u8>> = (0..ITERATIONS).map(|i| content(100 + i, SIZE)).collect();
+    // one more file than iterations: the last one is open during the
+    // graceful stop
+    let files: Vec<Vec<u8>> = (0..=ITERATIONS).map(|i| content(100 + i, SIZE)).collect();
     for (i, f) in files.iter().enumerate() {
         std::fs::write(data.path().join(name(i as u64)), f).unwrap();
     }
@@ -134,9 +136,19 @@ async fn killing_the_cache_mid_fill_never_serves_wrong_bytes() {
 
     assert!(interrupted >= 1, "no kill cut a read in flight");
 
-    // a graceful restart: everything is on disk, valid, and served
-    // without the origin
+    // a graceful restart, with a client reading a file (cold) still
+    // connected and holding it open: everything is on disk, valid, and
+    // served without the origin
+    let client = Client::new();
+    let last = name(ITERATIONS);
+    let f = client
+        .open(&format!("{}//{last}", cache.url()), OpenFlags::READ)
+        .await
+        .unwrap();
+    let got = f.read_at(0, SIZE).await.unwrap();
+    assert!(got[..] == files[ITERATIONS as usize][..], "{last}");
     cache.stop();
+    drop((f, client));
     let cache = CacheProcess::start(&origin_url, store.path(), &[]);
     for (i, want) in files.iter().enumerate() {
         let got = read_all(&cache.url(), &name(i as u64)).await;
