@@ -189,10 +189,9 @@ impl From<CacheError> for FsError {
     fn from(e: CacheError) -> FsError {
         match e {
             CacheError::PastEof { .. } => FsError::new(ErrorCode::FS_ERROR, e.to_string()),
-            CacheError::Origin(o) => match Arc::try_unwrap(o) {
-                Ok(o) => o.into(),
-                Err(o) => FsError::new(ErrorCode::SERVER_ERROR, format!("origin: {o}")),
-            },
+            // shared by every reader that waited for the failed fill: each
+            // gets the same code
+            CacheError::Origin(o) => FsError::from(&*o),
             CacheError::Store(_) | CacheError::Exhausted(_) => {
                 FsError::new(ErrorCode::IO_ERROR, e.to_string())
             }
@@ -317,7 +316,27 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::origin::LocalOrigin;
+    use crate::origin::{LocalOrigin, OriginError};
+
+    /// A failed fill's error is shared by every reader that waited for it;
+    /// each one's client gets the code of the failure (here `kXR_IOError`
+    /// for a short answer), not a different one for the readers that did
+    /// not hold the last reference.
+    #[test]
+    fn an_origin_failure_gives_one_code_to_every_reader_sharing_it() {
+        let failure = Arc::new(OriginError::Short {
+            offset: 4096,
+            expected: 8192,
+            got: 100,
+        });
+        let waiter = CacheError::Origin(failure.clone());
+        for e in [CacheError::Origin(failure), waiter] {
+            match FsError::from(e) {
+                FsError::Error { code, .. } => assert_eq!(code, ErrorCode::IO_ERROR),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
 
     /// A graceful stop right after the last handle of a file went (a
     /// client that disconnected during the shutdown) keeps what was cached:

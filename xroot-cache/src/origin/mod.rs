@@ -77,17 +77,17 @@ impl OriginError {
 /// a connection that failed, timed out or sent bad data (a page that never
 /// matched its crc32c, a short run) is `kXR_IOError`, any other failure
 /// `kXR_ServerError`, with a message naming the origin.
-impl From<OriginError> for FsError {
-    fn from(e: OriginError) -> FsError {
+impl From<&OriginError> for FsError {
+    fn from(e: &OriginError) -> FsError {
         use xroot_client::Error as E;
         match e {
             OriginError::Client {
                 source: E::Server { code, message },
                 ..
-            } => FsError::new(code, message),
-            OriginError::Fs(fs) => fs,
-            OriginError::Io(io) => FsError::from_io(&io),
-            OriginError::Client { ref source, .. } => {
+            } => FsError::new(*code, message.clone()),
+            OriginError::Fs(fs) => fs.clone(),
+            OriginError::Io(io) => FsError::from_io(io),
+            OriginError::Client { source, .. } => {
                 let code = match source {
                     E::Io { .. }
                     | E::ConnectionLost { .. }
@@ -101,6 +101,13 @@ impl From<OriginError> for FsError {
             }
             OriginError::Short { .. } => FsError::new(ErrorCode::IO_ERROR, e.to_string()),
         }
+    }
+}
+
+/// As `From<&OriginError>`.
+impl From<OriginError> for FsError {
+    fn from(e: OriginError) -> FsError {
+        FsError::from(&e)
     }
 }
 
