@@ -3,7 +3,8 @@
 //!
 //! - the origin dies with requests in flight (frozen with SIGSTOP so that
 //!   the requests are surely unanswered, then killed): the client's reads
-//!   fail with `kXR_IOError`, promptly, and nothing is cached for them;
+//!   (including one that waited for another's fill) fail with
+//!   `kXR_IOError`, promptly, and nothing is cached for them;
 //!   once the origin is back on its port, the same reads through the same
 //!   client handle give the right bytes, which a restarted cache then serves
 //!   from disk;
@@ -104,6 +105,11 @@ async fn an_origin_dying_mid_request_fails_the_read_and_caches_nothing() {
         let f = f.clone();
         async move { read(&f, ONE_RUN.0, ONE_RUN.1).await }
     });
+    // a second reader of the same blocks waits for the first one's fill
+    let same = tokio::spawn({
+        let f = f.clone();
+        async move { read(&f, ONE_RUN.0 + 4096, 8192).await }
+    });
     let vector = tokio::spawn({
         let f = f.clone();
         async move { tokio::time::timeout(GUARD, f.readv(&scattered())).await }
@@ -117,6 +123,7 @@ async fn an_origin_dying_mid_request_fails_the_read_and_caches_nothing() {
     .expect("two origin requests in flight");
     origin.kill();
     assert_io_error(one.await.unwrap(), "the one-run read");
+    assert_io_error(same.await.unwrap(), "the read waiting for the same blocks");
     assert_io_error(
         vector.await.unwrap().expect("hang guard"),
         "the vector read",
