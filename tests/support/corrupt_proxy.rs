@@ -9,7 +9,8 @@
 //! (client to server) is flipped. The crc32c sent with the page stays, so
 //! the receiver sees a page whose checksum does not match; the status-body
 //! crc does not cover the data and still matches. The proxy counts the
-//! requests it forwards, by request id, and the `kXR_pgRetry` ones.
+//! requests it forwards, by request id, and the `kXR_pgRetry` ones. What
+//! it spoils can be changed while it runs ([`CorruptProxy::set_spoil`]).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -28,19 +29,24 @@ use xroot::proto::{ClientMessage, RequestDecoder, RequestId, ResponseDecoder, St
 pub enum Spoil {
     /// Nothing: a plain relay that counts requests.
     Nothing,
-    /// The first pgread frame with data, then nothing.
+    /// The first pgread frame with data (since the proxy started or
+    /// [`CorruptProxy::set_spoil`]), then nothing.
     FirstPgread,
     /// Every pgread frame with data (its first page), retries included.
     EveryPgread,
-    /// The first pgwrite request, then nothing.
+    /// The first pgwrite request (since the proxy started or
+    /// [`CorruptProxy::set_spoil`]), then nothing.
     FirstPgwrite,
     /// Every pgwrite request (its first page), retries included.
     EveryPgwrite,
 }
 
-/// What the proxy saw.
-#[derive(Debug, Default)]
+/// What the proxy spoils and what it saw.
+#[derive(Debug)]
 struct Counters {
+    /// The current [`Spoil`] and whether its one frame (for the `First`
+    /// kinds) is still to be spoiled.
+    spoil: Mutex<(Spoil, bool)>,
     pgread_retries: AtomicUsize,
     pgwrite_retries: AtomicUsize,
     spoiled: AtomicUsize,
@@ -51,7 +57,6 @@ struct Counters {
 pub struct CorruptProxy {
     /// The port on 127.0.0.1 to connect to instead of the server.
     pub port: u16,
-    spoil: Spoil,
     counters: Arc<Counters>,
     tasks: Arc<Mutex<Vec<AbortHandle>>>,
 }
@@ -62,7 +67,13 @@ impl CorruptProxy {
     pub async fn start(upstream: u16, spoil: Spoil) -> CorruptProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let port = listener.local_addr().unwrap().port();
-        let counters = Arc::new(Counters::default());
+        let counters = Arc::new(Counters {
+            spoil: Mutex::new((spoil, true)),
+            pgread_retries: AtomicUsize::new(0),
+            pgwrite_retries: AtomicUsize::new(0),
+            spoiled: AtomicUsize::new(0),
+            requests: Mutex::default(),
+        });
         let tasks = Arc::new(Mutex::new(Vec::new()));
         let (c, t) = (Arc::clone(&counters), Arc::clone(&tasks));
         let accept = tokio::spawn(async move {
@@ -73,8 +84,8 @@ impl CorruptProxy {
                 let _ = (client.set_nodelay(true), server.set_nodelay(true));
                 let (cr, cw) = client.into_split();
                 let (sr, sw) = server.into_split();
-                let up = tokio::spawn(to_server(cr, sw, spoil, Arc::clone(&c)));
-                let down = tokio::spawn(to_client(sr, cw, spoil, Arc::clone(&c)));
+                let up = tokio::spawn(to_server(cr, sw, Arc::clone(&c)));
+                let down = tokio::spawn(to_client(sr, cw, Arc::clone(&c)));
                 t.lock()
                     .unwrap()
                     .extend([up.abort_handle(), down.abort_handle()]);
@@ -83,15 +94,20 @@ impl CorruptProxy {
         tasks.lock().unwrap().push(accept.abort_handle());
         CorruptProxy {
             port,
-            spoil,
             counters,
             tasks,
         }
     }
 
-    /// What it spoils.
+    /// What it spoils now.
     pub fn spoil(&self) -> Spoil {
-        self.spoil
+        self.counters.spoil.lock().unwrap().0
+    }
+
+    /// Spoils per `spoil` from now on, on every connection (open or new);
+    /// a `First` kind spoils the next such frame.
+    pub fn set_spoil(&self, spoil: Spoil) {
+        *self.counters.spoil.lock().unwrap() = (spoil, true);
     }
 
     /// `kXR_pgread` requests with `kXR_pgRetry` forwarded so far.
@@ -125,21 +141,23 @@ impl Drop for CorruptProxy {
 }
 
 /// Whether the frame at hand, a pgread answer (`pgread`) or a pgwrite
-/// request, is to be spoiled under `spoil`; counts the frames spoiled.
-fn take_turn(spoil: Spoil, pgread: bool, counters: &Counters) -> bool {
+/// request, is to be spoiled under the current [`Spoil`]; counts the
+/// frames spoiled.
+fn take_turn(pgread: bool, counters: &Counters) -> bool {
     let (first, every) = match pgread {
         true => (Spoil::FirstPgread, Spoil::EveryPgread),
         false => (Spoil::FirstPgwrite, Spoil::EveryPgwrite),
     };
-    if spoil == every {
+    let mut spoil = counters.spoil.lock().unwrap();
+    let hit = match *spoil {
+        (s, _) if s == every => true,
+        (s, ref mut armed) if s == first => std::mem::replace(armed, false),
+        _ => false,
+    };
+    if hit {
         counters.spoiled.fetch_add(1, Ordering::SeqCst);
-        return true;
     }
-    spoil == first
-        && counters
-            .spoiled
-            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
-            .is_ok()
+    hit
 }
 
 /// Reads from `from` and writes to `to` what `frames` makes of the bytes
@@ -169,7 +187,7 @@ async fn relay(
     let _ = to.shutdown().await;
 }
 
-async fn to_server(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc<Counters>) {
+async fn to_server(from: OwnedReadHalf, to: OwnedWriteHalf, c: Arc<Counters>) {
     let mut dec = RequestDecoder::new();
     relay(from, to, move |buf, out| {
         while let Some(msg) = dec.decode(buf).map_err(|e| e.to_string())? {
@@ -197,7 +215,7 @@ async fn to_server(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc
                     counter.fetch_add(1, Ordering::SeqCst);
                 }
                 // [crc][page...]: flip the first page's first data byte
-                if id == RequestId::PGWRITE && payload.len() > 4 && take_turn(spoil, false, &c) {
+                if id == RequestId::PGWRITE && payload.len() > 4 && take_turn(false, &c) {
                     payload[4] ^= 0xff;
                 }
             }
@@ -210,7 +228,7 @@ async fn to_server(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc
     .await
 }
 
-async fn to_client(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc<Counters>) {
+async fn to_client(from: OwnedReadHalf, to: OwnedWriteHalf, c: Arc<Counters>) {
     let mut dec = ResponseDecoder::new().with_max_dlen(1 << 30);
     relay(from, to, move |buf, out| {
         while let Some(frame) = dec.decode(buf).map_err(|e| e.to_string())? {
@@ -221,7 +239,7 @@ async fn to_client(from: OwnedReadHalf, to: OwnedWriteHalf, spoil: Spoil, c: Arc
             let is_pgread = frame.header.status == Status::STATUS
                 && frame.body.get(6) == Some(&((RequestId::PGREAD.0 - 3000) as u8));
             let data_at = start + 8 + frame.header.dlen as usize;
-            if is_pgread && out.len() > data_at + 4 && take_turn(spoil, true, &c) {
+            if is_pgread && out.len() > data_at + 4 && take_turn(true, &c) {
                 out[data_at + 4] ^= 0xff;
             }
         }

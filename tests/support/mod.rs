@@ -17,6 +17,7 @@ pub mod cluster;
 pub mod corrupt_proxy;
 pub mod delay_proxy;
 pub mod example;
+pub mod our_cache;
 pub mod scripted;
 pub mod stock;
 pub mod xcache;

@@ -83,13 +83,18 @@ impl StockServer {
     /// crc32c checksums and `extra` config lines appended. Returns `None`
     /// when xrootd is missing outside CI. Panics if it does not come up.
     pub fn start(data: &Path, extra: &[&str]) -> Option<StockServer> {
+        StockServer::start_on(free_port(), data, extra)
+    }
+
+    /// As [`StockServer::start`], on `port` of 127.0.0.1 (e.g. the port of
+    /// a server that died, to bring it back where its clients look for it).
+    pub fn start_on(port: u16, data: &Path, extra: &[&str]) -> Option<StockServer> {
         if !xrootd_available() {
             return None;
         }
         let state = tempfile::tempdir().expect("temp dir");
         let run = state.path().join("run");
         std::fs::create_dir_all(&run).unwrap();
-        let port = free_port();
         let mut cfg = format!(
             "xrd.port {port}\nxrd.network nodnr\nall.export /\noss.localroot {}\n\
              all.adminpath {}\nall.pidpath {}\nxrootd.chksum max 4 adler32 crc32c\n",
@@ -159,6 +164,23 @@ impl StockServer {
             .find(|p| p.file_name().is_some_and(|n| n == "xrootd.pid"))
             .and_then(|p| std::fs::read_to_string(p).ok())
             .and_then(|t| t.trim().parse().ok())
+    }
+
+    /// Freezes the server (SIGSTOP): connections stay open, nothing is
+    /// answered, until [`StockServer::kill`].
+    pub fn freeze(&self) {
+        let status = Command::new("kill")
+            .args(["-STOP", &self.child.id().to_string()])
+            .status()
+            .expect("run kill");
+        assert!(status.success(), "kill -STOP xrootd");
+    }
+
+    /// Kills the server (SIGKILL) and reaps it: its connections are closed
+    /// by the kernel, its port freed.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     fn log_says(&self, needle: &str) -> bool {

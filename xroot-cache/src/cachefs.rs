@@ -15,7 +15,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use tokio::sync::OnceCell;
+use tokio::sync::{watch, OnceCell};
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_proto::ErrorCode;
 use xroot_server::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
@@ -45,6 +45,25 @@ struct FsInner<F: OriginFs> {
     shared: Arc<Shared>,
     /// Paths with client handles open (or opening).
     open: Mutex<HashMap<String, Arc<Slot<F::File>>>>,
+    /// Sidecar writes in flight of files whose last handle went (counted
+    /// before the path leaves `open`); [`CacheFs::flush_all`] waits for them.
+    closing: Arc<watch::Sender<usize>>,
+}
+
+/// Counts one sidecar write of a closing file in flight until dropped.
+struct Closing(Arc<watch::Sender<usize>>);
+
+impl Closing {
+    fn new(count: &Arc<watch::Sender<usize>>) -> Closing {
+        count.send_modify(|n| *n += 1);
+        Closing(count.clone())
+    }
+}
+
+impl Drop for Closing {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
 }
 
 /// The cached file of one path and how many client handles use it.
@@ -63,6 +82,7 @@ impl<F: OriginFs> CacheFs<F> {
                 store: Arc::new(store),
                 shared: Shared::new(config, CacheStats::new()),
                 open: Mutex::new(HashMap::new()),
+                closing: Arc::new(watch::Sender::new(0)),
             }),
         }
     }
@@ -72,9 +92,12 @@ impl<F: OriginFs> CacheFs<F> {
         self.inner.shared.stats.snapshot()
     }
 
-    /// Writes the sidecar of every file open now (for a graceful stop).
+    /// Writes the sidecar of every file open now and waits for those of
+    /// files whose last handle went before (for a graceful stop: what was
+    /// cached is then on disk).
     ///
-    /// Errors: the first sidecar write that failed.
+    /// Errors: the first sidecar write of an open file that failed (those
+    /// of closing files are logged).
     pub async fn flush_all(&self) -> std::io::Result<()> {
         let files: Vec<_> = {
             let open = self.inner.open.lock().unwrap();
@@ -85,6 +108,9 @@ impl<F: OriginFs> CacheFs<F> {
         for f in files {
             f.flush().await?;
         }
+        let mut closing = self.inner.closing.subscribe();
+        // the sender lives in `inner`: this ends when the count is 0
+        let _ = closing.wait_for(|&n| n == 0).await;
         Ok(())
     }
 
@@ -117,28 +143,37 @@ impl<F: OriginFs> CacheFs<F> {
         Ok((file, stat))
     }
 
-    /// Drops one handle of `path`; the last one flushes and closes the file.
+    /// Drops one handle of `path`; the last one writes the sidecar and
+    /// closes the origin file, on a task.
     fn release(inner: &Arc<FsInner<F>>, path: &str, slot: &Arc<Slot<F::File>>) {
-        let last = {
+        let (file, closing, rt) = {
             let mut open = inner.open.lock().unwrap();
             let mut handles = slot.handles.lock().unwrap();
             *handles -= 1;
-            let last = *handles == 0;
-            if last && open.get(path).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            if *handles > 0 {
+                return;
+            }
+            if open.get(path).is_some_and(|s| Arc::ptr_eq(s, slot)) {
                 open.remove(path);
             }
-            last
+            let (Some((file, _)), Ok(rt)) =
+                (slot.file.get(), tokio::runtime::Handle::try_current())
+            else {
+                return;
+            };
+            // counted under the lock that took the path out of `open`, so
+            // that `flush_all` sees the file one way or the other
+            (file.clone(), Closing::new(&inner.closing), rt)
         };
-        let file = slot.file.get().map(|(f, _)| f.clone());
-        if let (true, Some(file)) = (last, file) {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    if let Err(e) = file.close().await {
-                        tracing::debug!("closing the origin file: {e}");
-                    }
-                });
+        rt.spawn(async move {
+            if let Err(e) = file.flush().await {
+                tracing::warn!("cache sidecar flush at close failed: {e}");
             }
-        }
+            drop(closing);
+            if let Err(e) = file.origin().close().await {
+                tracing::debug!("closing the origin file: {e}");
+            }
+        });
     }
 }
 
@@ -154,6 +189,8 @@ impl From<CacheError> for FsError {
     fn from(e: CacheError) -> FsError {
         match e {
             CacheError::PastEof { .. } => FsError::new(ErrorCode::FS_ERROR, e.to_string()),
+            // shared by every reader that waited for the failed fill: each
+            // gets the same code
             CacheError::Origin(o) => FsError::from(&*o),
             CacheError::Store(_) | CacheError::Exhausted(_) => {
                 FsError::new(ErrorCode::IO_ERROR, e.to_string())
@@ -273,5 +310,59 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
 
     async fn stats_report(&self, _what: &str) -> FsResult<String> {
         Ok(self.stats().to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::origin::{LocalOrigin, OriginError};
+
+    /// A failed fill's error is shared by every reader that waited for it;
+    /// each one's client gets the code of the failure (here `kXR_IOError`
+    /// for a short answer), not a different one for the readers that did
+    /// not hold the last reference.
+    #[test]
+    fn an_origin_failure_gives_one_code_to_every_reader_sharing_it() {
+        let failure = Arc::new(OriginError::Short {
+            offset: 4096,
+            expected: 8192,
+            got: 100,
+        });
+        let waiter = CacheError::Origin(failure.clone());
+        for e in [CacheError::Origin(failure), waiter] {
+            match FsError::from(e) {
+                FsError::Error { code, .. } => assert_eq!(code, ErrorCode::IO_ERROR),
+                other => panic!("{other:?}"),
+            }
+        }
+    }
+
+    /// A graceful stop right after the last handle of a file went (a
+    /// client that disconnected during the shutdown) keeps what was cached:
+    /// `flush_all` waits for the sidecar write the close started. On a
+    /// current-thread runtime that task has not run when `flush_all` is
+    /// called, so without the wait the sidecar would be missing.
+    #[tokio::test(flavor = "current_thread")]
+    async fn flush_all_waits_for_the_sidecars_of_files_just_closed() {
+        let origin = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(origin.path().join("f.bin"), &data).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            CacheConfig::default(),
+        );
+        let h = fs.open("/f.bin", OpenMode::default(), "").await.unwrap();
+        assert!(h.read_at(0, 10_000).await.unwrap() == data);
+        let stat = h.stat().await.unwrap();
+        drop(h);
+        fs.flush_all().await.unwrap();
+        let entry = Store::open(cache.path())
+            .unwrap()
+            .entry("/f.bin", Validators::from(&stat), 4096)
+            .unwrap();
+        assert!((0..3).all(|b| entry.is_cached(b)), "blocks lost");
     }
 }

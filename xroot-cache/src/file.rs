@@ -435,17 +435,6 @@ impl<O: Origin> CachedFile<O> {
         // The fills run on their own tasks; dropping their handles detaches them.
         let _ = self.start_fills(&[(start, len)]);
     }
-
-    /// Writes the sidecar and closes the origin file (when the last client
-    /// handle closed).
-    ///
-    /// Errors: the origin's close error; a sidecar write failure is logged.
-    pub async fn close(&self) -> Result<(), OriginError> {
-        if let Err(e) = self.flush().await {
-            tracing::warn!("cache sidecar flush at close failed: {e}");
-        }
-        self.inner.origin.close().await
-    }
 }
 
 /// Clears a fill's blocks from the flights when the fill ends, however it

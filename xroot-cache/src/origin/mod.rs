@@ -104,6 +104,7 @@ impl From<&OriginError> for FsError {
     }
 }
 
+/// As `From<&OriginError>`.
 impl From<OriginError> for FsError {
     fn from(e: OriginError) -> FsError {
         FsError::from(&e)
