@@ -8,7 +8,13 @@
 //! later chunk already due. Chunks are never delayed one after another, no
 //! bandwidth is capped, and the order of bytes is kept. End of stream is
 //! passed on after the delay too.
+//!
+//! It also counts what it relays ([`Traffic`]): bytes toward the client,
+//! and the requests toward the server, decoded with xroot-proto on a copy
+//! of the stream (the relayed bytes are untouched; if they stop decoding,
+//! counting stops and relaying goes on).
 
+use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -20,6 +26,62 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
+use xroot::proto::request::Request;
+use xroot::proto::{ClientMessage, RequestDecoder, RequestFrame, RequestId};
+
+/// What a [`DelayProxy`] relayed, over all its connections; units are
+/// bytes and requests.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Traffic {
+    /// Bytes relayed from the server to the client (whole frames).
+    pub bytes_to_client: u64,
+    /// Requests relayed to the server, by request id.
+    pub requests: BTreeMap<RequestId, u64>,
+    /// Bytes the relayed reads asked for: `rlen` of each `kXR_read` and
+    /// `kXR_pgread`, the sum of the elements' `rlen` of each `kXR_readv`.
+    pub read_bytes_asked: u64,
+}
+
+impl Traffic {
+    /// Requests of kind `id` relayed.
+    pub fn count(&self, id: RequestId) -> u64 {
+        self.requests.get(&id).copied().unwrap_or(0)
+    }
+
+    /// Read requests relayed: `kXR_read`, `kXR_pgread` and `kXR_readv`.
+    pub fn reads(&self) -> u64 {
+        [RequestId::READ, RequestId::PGREAD, RequestId::READV]
+            .into_iter()
+            .map(|id| self.count(id))
+            .sum()
+    }
+
+    /// What was relayed after `earlier`, a snapshot of the same proxy.
+    pub fn since(&self, earlier: &Traffic) -> Traffic {
+        Traffic {
+            bytes_to_client: self.bytes_to_client - earlier.bytes_to_client,
+            requests: self
+                .requests
+                .iter()
+                .map(|(&id, &n)| (id, n - earlier.count(id)))
+                .collect(),
+            read_bytes_asked: self.read_bytes_asked - earlier.read_bytes_asked,
+        }
+    }
+
+    /// Counts one request frame toward the server (a read whose body does
+    /// not decode counts with no bytes asked).
+    fn request(&mut self, frame: RequestFrame) {
+        *self.requests.entry(frame.header.requestid).or_default() += 1;
+        let asked: i64 = match Request::decode(frame) {
+            Ok(Request::Read(r)) => r.rlen.into(),
+            Ok(Request::Pgread(r)) => r.rlen.into(),
+            Ok(Request::Readv(r)) => r.list.iter().map(|e| i64::from(e.rlen)).sum(),
+            _ => 0,
+        };
+        self.read_bytes_asked += asked.max(0) as u64;
+    }
+}
 
 /// A running delay proxy; its listener and every relayed connection stop
 /// on drop.
@@ -27,6 +89,7 @@ pub struct DelayProxy {
     /// Port on 127.0.0.1 to connect to.
     pub port: u16,
     connections: Arc<AtomicUsize>,
+    traffic: Arc<Mutex<Traffic>>,
     tasks: Arc<Mutex<Vec<AbortHandle>>>,
 }
 
@@ -37,8 +100,10 @@ impl DelayProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
+        let traffic: Arc<Mutex<Traffic>> = Arc::default();
         let tasks: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
         let (n, t) = (Arc::clone(&connections), Arc::clone(&tasks));
+        let seen = Arc::clone(&traffic);
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
                 n.fetch_add(1, Ordering::SeqCst);
@@ -51,14 +116,18 @@ impl DelayProxy {
                 let (cr, cw) = client.into_split();
                 let (sr, sw) = server.into_split();
                 let mut t = t.lock().unwrap();
-                t.extend(relay(cr, sw, one_way));
-                t.extend(relay(sr, cw, one_way));
+                t.extend(relay(cr, sw, one_way, count_requests(Arc::clone(&seen))));
+                let down = Arc::clone(&seen);
+                t.extend(relay(sr, cw, one_way, move |chunk: &Bytes| {
+                    down.lock().unwrap().bytes_to_client += chunk.len() as u64;
+                }));
             }
         });
         tasks.lock().unwrap().push(accept.abort_handle());
         DelayProxy {
             port,
             connections,
+            traffic,
             tasks,
         }
     }
@@ -66,6 +135,36 @@ impl DelayProxy {
     /// Connections accepted so far.
     pub fn connections(&self) -> usize {
         self.connections.load(Ordering::SeqCst)
+    }
+
+    /// What it relayed so far.
+    pub fn traffic(&self) -> Traffic {
+        self.traffic.lock().unwrap().clone()
+    }
+}
+
+/// An observer of the client-to-server bytes that decodes them into
+/// requests and counts them in `traffic`; it goes quiet at the first bytes
+/// that do not decode.
+fn count_requests(traffic: Arc<Mutex<Traffic>>) -> impl FnMut(&Bytes) + Send + 'static {
+    let mut decoder = Some(RequestDecoder::new().with_max_dlen(1 << 30));
+    let mut pending = BytesMut::new();
+    move |chunk: &Bytes| {
+        let Some(dec) = decoder.as_mut() else {
+            return;
+        };
+        pending.extend_from_slice(chunk);
+        loop {
+            match dec.decode(&mut pending) {
+                Ok(Some(ClientMessage::Request(frame))) => traffic.lock().unwrap().request(frame),
+                Ok(Some(ClientMessage::Handshake(_))) => {}
+                Ok(None) => return,
+                Err(_) => {
+                    decoder = None;
+                    return;
+                }
+            }
+        }
     }
 }
 
@@ -77,15 +176,24 @@ impl Drop for DelayProxy {
     }
 }
 
-/// One direction: a reader stamping chunks, a writer releasing them at
-/// their time. An empty chunk stands for end of stream (or a read error).
-fn relay(mut from: OwnedReadHalf, mut to: OwnedWriteHalf, delay: Duration) -> [AbortHandle; 2] {
+/// One direction: a reader stamping chunks (and showing each to
+/// `observe`), a writer releasing them at their time. An empty chunk stands
+/// for end of stream (or a read error).
+fn relay(
+    mut from: OwnedReadHalf,
+    mut to: OwnedWriteHalf,
+    delay: Duration,
+    mut observe: impl FnMut(&Bytes) + Send + 'static,
+) -> [AbortHandle; 2] {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let reader = tokio::spawn(async move {
         loop {
             let mut buf = BytesMut::with_capacity(256 * 1024);
             let n = from.read_buf(&mut buf).await.unwrap_or(0);
-            if tx.send((Instant::now() + delay, buf.freeze())).is_err() || n == 0 {
+            let due = Instant::now() + delay;
+            let buf = buf.freeze();
+            observe(&buf);
+            if tx.send((due, buf)).is_err() || n == 0 {
                 return;
             }
         }

@@ -1,0 +1,339 @@
+//! The NanoAOD trace replayed through caches, against the origin 50 ms
+//! away; one run, one table (`cargo bench --bench cache_trace`; under a
+//! minute on two cores, most of it the stock XCache cold).
+//!
+//! The workload is `benches/trace/nanoaod.trace`: the 50 vector reads
+//! (101 elements, ~635 kB each; 31.8 MB in all) uproot issues reading 101
+//! of the 1001 branches of a 118 MB NanoAOD-like file, one per cluster of
+//! 2000 events (how it was made: benches/trace/README.md). Every run
+//! replays the whole trace, uncapped. The file served is not the ROOT file
+//! but one of the same size whose byte `i` is `(i * 7) % 251`
+//! (benches/common.rs), so every byte read is checked.
+//!
+//! Every run replays the trace with our client: one [`Client`], one
+//! [`File`], [`READERS`] concurrent readers each taking the next vector read
+//! of the trace from a shared queue and sending it with [`File::readv`]. The
+//! origin is a stock xrootd 5.5.3 behind a relay adding 25 ms each way
+//! (tests/support/delay_proxy.rs), which counts what the origin was asked
+//! for and sent. The runs:
+//!
+//! (a) direct: the client reads from the origin through the relay;
+//! (b) the stock XCache (`libXrdPss` + `libXrdPfc`, `pfc.blocksize 4k`, no
+//!     prefetch, tests/support/xcache.rs) whose origin is the relay, cold
+//!     (empty cache) and then warm (the same cache, a new client);
+//! (c) ours, cold and warm: added with xroot-cache's caching server, started
+//!     in front of the relay like the XCache in (b) and replayed with
+//!     [`cache_runs`].
+//!
+//! Before each timed replay the client opens the file and reads one byte of
+//! a 4 kB block the trace never touches (this asks the server's readv limits
+//! outside the timing); the figures cover the replay alone:
+//! - wall time;
+//! - the client's requests in flight, time-weighted mean over the replay
+//!   and peak (`ChannelStats` of its one channel);
+//! - bytes asked: the sum of the trace's lengths;
+//! - fetched: the bytes the origin was asked for by reads (`kXR_read`,
+//!   `kXR_pgread` lengths and `kXR_readv` element lengths) and the bytes it
+//!   sent (whole frames, headers included), as the relay saw them;
+//! - origin reads (`kXR_read` + `kXR_pgread` + `kXR_readv` requests) and
+//!   their number per vector read of the trace.
+//!
+//! Prints "skipped" when the stock xrootd is not installed.
+
+#[path = "common.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../tests/support/delay_proxy.rs"]
+mod delay_proxy;
+#[allow(dead_code)]
+#[path = "../tests/support/stock.rs"]
+mod stock;
+#[allow(dead_code)]
+#[path = "../tests/support/xcache.rs"]
+mod xcache;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use delay_proxy::{DelayProxy, Traffic};
+use stock::StockServer;
+use tokio::runtime::Runtime;
+use xcache::StockCache;
+use xroot::client::{Client, File, OpenFlags};
+
+/// The recorded vector reads (format in benches/trace/README.md).
+const TRACE: &str = include_str!("trace/nanoaod.trace");
+/// Concurrent readers sharing the client's one file.
+const READERS: usize = 8;
+/// The relay's delay each way: a 50 ms round trip to the origin.
+const ONE_WAY: Duration = Duration::from_millis(25);
+/// The served file's name in the origin's directory.
+const NAME: &str = "nanoaod.bin";
+/// The period of the file's byte pattern (`(i * 7) % 251`).
+const PERIOD: u64 = 251;
+
+/// The trace: the file's size and its vector reads, in order.
+struct Trace {
+    size: u64,
+    reads: Vec<Vec<(u64, usize)>>,
+}
+
+impl Trace {
+    /// Parses the trace text: `#` comments, `size N`, then one line of
+    /// `offset:len` pairs per vector read. Panics on anything else.
+    fn parse(text: &str) -> Trace {
+        let mut lines = text.lines().filter(|l| !l.starts_with('#'));
+        let size = lines
+            .next()
+            .and_then(|l| l.strip_prefix("size "))
+            .and_then(|n| n.parse().ok())
+            .expect("trace: a `size N` line first");
+        let reads: Vec<Vec<(u64, usize)>> = lines
+            .map(|line| {
+                line.split_whitespace()
+                    .map(|pair| {
+                        let (o, n) = pair.split_once(':').expect("trace: offset:len");
+                        (o.parse().expect("offset"), n.parse().expect("len"))
+                    })
+                    .collect()
+            })
+            .collect();
+        assert!(
+            reads.iter().flatten().all(|&(o, n)| o + n as u64 <= size),
+            "trace: a read past the file's end"
+        );
+        Trace { size, reads }
+    }
+
+    /// Bytes asked by all the reads.
+    fn asked(&self) -> u64 {
+        self.reads.iter().flatten().map(|&(_, n)| n as u64).sum()
+    }
+
+    /// The start of the first 4 kB block no read of the trace touches.
+    fn untouched_block(&self) -> u64 {
+        let mut touched: Vec<bool> = vec![false; self.size.div_ceil(4096) as usize];
+        for &(o, n) in self.reads.iter().flatten() {
+            for b in o / 4096..(o + n as u64).div_ceil(4096) {
+                touched[b as usize] = true;
+            }
+        }
+        let free = touched.iter().position(|t| !t).expect("an untouched block");
+        free as u64 * 4096
+    }
+}
+
+/// The figures of one replay.
+struct Run {
+    name: String,
+    wall: Duration,
+    in_flight_mean: f64,
+    in_flight_peak: u64,
+    /// What the origin saw during the replay.
+    origin: Traffic,
+}
+
+fn main() {
+    if !stock::xrootd_available() {
+        println!("cache_trace: skipped (the stock xrootd is not installed)");
+        return;
+    }
+    let trace = Arc::new(Trace::parse(TRACE));
+    let data = tempfile::tempdir().expect("temp dir");
+    common::write_file(&data.path().join(NAME), trace.size);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let origin = StockServer::start(data.path(), &[]).expect("xrootd");
+    let relay = rt.block_on(DelayProxy::start(origin.port, ONE_WAY));
+
+    // (a) direct
+    let mut runs = vec![replay(&rt, "direct", relay.port, &relay, &trace)];
+
+    // (b) the stock XCache at 4 kB blocks
+    let stock = StockCache::start(relay.port, "4k").expect("xcache");
+    runs.extend(cache_runs(
+        &rt,
+        "stock XCache 4k",
+        stock.port(),
+        &relay,
+        &trace,
+    ));
+    drop(stock);
+
+    // (c) ours, cold and warm, goes here: added with xroot-cache's caching
+    // server, started with `relay.port` as its origin and measured with
+    // `cache_runs` like (b).
+
+    print_tables(&trace, &runs);
+    println!("\nload average at the end: {}", common::load_average());
+}
+
+/// A cache at `cache_port` (whose origin is behind `relay`) replayed cold,
+/// then warm with a new client.
+fn cache_runs(
+    rt: &Runtime,
+    name: &str,
+    cache_port: u16,
+    relay: &DelayProxy,
+    trace: &Arc<Trace>,
+) -> [Run; 2] {
+    let cold = replay(rt, &format!("{name} cold"), cache_port, relay, trace);
+    let warm = replay(rt, &format!("{name} warm"), cache_port, relay, trace);
+    [cold, warm]
+}
+
+/// One replay of the trace by a new client against `127.0.0.1:port`; the
+/// origin's traffic is what `relay` counted meanwhile. Panics when a read
+/// fails or returns a wrong byte.
+fn replay(rt: &Runtime, name: &str, port: u16, relay: &DelayProxy, trace: &Arc<Trace>) -> Run {
+    rt.block_on(async {
+        let client = Client::new();
+        let url = format!("root://127.0.0.1:{port}//{NAME}");
+        let file = Arc::new(client.open(&url, OpenFlags::READ).await.expect("open"));
+        let prime = [(trace.untouched_block(), 1)];
+        check(&prime, &file.readv(&prime).await.expect("readv"));
+        let channel = &client.channels()[0];
+        let (before, origin_before) = (channel.stats(), relay.traffic());
+
+        let t = Instant::now();
+        let next = Arc::new(AtomicUsize::new(0));
+        let readers: Vec<_> = (0..READERS)
+            .map(|_| {
+                tokio::spawn(reader(
+                    Arc::clone(&file),
+                    Arc::clone(trace),
+                    Arc::clone(&next),
+                ))
+            })
+            .collect();
+        for r in readers {
+            r.await.expect("reader");
+        }
+        let wall = t.elapsed();
+
+        let after = channel.stats();
+        let origin = relay.traffic().since(&origin_before);
+        file.close().await.expect("close");
+        Run {
+            name: name.to_string(),
+            wall,
+            in_flight_mean: (after.in_flight_seconds - before.in_flight_seconds)
+                / wall.as_secs_f64(),
+            in_flight_peak: after.in_flight_peak,
+            origin,
+        }
+    })
+}
+
+/// One of the concurrent readers: takes the trace's next vector read until
+/// none is left, reads it and checks it.
+async fn reader(file: Arc<File>, trace: Arc<Trace>, next: Arc<AtomicUsize>) {
+    loop {
+        let i = next.fetch_add(1, Ordering::Relaxed);
+        let Some(ranges) = trace.reads.get(i) else {
+            return;
+        };
+        let data = file
+            .readv(ranges)
+            .await
+            .unwrap_or_else(|e| panic!("vector read {i}: {e}"));
+        check(ranges, &data);
+    }
+}
+
+/// Checks that `data` holds the bytes of `ranges` of the generated file.
+fn check(ranges: &[(u64, usize)], data: &[bytes::Bytes]) {
+    assert_eq!(ranges.len(), data.len(), "elements returned");
+    for (&(offset, len), got) in ranges.iter().zip(data) {
+        assert_eq!(got.len(), len, "length at offset {offset}");
+        let ok = got
+            .iter()
+            .zip(offset..)
+            .all(|(&b, i)| b == (i * 7 % PERIOD) as u8);
+        assert!(ok, "wrong bytes in the element at offset {offset}");
+    }
+}
+
+fn mb(bytes: u64) -> f64 {
+    bytes as f64 / 1e6
+}
+
+/// The figures of every run, then the ratios to the direct run.
+fn print_tables(trace: &Trace, runs: &[Run]) {
+    let asked = trace.asked();
+    let elements: usize = trace.reads.iter().map(Vec::len).sum();
+    println!(
+        "\nNanoAOD trace: file {:.1} MB, {} vector reads, {:.1} elements per read, {:.1} MB asked; \
+         {READERS} readers on one client session, origin 50 ms away",
+        mb(trace.size),
+        trace.reads.len(),
+        elements as f64 / trace.reads.len() as f64,
+        mb(asked),
+    );
+    println!(
+        "\n{:<24} {:>8} {:>8} {:>5} {:>9} {:>10} {:>9} {:>8} {:>9} {:>9}",
+        "run",
+        "wall s",
+        "fl.mean",
+        "peak",
+        "asked MB",
+        "fetched MB",
+        "fetch/ask",
+        "o.reads",
+        "o.r/read",
+        "o.sent MB"
+    );
+    for r in runs {
+        println!(
+            "{:<24} {:>8.2} {:>8.2} {:>5} {:>9.1} {:>10.1} {:>9.2} {:>8} {:>9.2} {:>9.1}",
+            r.name,
+            r.wall.as_secs_f64(),
+            r.in_flight_mean,
+            r.in_flight_peak,
+            mb(asked),
+            mb(r.origin.read_bytes_asked),
+            r.origin.read_bytes_asked as f64 / asked as f64,
+            r.origin.reads(),
+            r.origin.reads() as f64 / trace.reads.len() as f64,
+            mb(r.origin.bytes_to_client),
+        );
+    }
+    println!("\norigin requests during each replay, by kind");
+    for r in runs {
+        let kinds: Vec<String> = r
+            .origin
+            .requests
+            .iter()
+            .filter(|(_, &n)| n > 0)
+            .map(|(id, n)| format!("{id} {n}"))
+            .collect();
+        let kinds = if kinds.is_empty() {
+            "none".to_string()
+        } else {
+            kinds.join(", ")
+        };
+        println!("{:<24} {kinds}", r.name);
+    }
+    let direct = &runs[0];
+    println!(
+        "\n{:<24} {:>12} {:>16} {:>16}",
+        "vs direct", "wall ratio", "speed-up", "fetched ratio"
+    );
+    for r in runs {
+        println!(
+            "{:<24} {:>12.2} {:>16.2} {:>16.2}",
+            r.name,
+            r.wall.as_secs_f64() / direct.wall.as_secs_f64(),
+            direct.wall.as_secs_f64() / r.wall.as_secs_f64(),
+            r.origin.read_bytes_asked as f64 / direct.origin.read_bytes_asked.max(1) as f64,
+        );
+    }
+    println!(
+        "\ntargets for ours (issue 5): cold wall ratio <= 1.0, warm speed-up >= 2.5, \
+         fetch/ask <= 1.25, origin reads per vector read ~1"
+    );
+}
