@@ -21,9 +21,11 @@
 //! (b) the stock XCache (`libXrdPss` + `libXrdPfc`, `pfc.blocksize 4k`, no
 //!     prefetch, tests/support/xcache.rs) whose origin is the relay, cold
 //!     (empty cache) and then warm (the same cache, a new client);
-//! (c) ours, cold and warm: added with xroot-cache's caching server, started
-//!     in front of the relay like the XCache in (b) and replayed with
-//!     [`cache_runs`].
+//! (c) ours (`examples/xcache.rs` at its defaults: 4 kB blocks, 1 MiB
+//!     io_size, 16 kB io_gap, no prefetch) in front of the relay like the
+//!     XCache in (b), on a tokio runtime of its own, cold then warm; its own
+//!     statistics (origin requests in flight, per client request, bytes
+//!     from disk) are printed after the tables.
 //!
 //! Before each timed replay the client opens the file and reads one byte of
 //! a 4 kB block the trace never touches (this asks the server's readv limits
@@ -42,6 +44,10 @@
 
 #[path = "common.rs"]
 mod common;
+/// Our cache, the `xcache` example compiled in (its `main` is unused).
+#[allow(dead_code)]
+#[path = "../examples/xcache.rs"]
+mod ours;
 #[allow(dead_code)]
 #[path = "../tests/support/delay_proxy.rs"]
 mod delay_proxy;
@@ -56,6 +62,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use delay_proxy::{DelayProxy, Traffic};
 use stock::StockServer;
 use tokio::runtime::Runtime;
@@ -142,11 +149,7 @@ fn main() {
     let trace = Arc::new(Trace::parse(TRACE));
     let data = tempfile::tempdir().expect("temp dir");
     common::write_file(&data.path().join(NAME), trace.size);
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let rt = runtime();
     let origin = StockServer::start(data.path(), &[]).expect("xrootd");
     let relay = rt.block_on(DelayProxy::start(origin.port, ONE_WAY));
 
@@ -164,12 +167,38 @@ fn main() {
     ));
     drop(stock);
 
-    // (c) ours, cold and warm, goes here: added with xroot-cache's caching
-    // server, started with `relay.port` as its origin and measured with
-    // `cache_runs` like (b).
+    // (c) ours at 4 kB blocks, on a runtime of its own (as the stock cache
+    // has its own process)
+    let cache_dir = tempfile::tempdir().expect("temp dir");
+    let cache_rt = runtime();
+    let cli = ours::Cli::try_parse_from([
+        "xcache",
+        "--origin",
+        &format!("root://127.0.0.1:{}", relay.port),
+        "--cache-dir",
+        cache_dir.path().to_str().expect("UTF-8 temp dir"),
+        "--port",
+        "0",
+    ])
+    .expect("xcache arguments");
+    let server = cache_rt.block_on(ours::start(&cli)).expect("our cache");
+    let (port, fs, handle) = (server.local_addr().port(), server.fs().clone(), server.handle());
+    cache_rt.spawn(server.serve());
+    runs.extend(cache_runs(&rt, "ours 4k", port, &relay, &trace));
+    handle.shutdown();
+    println!("\nour cache's own figures after the cold and warm runs:\n{}", fs.stats());
 
     print_tables(&trace, &runs);
     println!("\nload average at the end: {}", common::load_average());
+}
+
+/// A tokio runtime with two worker threads (the machine has two cores).
+fn runtime() -> Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("tokio runtime")
 }
 
 /// A cache at `cache_port` (whose origin is behind `relay`) replayed cold,

@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
-//!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 16k] [--ram 1g] \
+//!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
 //!     [--prefetch BLOCKS] [--purge-low SIZE --purge-high SIZE] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
 //! ```
@@ -54,8 +54,10 @@ pub struct Cli {
     /// The largest block run fetched as one element of an origin request.
     #[arg(long, default_value = "1m", value_parser = size)]
     pub io_size: u64,
-    /// Runs closer than this are fetched as one, gap included.
-    #[arg(long, default_value = "16k", value_parser = size)]
+    /// Runs closer than this are fetched as one, gap included (0, the
+    /// default, merges none: merging saves readv elements, not requests,
+    /// and costs bytes).
+    #[arg(long, default_value = "0", value_parser = size)]
     pub io_gap: u64,
     /// Bytes fetched from the origin and not yet on disk, at most.
     #[arg(long, default_value = "1g", value_parser = size)]

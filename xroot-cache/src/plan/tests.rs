@@ -185,7 +185,7 @@ fn geometry_is_checked_and_clamped() {
     assert_eq!(Geometry::new(1 << 20, 8 << 20, 0).unwrap().io_size, 1 << 20);
     assert_eq!(
         Geometry::default(),
-        Geometry::new(4096, 1 << 20, 16 << 10).unwrap()
+        Geometry::new(4096, 1 << 20, 0).unwrap()
     );
 }
 
@@ -273,7 +273,7 @@ fn in_flight_blocks_are_awaited_and_cached_ones_counted() {
 
 #[test]
 fn gaps_merge_up_to_io_gap_over_missing_blocks() {
-    let geo = Geometry::default(); // 16 KiB gap = 4 blocks
+    let geo = Geometry::new(KB4, 1 << 20, 16 << 10).unwrap(); // 4 blocks
     let shape = |p: Plan| {
         p.runs
             .iter()
