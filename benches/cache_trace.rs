@@ -44,13 +44,13 @@
 
 #[path = "common.rs"]
 mod common;
+#[allow(dead_code)]
+#[path = "../tests/support/delay_proxy.rs"]
+mod delay_proxy;
 /// Our cache, the `xcache` example compiled in (its `main` is unused).
 #[allow(dead_code)]
 #[path = "../examples/xcache.rs"]
 mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/delay_proxy.rs"]
-mod delay_proxy;
 #[allow(dead_code)]
 #[path = "../tests/support/stock.rs"]
 mod stock;
@@ -182,11 +182,18 @@ fn main() {
     ])
     .expect("xcache arguments");
     let server = cache_rt.block_on(ours::start(&cli)).expect("our cache");
-    let (port, fs, handle) = (server.local_addr().port(), server.fs().clone(), server.handle());
+    let (port, fs, handle) = (
+        server.local_addr().port(),
+        server.fs().clone(),
+        server.handle(),
+    );
     cache_rt.spawn(server.serve());
     runs.extend(cache_runs(&rt, "ours 4k", port, &relay, &trace));
     handle.shutdown();
-    println!("\nour cache's own figures after the cold and warm runs:\n{}", fs.stats());
+    println!(
+        "\nour cache's own figures after the cold and warm runs:\n{}",
+        fs.stats()
+    );
 
     print_tables(&trace, &runs);
     println!("\nload average at the end: {}", common::load_average());

@@ -2,7 +2,9 @@
 //! origin request per cold vector read, single flight for blocks another
 //! reader is fetching, back-pressure from the RAM budget, a failed fill
 //! caches nothing, a page spoiled on disk is fetched again, a changed origin
-//! file is not served from the old copy, and reads past end of file fail.
+//! file is not served from the old copy, reads past end of file fail,
+//! prefetch reads ahead without fetching a block twice, and purge keeps the
+//! files in use.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -356,4 +358,50 @@ async fn reads_past_the_end_fail_whole_and_reads_at_the_end_are_short() {
         Err(other) => panic!("{other:?}"),
         Ok(_) => panic!("opened a cached file for writing"),
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prefetch_fills_the_blocks_after_a_read_in_the_background() {
+    let s = Setup::new(1 << 20);
+    s.open_gate();
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    });
+    let f = open(&fs).await;
+    let first = [(0u64, 4096)];
+    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
+    // the background fill of blocks 1..9 was started by the read
+    calls_reach(&s, 2).await;
+    assert_eq!(s.probe.runs.lock().unwrap()[1], (4096, 8 * 4096));
+    // a read of those blocks waits for that fill or reads them from disk;
+    // it only prefetches further (blocks 9..17): no block is fetched twice
+    let next = [(4096u64, 8 * 4096)];
+    assert_eq!(readv(&f, &next).await.unwrap(), s.expect(&next));
+    calls_reach(&s, 3).await;
+    let runs = s.probe.runs.lock().unwrap().clone();
+    assert_eq!(runs, [(0, 4096), (4096, 8 * 4096), (9 * 4096, 8 * 4096)]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn purge_removes_closed_files_and_keeps_open_ones() {
+    let s = Setup::new(256 << 10);
+    std::fs::write(s.origin_dir.path().join("g.bin"), &s.data).unwrap();
+    s.open_gate();
+    let fs = s.cache(CacheConfig::default());
+    let whole = [(0u64, 256 << 10)];
+    let g = fs.open("/g.bin", OpenMode::default(), "").await.unwrap();
+    readv(&g, &whole).await.unwrap();
+    drop(g);
+    let f = open(&fs).await;
+    readv(&f, &whole).await.unwrap();
+    fs.flush_all().await.unwrap();
+    let marks = xroot_cache::Watermarks { low: 0, high: 1 };
+    let report = fs.purge(marks).await.unwrap();
+    assert_eq!(report.removed, ["/g.bin"]);
+    assert!(!s.cache_dir.path().join("g.bin").exists());
+    // the open file is still cached and served without the origin
+    let calls = s.calls();
+    assert_eq!(readv(&f, &whole).await.unwrap(), s.expect(&whole));
+    assert_eq!(s.calls(), calls);
 }
