@@ -9,7 +9,7 @@
 //! the origin file closed. Namespace requests (`stat`, `dirlist`, checksum
 //! queries) are forwarded to the origin; requests that would change it are
 //! refused with `kXR_NotAuthorized`. `kXR_QStats` answers the cache's
-//! [`CacheStats`](crate::stats::CacheStats) as text.
+//! [`CacheStats`] as text.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
