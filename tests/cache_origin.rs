@@ -22,24 +22,11 @@ use xroot::server::{Config, FsError, LocalFs, Server};
 /// 16 MiB and a partial last block.
 const SIZE: usize = (16 << 20) + 1234;
 
-/// Deterministic content: a 64-bit LCG's high bytes.
-fn content(len: usize) -> Vec<u8> {
-    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
-    (0..len)
-        .map(|_| {
-            x = x
-                .wrapping_mul(6_364_136_223_846_793_005)
-                .wrapping_add(1_442_695_040_888_963_407);
-            (x >> 56) as u8
-        })
-        .collect()
-}
-
 /// A directory holding `f.bin` (SIZE content bytes) and `sub/g.bin` (a
 /// small file), and the content of `f.bin`.
 fn populate() -> (tempfile::TempDir, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
-    let data = content(SIZE);
+    let data = support::our_cache::content(0, SIZE);
     std::fs::write(dir.path().join("f.bin"), &data).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/g.bin"), &data[..10_000]).unwrap();
