@@ -40,6 +40,13 @@
 //! - origin reads (`kXR_read` + `kXR_pgread` + `kXR_readv` requests) and
 //!   their number per vector read of the trace.
 //!
+//! Last, the figures for `benches/report.sh`, one `summary: KEY VALUE` line
+//! each, RUN being `direct`, `stock_cold`, `stock_warm`, `ours_cold` and
+//! `ours_warm`: `cache_trace.RUN.wall_s` (seconds),
+//! `cache_trace.RUN.wall_ratio` (÷ the direct run's),
+//! `cache_trace.RUN.fetched_over_asked` (bytes the origin was asked for ÷
+//! bytes the trace asks) and `cache_trace.RUN.origin_reads_per_read`.
+//!
 //! Prints "skipped" when the stock xrootd is not installed.
 
 #[path = "common.rs"]
@@ -134,6 +141,8 @@ impl Trace {
 /// The figures of one replay.
 struct Run {
     name: String,
+    /// The RUN of its summary keys.
+    key: String,
     wall: Duration,
     in_flight_mean: f64,
     in_flight_peak: u64,
@@ -154,13 +163,13 @@ fn main() {
     let relay = rt.block_on(DelayProxy::start(origin.port, ONE_WAY));
 
     // (a) direct
-    let mut runs = vec![replay(&rt, "direct", relay.port, &relay, &trace)];
+    let mut runs = vec![replay(&rt, "direct", "direct", relay.port, &relay, &trace)];
 
     // (b) the stock XCache at 4 kB blocks
     let stock = StockCache::start(relay.port, "4k").expect("xcache");
     runs.extend(cache_runs(
         &rt,
-        "stock XCache 4k",
+        ("stock XCache 4k", "stock"),
         stock.port(),
         &relay,
         &trace,
@@ -188,7 +197,7 @@ fn main() {
         server.handle(),
     );
     cache_rt.spawn(server.serve());
-    runs.extend(cache_runs(&rt, "ours 4k", port, &relay, &trace));
+    runs.extend(cache_runs(&rt, ("ours 4k", "ours"), port, &relay, &trace));
     handle.shutdown();
     println!(
         "\nour cache's own figures after the cold and warm runs:\n{}",
@@ -196,7 +205,8 @@ fn main() {
     );
 
     print_tables(&trace, &runs);
-    println!("\nload average at the end: {}", common::load_average());
+    println!("\nload average at the end: {}\n", common::load_average());
+    print_summary(&trace, &runs);
 }
 
 /// A tokio runtime with two worker threads (the machine has two cores).
@@ -209,23 +219,32 @@ fn runtime() -> Runtime {
 }
 
 /// A cache at `cache_port` (whose origin is behind `relay`) replayed cold,
-/// then warm with a new client.
+/// then warm with a new client; `(name, key)` name the runs in the tables
+/// and the summary keys.
 fn cache_runs(
     rt: &Runtime,
-    name: &str,
+    (name, key): (&str, &str),
     cache_port: u16,
     relay: &DelayProxy,
     trace: &Arc<Trace>,
 ) -> [Run; 2] {
-    let cold = replay(rt, &format!("{name} cold"), cache_port, relay, trace);
-    let warm = replay(rt, &format!("{name} warm"), cache_port, relay, trace);
-    [cold, warm]
+    [("cold", "_cold"), ("warm", "_warm")].map(|(state, suffix)| {
+        let (name, key) = (format!("{name} {state}"), format!("{key}{suffix}"));
+        replay(rt, &name, &key, cache_port, relay, trace)
+    })
 }
 
 /// One replay of the trace by a new client against `127.0.0.1:port`; the
 /// origin's traffic is what `relay` counted meanwhile. Panics when a read
 /// fails or returns a wrong byte.
-fn replay(rt: &Runtime, name: &str, port: u16, relay: &DelayProxy, trace: &Arc<Trace>) -> Run {
+fn replay(
+    rt: &Runtime,
+    name: &str,
+    key: &str,
+    port: u16,
+    relay: &DelayProxy,
+    trace: &Arc<Trace>,
+) -> Run {
     rt.block_on(async {
         let client = Client::new();
         let url = format!("root://127.0.0.1:{port}//{NAME}");
@@ -256,6 +275,7 @@ fn replay(rt: &Runtime, name: &str, port: u16, relay: &DelayProxy, trace: &Arc<T
         file.close().await.expect("close");
         Run {
             name: name.to_string(),
+            key: key.to_string(),
             wall,
             in_flight_mean: (after.in_flight_seconds - before.in_flight_seconds)
                 / wall.as_secs_f64(),
@@ -372,4 +392,25 @@ fn print_tables(trace: &Trace, runs: &[Run]) {
         "\ntargets for ours (issue 5): cold wall ratio <= 1.0, warm speed-up >= 2.5, \
          fetch/ask <= 1.25, origin reads per vector read ~1"
     );
+}
+
+/// The summary lines of every run (keys in the module docs).
+fn print_summary(trace: &Trace, runs: &[Run]) {
+    let asked = trace.asked() as f64;
+    let direct = runs[0].wall.as_secs_f64();
+    for r in runs {
+        let wall = r.wall.as_secs_f64();
+        let reads = r.origin.reads() as f64 / trace.reads.len() as f64;
+        for (figure, value) in [
+            ("wall_s", wall),
+            ("wall_ratio", wall / direct),
+            (
+                "fetched_over_asked",
+                r.origin.read_bytes_asked as f64 / asked,
+            ),
+            ("origin_reads_per_read", reads),
+        ] {
+            common::summary(&format!("cache_trace.{}.{figure}", r.key), value);
+        }
+    }
 }

@@ -19,6 +19,15 @@
 //!     bindings' `vector_read`, K callbacks in flight on one `File`) through
 //!     the same relay, when `/usr/bin/python3` has `XRootD.client`.
 //!
+//! Last, the figures for `benches/report.sh`, one `summary: KEY VALUE` line
+//! each: for (a), `client_copy.MODE.stock_s` and `client_copy.MODE.ours_s`
+//! (best wall times, seconds) and `client_copy.MODE.ratio` (stock time / our
+//! time), MODE being `plain` and `pgread` (both tools), `pgread_streams2`,
+//! `pgread_connections2` and `plain_connections2` (ours only, compared with
+//! the stock tool in the same read mode); for (b),
+//! `client_copy.readv.ours.kK_ms` and `client_copy.readv.stock.kK_ms` (the
+//! median of K = 1, 4, 8 calls, ms; `stock` only with the Python bindings).
+//!
 //! The benchmark starts and stops the stock server itself and prints
 //! "skipped" when it is not installed.
 
@@ -71,19 +80,27 @@ fn main() {
     let ours = example::example_bin("xrdcp");
     let url = format!("root://127.0.0.1:{}//big.bin", server.port);
 
-    copies(&ours, &url, server.server_pid());
+    let mut figures = copies(&ours, &url, server.server_pid());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(vector_reads(server.port));
-    println!("\nload average at the end: {}", common::load_average());
+    figures.extend(rt.block_on(vector_reads(server.port)));
+    println!("\nload average at the end: {}\n", common::load_average());
+    for (key, value) in figures {
+        common::summary(&format!("client_copy.{key}"), value);
+    }
 }
+
+/// Figures for the summary lines: `(key under client_copy., value)`.
+type Figures = Vec<(String, f64)>;
 
 /// One copy tool run: what to run and how.
 struct Variant {
     name: &'static str,
+    /// The MODE of its summary keys.
+    mode: &'static str,
     program: PathBuf,
     args: Vec<&'static str>,
     paged: bool,
@@ -115,34 +132,50 @@ impl Variant {
 }
 
 /// Part (a): prints the copy table, with the CPU time the server spent on
-/// the fastest run of each.
-fn copies(ours: &Path, url: &str, server: Option<u32>) {
+/// the fastest run of each; returns its figures.
+fn copies(ours: &Path, url: &str, server: Option<u32>) -> Figures {
     let stock = PathBuf::from("xrdcp");
-    let v = |name, program: &Path, args: &[&'static str], paged| Variant {
+    let v = |name, mode, program: &Path, args: &[&'static str], paged| Variant {
         name,
+        mode,
         program: program.to_path_buf(),
         args: args.to_vec(),
         paged,
     };
     let variants = [
-        v("stock xrdcp, plain", &stock, &["-f", "--nopbar"], false),
-        v("our xrdcp, plain", ours, &["-f"], false),
-        v("stock xrdcp, pgread", &stock, &["-f", "--nopbar"], true),
-        v("our xrdcp, pgread", ours, &["-f"], true),
+        v(
+            "stock xrdcp, plain",
+            "plain",
+            &stock,
+            &["-f", "--nopbar"],
+            false,
+        ),
+        v("our xrdcp, plain", "plain", ours, &["-f"], false),
+        v(
+            "stock xrdcp, pgread",
+            "pgread",
+            &stock,
+            &["-f", "--nopbar"],
+            true,
+        ),
+        v("our xrdcp, pgread", "pgread", ours, &["-f"], true),
         v(
             "our xrdcp, pgread --streams 2",
+            "pgread_streams2",
             ours,
             &["-f", "--streams", "2"],
             true,
         ),
         v(
             "our xrdcp, pgread --connections 2",
+            "pgread_connections2",
             ours,
             &["-f", "--connections", "2"],
             true,
         ),
         v(
             "our xrdcp, plain --connections 2",
+            "plain_connections2",
             ours,
             &["-f", "--connections", "2"],
             false,
@@ -167,13 +200,20 @@ fn copies(ours: &Path, url: &str, server: Option<u32>) {
         "{:<36} {:>8} {:>9} {:>14} {:>7} {:>15}",
         "", "time s", "GB/s", "stock/ours", "target", "server CPU s"
     );
+    let mut figures = Figures::new();
     for (i, (variant, (t, spent))) in variants.iter().zip(&best).enumerate() {
         let secs = t.as_secs_f64();
+        let mode = variant.mode;
         let (ratio, target) = match i {
-            0 | 2 => (String::new(), ""),
+            0 | 2 => {
+                figures.push((format!("{mode}.stock_s"), secs));
+                (String::new(), "")
+            }
             _ => {
                 let stock = best[if variant.paged { 2 } else { 0 }].0.as_secs_f64();
                 let target = if variant.paged { ">= 2.0x" } else { ">= 1.0x" };
+                figures.push((format!("{mode}.ours_s"), secs));
+                figures.push((format!("{mode}.ratio"), stock / secs));
                 (format!("{:.2}x", stock / secs), target)
             }
         };
@@ -188,6 +228,7 @@ fn copies(ours: &Path, url: &str, server: Option<u32>) {
             spent
         );
     }
+    figures
 }
 
 /// The ranges of readv number `j`: 64 × 16 kB spread over the file.
@@ -200,8 +241,8 @@ fn ranges(j: usize) -> Vec<(u64, usize)> {
         .collect()
 }
 
-/// Part (b): prints the readv table.
-async fn vector_reads(port: u16) {
+/// Part (b): prints the readv table; returns its figures.
+async fn vector_reads(port: u16) -> Figures {
     let proxy = DelayProxy::start(port, Duration::from_millis(25)).await;
     let url = format!("root://127.0.0.1:{}//big.bin", proxy.port);
     let client = Client::new();
@@ -251,10 +292,15 @@ async fn vector_reads(port: u16) {
         "{:>3} {:>16} {:>16} {:>22} {:>20}",
         "K", "ours best ms", "ours median ms", "stock python best/med", "stock (issue) ms"
     );
+    let mut figures = Figures::new();
     for (i, k) in KS.iter().enumerate() {
         let (best, median) = best_median(&ours[i]);
+        figures.push((format!("readv.ours.k{k}_ms"), median));
         let py = match &python {
-            Some(rows) => format!("{:.1} / {:.1}", rows[i].0, rows[i].1),
+            Some(rows) => {
+                figures.push((format!("readv.stock.k{k}_ms"), rows[i].1));
+                format!("{:.1} / {:.1}", rows[i].0, rows[i].1)
+            }
             None => "n/a".into(),
         };
         println!(
@@ -262,6 +308,7 @@ async fn vector_reads(port: u16) {
             STOCK_REFERENCE_MS[i]
         );
     }
+    figures
 }
 
 fn ms(d: Duration) -> f64 {

@@ -1,5 +1,6 @@
-//! Helpers shared by the side-by-side copy benchmarks (included with
-//! `#[path]`): the deterministic test file and the load report.
+//! Helpers shared by the side-by-side benchmarks (included with `#[path]`):
+//! the deterministic test file, the load report and the machine-readable
+//! figures that `benches/report.sh` collects.
 
 use std::io::Write;
 use std::path::Path;
@@ -26,4 +27,11 @@ pub fn load_average() -> String {
         .unwrap_or_default()
         .trim()
         .to_string()
+}
+
+/// Prints one figure for `benches/report.sh` as the line
+/// `summary: KEY VALUE`, VALUE a plain decimal number. Each bench documents
+/// its keys and their units; the human tables stay free to change.
+pub fn summary(key: &str, value: f64) {
+    println!("summary: {key} {value:.4}");
 }

@@ -13,6 +13,11 @@
 //! The CPU time each server spent during its fastest run is shown too (ours
 //! is this process's, which does nothing else meanwhile).
 //!
+//! Last, the figures for `benches/report.sh`, one `summary: KEY VALUE` line
+//! each, MODE being `plain` or `pgread`: `server_copy.MODE.stock_s` and
+//! `server_copy.MODE.ours_s` (the best wall times, seconds) and
+//! `server_copy.MODE.ratio` (stock time / our time).
+//!
 //! Prints "skipped" when the stock xrootd is not installed.
 
 #[path = "common.rs"]
@@ -122,9 +127,15 @@ fn main() {
         stats.in_flight.kind(xroot::proto::RequestId::PGREAD).peak,
     );
     println!(
-        "load average at the end (2 cores shared): {}",
+        "load average at the end (2 cores shared): {}\n",
         common::load_average()
     );
+    for (mode, [stock, ours]) in ["plain", "pgread"].iter().zip(&best) {
+        let (stock, ours) = (stock.0.as_secs_f64(), ours.0.as_secs_f64());
+        common::summary(&format!("server_copy.{mode}.stock_s"), stock);
+        common::summary(&format!("server_copy.{mode}.ours_s"), ours);
+        common::summary(&format!("server_copy.{mode}.ratio"), stock / ours);
+    }
 }
 
 /// Wall time of the stock `xrdcp` copying `url` to /dev/null, with pgread

@@ -21,7 +21,14 @@
 //! The targets: K=8/K=1 at most 1.3 for ours; the stock XCache
 //! measured 8.4. Prints "skipped" when the stock xrootd or the Python
 //! bindings are missing.
+//!
+//! Last, the figures for `benches/report.sh`, one `summary: KEY VALUE` line
+//! each, WHO being `ours` (a) or `stock` (b): `server_readv.WHO.kK_ms` for
+//! K = 1, 4, 8 (the median batch, ms) and `server_readv.WHO.k8_over_k1`
+//! (the ratio of those medians).
 
+#[path = "common.rs"]
+mod common;
 #[allow(dead_code)]
 #[path = "../tests/support/delay_proxy.rs"]
 mod delay_proxy;
@@ -33,7 +40,6 @@ mod stock;
 mod xcache;
 
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -127,7 +133,7 @@ fn main() {
         return;
     }
     let data = tempfile::tempdir().expect("temp dir");
-    write_file(&data.path().join("readv.bin"), size());
+    common::write_file(&data.path().join("readv.bin"), size());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -173,26 +179,18 @@ fn main() {
         (calls() * ELEMENTS) as f64 * ELEMENT_LEN as f64 / (1 << 20) as f64,
     );
     println!(
-        "load average at the end (2 cores shared): {}",
-        std::fs::read_to_string("/proc/loadavg")
-            .unwrap_or_default()
-            .trim()
+        "load average at the end (2 cores shared): {}\n",
+        common::load_average()
     );
-}
-
-/// Byte `i` of the file is `(i * 7) % 251`.
-fn write_file(path: &Path, size: u64) {
-    let mut f = std::fs::File::create(path).unwrap();
-    let block = 8 << 20;
-    let mut buf = vec![0u8; block];
-    for start in (0..size).step_by(block) {
-        let n = (size - start).min(block as u64) as usize;
-        for (i, b) in buf[..n].iter_mut().enumerate() {
-            *b = ((start + i as u64) * 7 % 251) as u8;
+    for (who, times) in [("ours", &ours), ("stock", &stock)] {
+        for k in KS {
+            common::summary(&format!("server_readv.{who}.k{k}_ms"), median(&times[&k]));
         }
-        f.write_all(&buf[..n]).unwrap();
+        common::summary(
+            &format!("server_readv.{who}.k8_over_k1"),
+            median(&times[&8]) / median(&times[&1]),
+        );
     }
-    f.sync_all().unwrap();
 }
 
 /// Bytes allocated under `dir` (`du -sb` counts apparent sizes; `du -sk`
