@@ -12,12 +12,14 @@
 //! answered first).
 //! Logging goes to stderr through `tracing`; `-v` adds the debug events.
 
-use std::io::{self, IsTerminal};
+#[path = "common/daemon.rs"]
+mod daemon;
+
+use std::io;
 use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use tokio::signal::unix::{signal, SignalKind};
 use xroot::server::{Config, LocalFs, ReadvConcurrency, Server};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [-v] DIR`
@@ -64,28 +66,10 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
 #[tokio::main]
 async fn main() -> io::Result<()> {
     let cli = Cli::parse();
-    let level = if cli.verbose {
-        tracing::Level::DEBUG
-    } else {
-        tracing::Level::INFO
-    };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(io::stderr)
-        .with_ansi(io::stderr().is_terminal())
-        .init();
+    daemon::init_logging(cli.verbose);
     let server = start(&cli).await?;
     let handle = server.handle();
-    let on_signal = handle.clone();
-    let mut terminate = signal(SignalKind::terminate())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-        tracing::info!("shutting down");
-        on_signal.shutdown();
-    });
+    daemon::shutdown_on_signal(handle.clone())?;
     server.serve().await?;
     let s = handle.stats();
     tracing::info!(

@@ -17,13 +17,15 @@
 //! usage every 10 s and removes least recently used files above the high
 //! one down to the low one.
 
-use std::io::{self, IsTerminal, Write};
+#[path = "common/daemon.rs"]
+mod daemon;
+
+use std::io::{self, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::Parser;
-use tokio::signal::unix::{signal, SignalKind};
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::plan::Geometry;
 use xroot::cache::purge::Watermarks;
@@ -125,30 +127,12 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
 #[tokio::main]
 async fn main() -> io::Result<()> {
     let cli = Cli::parse();
-    let level = if cli.verbose {
-        tracing::Level::DEBUG
-    } else {
-        tracing::Level::INFO
-    };
-    tracing_subscriber::fmt()
-        .with_max_level(level)
-        .with_writer(io::stderr)
-        .with_ansi(io::stderr().is_terminal())
-        .init();
+    daemon::init_logging(cli.verbose);
     let server = start(&cli).await?;
     let fs = server.fs().clone();
     println!("xcache listening on {}", server.local_addr());
     io::stdout().flush()?;
-    let handle = server.handle();
-    let mut terminate = signal(SignalKind::terminate())?;
-    tokio::spawn(async move {
-        tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminate.recv() => {}
-        }
-        tracing::info!("shutting down");
-        handle.shutdown();
-    });
+    daemon::shutdown_on_signal(server.handle())?;
     if let (Some(low), Some(high)) = (cli.purge_low, cli.purge_high) {
         let fs = fs.clone();
         tokio::spawn(async move {

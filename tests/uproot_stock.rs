@@ -28,11 +28,7 @@ use clap::Parser;
 use support::stock::StockServer;
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::{CacheFs, CacheStatsSnapshot};
-use xroot::server::ServerHandle;
-
-#[path = "../examples/serve.rs"]
-#[allow(dead_code)]
-mod serve;
+use xroot::server::{Config, LocalFs, Server, ServerHandle};
 
 #[path = "../examples/xcache.rs"]
 #[allow(dead_code)]
@@ -215,10 +211,13 @@ impl Setup {
     }
 }
 
-/// The `serve` example exporting `dir` on an ephemeral loopback port.
+/// Our server exporting `dir` with `LocalFs` on an ephemeral loopback port
+/// (what the `serve` example runs).
 async fn start_server(dir: &Path) -> (SocketAddr, ServerHandle) {
-    let cli = serve::Cli::try_parse_from(["serve", "--port", "0", dir.to_str().unwrap()]).unwrap();
-    let server = serve::start(&cli).await.unwrap();
+    let fs = LocalFs::new(dir).unwrap();
+    let server = Server::bind("127.0.0.1:0", fs, Config::default())
+        .await
+        .unwrap();
     let (addr, handle) = (server.local_addr(), server.handle());
     tokio::spawn(server.serve());
     (addr, handle)

@@ -1,0 +1,38 @@
+//! What the long-running examples (`serve`, `xcache`) share: logging to
+//! stderr and a graceful stop on Ctrl-C or SIGTERM.
+
+use std::io::{self, IsTerminal};
+
+use tokio::signal::unix::{signal, SignalKind};
+use xroot::server::ServerHandle;
+
+/// Logs to stderr through `tracing`: info events, and debug ones too when
+/// `verbose`.
+pub fn init_logging(verbose: bool) {
+    let level = if verbose {
+        tracing::Level::DEBUG
+    } else {
+        tracing::Level::INFO
+    };
+    tracing_subscriber::fmt()
+        .with_max_level(level)
+        .with_writer(io::stderr)
+        .with_ansi(io::stderr().is_terminal())
+        .init();
+}
+
+/// Shuts `handle`'s server down gracefully on the first Ctrl-C or SIGTERM.
+///
+/// Errors: the SIGTERM handler cannot be installed.
+pub fn shutdown_on_signal(handle: ServerHandle) -> io::Result<()> {
+    let mut terminate = signal(SignalKind::terminate())?;
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = tokio::signal::ctrl_c() => {}
+            _ = terminate.recv() => {}
+        }
+        tracing::info!("shutting down");
+        handle.shutdown();
+    });
+    Ok(())
+}
