@@ -126,11 +126,6 @@ fn run(cli: &Cli) -> Result<()> {
     let cache_rt = runtime()?;
     let trace = trace::nanoaod();
     let readers = usize::from(cli.readers);
-    let (source, work) = match &cli.origin {
-        None => local(cli, &trace)?,
-        Some(url) => remote(&client_rt, url, cli.files.as_deref(), &trace)?,
-    };
-    let work = Arc::new(work);
     let temp_cache;
     let cache_dir = match &cli.cache_dir {
         Some(dir) => {
@@ -144,6 +139,11 @@ fn run(cli: &Cli) -> Result<()> {
             temp_cache.path()
         }
     };
+    let (source, work) = match &cli.origin {
+        None => local(cli, &trace)?,
+        Some(url) => remote(&client_rt, url, cli.files.as_deref(), &trace)?,
+    };
+    let work = Arc::new(work);
     item(
         "reads",
         &format!(

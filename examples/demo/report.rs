@@ -157,9 +157,13 @@ pub fn print_conclusion(runs: &[Figures], readers: usize) {
         cold.fetched as f64 / cold.asked as f64
     );
     if let Some(through) = cold.cache {
+        let lead = match through.mean >= 0.75 * direct.client.mean {
+            true => "Concurrency survives the cache: cold, it had",
+            false => "Cold, the cache had",
+        };
         println!(
-            "Concurrency survives the cache: {:.1} origin requests in flight on average from it \
-             cold (peak {}),\nas the {readers} readers had {:.1} in flight direct (peak {}).",
+            "{lead} {:.1} origin requests in flight on average (peak {}),\nthe {readers} \
+             readers {:.1} direct (peak {}).",
             through.mean, through.peak, direct.client.mean, direct.client.peak
         );
     }
