@@ -62,6 +62,9 @@ mod ours;
 #[path = "../tests/support/stock.rs"]
 mod stock;
 #[allow(dead_code)]
+#[path = "trace/trace.rs"]
+mod trace;
+#[allow(dead_code)]
 #[path = "../tests/support/xcache.rs"]
 mod xcache;
 
@@ -73,70 +76,16 @@ use clap::Parser;
 use delay_proxy::{DelayProxy, Traffic};
 use stock::StockServer;
 use tokio::runtime::Runtime;
+use trace::Trace;
 use xcache::StockCache;
 use xroot::client::{Client, File, OpenFlags};
 
-/// The recorded vector reads (format in benches/trace/README.md).
-const TRACE: &str = include_str!("trace/nanoaod.trace");
 /// Concurrent readers sharing the client's one file.
 const READERS: usize = 8;
 /// The relay's delay each way: a 50 ms round trip to the origin.
 const ONE_WAY: Duration = Duration::from_millis(25);
 /// The served file's name in the origin's directory.
 const NAME: &str = "nanoaod.bin";
-/// The period of the file's byte pattern (`(i * 7) % 251`).
-const PERIOD: u64 = 251;
-
-/// The trace: the file's size and its vector reads, in order.
-struct Trace {
-    size: u64,
-    reads: Vec<Vec<(u64, usize)>>,
-}
-
-impl Trace {
-    /// Parses the trace text: `#` comments, `size N`, then one line of
-    /// `offset:len` pairs per vector read. Panics on anything else.
-    fn parse(text: &str) -> Trace {
-        let mut lines = text.lines().filter(|l| !l.starts_with('#'));
-        let size = lines
-            .next()
-            .and_then(|l| l.strip_prefix("size "))
-            .and_then(|n| n.parse().ok())
-            .expect("trace: a `size N` line first");
-        let reads: Vec<Vec<(u64, usize)>> = lines
-            .map(|line| {
-                line.split_whitespace()
-                    .map(|pair| {
-                        let (o, n) = pair.split_once(':').expect("trace: offset:len");
-                        (o.parse().expect("offset"), n.parse().expect("len"))
-                    })
-                    .collect()
-            })
-            .collect();
-        assert!(
-            reads.iter().flatten().all(|&(o, n)| o + n as u64 <= size),
-            "trace: a read past the file's end"
-        );
-        Trace { size, reads }
-    }
-
-    /// Bytes asked by all the reads.
-    fn asked(&self) -> u64 {
-        self.reads.iter().flatten().map(|&(_, n)| n as u64).sum()
-    }
-
-    /// The start of the first 4 kB block no read of the trace touches.
-    fn untouched_block(&self) -> u64 {
-        let mut touched: Vec<bool> = vec![false; self.size.div_ceil(4096) as usize];
-        for &(o, n) in self.reads.iter().flatten() {
-            for b in o / 4096..(o + n as u64).div_ceil(4096) {
-                touched[b as usize] = true;
-            }
-        }
-        let free = touched.iter().position(|t| !t).expect("an untouched block");
-        free as u64 * 4096
-    }
-}
 
 /// The figures of one replay.
 struct Run {
@@ -155,7 +104,7 @@ fn main() {
         println!("cache_trace: skipped (the stock xrootd is not installed)");
         return;
     }
-    let trace = Arc::new(Trace::parse(TRACE));
+    let trace = Arc::new(trace::nanoaod());
     let data = tempfile::tempdir().expect("temp dir");
     common::write_file(&data.path().join(NAME), trace.size);
     let rt = runtime();
@@ -249,7 +198,7 @@ fn replay(
         let client = Client::new();
         let url = format!("root://127.0.0.1:{port}//{NAME}");
         let file = Arc::new(client.open(&url, OpenFlags::READ).await.expect("open"));
-        let prime = [(trace.untouched_block(), 1)];
+        let prime = [(trace.untouched_block().expect("an untouched block"), 1)];
         check(&prime, &file.readv(&prime).await.expect("readv"));
         let channel = &client.channels()[0];
         let (before, origin_before) = (channel.stats(), relay.traffic());
@@ -306,11 +255,10 @@ fn check(ranges: &[(u64, usize)], data: &[bytes::Bytes]) {
     assert_eq!(ranges.len(), data.len(), "elements returned");
     for (&(offset, len), got) in ranges.iter().zip(data) {
         assert_eq!(got.len(), len, "length at offset {offset}");
-        let ok = got
-            .iter()
-            .zip(offset..)
-            .all(|(&b, i)| b == (i * 7 % PERIOD) as u8);
-        assert!(ok, "wrong bytes in the element at offset {offset}");
+        assert!(
+            common::is_pattern(0, offset, got),
+            "wrong bytes in the element at offset {offset}"
+        );
     }
 }
 
@@ -321,7 +269,7 @@ fn mb(bytes: u64) -> f64 {
 /// The figures of every run, then the ratios to the direct run.
 fn print_tables(trace: &Trace, runs: &[Run]) {
     let asked = trace.asked();
-    let elements: usize = trace.reads.iter().map(Vec::len).sum();
+    let elements = trace.elements();
     println!(
         "\nNanoAOD trace: file {:.1} MB, {} vector reads, {:.1} elements per read, {:.1} MB asked; \
          {READERS} readers on one client session, origin 50 ms away",

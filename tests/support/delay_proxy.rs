@@ -38,7 +38,8 @@ pub struct Traffic {
     /// Requests relayed to the server, by request id.
     pub requests: BTreeMap<RequestId, u64>,
     /// Bytes the relayed reads asked for: `rlen` of each `kXR_read` and
-    /// `kXR_pgread`, the sum of the elements' `rlen` of each `kXR_readv`.
+    /// `kXR_pgread`, the sum of the elements' `rlen` of each `kXR_readv`
+    /// and `kXR_pgreadv`.
     pub read_bytes_asked: u64,
 }
 
@@ -48,12 +49,18 @@ impl Traffic {
         self.requests.get(&id).copied().unwrap_or(0)
     }
 
-    /// Read requests relayed: `kXR_read`, `kXR_pgread` and `kXR_readv`.
+    /// Read requests relayed: `kXR_read`, `kXR_pgread`, `kXR_readv` and
+    /// `kXR_pgreadv`.
     pub fn reads(&self) -> u64 {
-        [RequestId::READ, RequestId::PGREAD, RequestId::READV]
-            .into_iter()
-            .map(|id| self.count(id))
-            .sum()
+        [
+            RequestId::READ,
+            RequestId::PGREAD,
+            RequestId::READV,
+            RequestId::PGREADV,
+        ]
+        .into_iter()
+        .map(|id| self.count(id))
+        .sum()
     }
 
     /// What was relayed after `earlier`, a snapshot of the same proxy.
@@ -77,6 +84,7 @@ impl Traffic {
             Ok(Request::Read(r)) => r.rlen.into(),
             Ok(Request::Pgread(r)) => r.rlen.into(),
             Ok(Request::Readv(r)) => r.list.iter().map(|e| i64::from(e.rlen)).sum(),
+            Ok(Request::PgReadv(r)) => r.list.iter().map(|e| i64::from(e.rlen)).sum(),
             _ => 0,
         };
         self.read_bytes_asked += asked.max(0) as u64;
