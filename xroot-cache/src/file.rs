@@ -22,15 +22,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::{oneshot, watch, Semaphore};
 
 use crate::origin::{Origin, OriginError};
 use crate::plan::{plan, BlockState, Geometry, Plan, Run};
 use crate::stats::CacheStats;
 use crate::store::{Entry, StoreError};
 
-/// How many times a read re-plans when blocks it waited for failed in
-/// another reader's fill or a cached page failed its checksum.
+/// How many times a read re-plans when a fill it waited for ended without
+/// storing its blocks (not for an origin error, which is the answer) or a
+/// cached page failed its checksum.
 const ATTEMPTS: usize = 3;
 
 /// A cache's tunables. Sizes in bytes.
@@ -93,6 +94,10 @@ pub enum CacheError {
 
 /// How an origin request ended, as its waiters see it.
 type FillResult = Result<(), CacheError>;
+
+/// What a fill brought, for the reader that started it: each run's offset
+/// (bytes) and data, as written to the store.
+type Landed = Vec<(u64, Bytes)>;
 
 /// Limits shared by every file of a cache.
 #[derive(Debug)]
@@ -218,20 +223,37 @@ impl<O: Origin> CachedFile<O> {
         let mut last = None;
         for _ in 0..ATTEMPTS {
             let (plan, fills, waits) = self.start_fills(extents);
-            let from_disk = self.cached_bytes(extents, &plan);
+            let from_disk = self.store_bytes(extents, &plan);
             let mut failed = None;
+            let mut landed = Landed::new();
             for fill in fills {
-                if let Err(e) = fill.await.unwrap_or_else(|e| Err(panicked(e))) {
-                    failed.get_or_insert(e);
+                match fill.await.unwrap_or_else(|_| Err(ended_early())) {
+                    Ok(runs) => landed.extend(runs),
+                    Err(e) => {
+                        failed.get_or_insert(e);
+                    }
                 }
             }
             if let Some(e) = failed {
                 // Our own fill failed: the origin's error is the answer.
                 return Err(e);
             }
-            if let Some(e) = wait_all(waits).await {
-                last = Some(e);
-                continue;
+            match wait_all(waits).await {
+                // the origin's answer for these blocks is every waiter's
+                Some(e @ CacheError::Origin(_)) => return Err(e),
+                Some(e) => {
+                    last = Some(e);
+                    continue;
+                }
+                None => {}
+            }
+            if plan.wait.is_empty() && plan.cached == 0 {
+                // Everything came with this read's own fills: answer from
+                // their data (zero copy), not by reading back what was
+                // just written.
+                if let Some(data) = slice_landed(extents, landed) {
+                    return Ok(data);
+                }
             }
             match self.serve(extents).await {
                 Ok(data) => {
@@ -256,7 +278,7 @@ impl<O: Origin> CachedFile<O> {
         extents: &[(u64, usize)],
     ) -> (
         Plan,
-        Vec<tokio::task::JoinHandle<FillResult>>,
+        Vec<oneshot::Receiver<Result<Landed, CacheError>>>,
         Vec<watch::Receiver<Option<FillResult>>>,
     ) {
         let inner = &self.inner;
@@ -271,14 +293,7 @@ impl<O: Origin> CachedFile<O> {
                 BlockState::Missing
             }
         });
-        let mut waits: Vec<watch::Receiver<_>> = Vec::new();
-        for b in &plan.wait {
-            if let Some(rx) = flights.get(b) {
-                if !waits.iter().any(|w| w.same_channel(rx)) {
-                    waits.push(rx.clone());
-                }
-            }
-        }
+        let waits = distinct(plan.wait.iter().filter_map(|b| flights.get(b)));
         let mut fills = Vec::with_capacity(plan.requests.len());
         for range in &plan.requests {
             let runs: Vec<Run> = plan.runs[range.clone()].to_vec();
@@ -288,55 +303,77 @@ impl<O: Origin> CachedFile<O> {
                     flights.insert(b, rx.clone());
                 }
             }
-            let this = self.clone();
-            fills.push(tokio::spawn(async move { this.fill(runs, tx).await }));
+            let (landed_tx, landed_rx) = oneshot::channel();
+            tokio::spawn(self.clone().fill(runs, tx, landed_tx));
+            fills.push(landed_rx);
         }
         drop(flights);
         (plan, fills, waits)
     }
 
-    /// Fetches `runs` in one origin request, writes them to the store,
-    /// then clears them from the flights and tells the waiters.
-    async fn fill(self, runs: Vec<Run>, tx: watch::Sender<Option<FillResult>>) -> FillResult {
+    /// Fetches `runs` in one origin request and hands their data to the
+    /// reader that planned them, then writes them to the store, clears them
+    /// from the flights and tells the waiters (who read from the store).
+    /// The RAM permits are held until the data is in the store.
+    async fn fill(
+        self,
+        runs: Vec<Run>,
+        waiters: watch::Sender<Option<FillResult>>,
+        reader: oneshot::Sender<Result<Landed, CacheError>>,
+    ) {
         let landing = Landing {
             inner: &self.inner,
             runs: &runs,
         };
-        let result = self.fetch_and_store(&runs).await;
-        drop(landing);
-        tx.send_replace(Some(result.clone()));
-        result
-    }
-
-    async fn fetch_and_store(&self, runs: &[Run]) -> FillResult {
-        let inner = &self.inner;
-        let shared = &inner.shared;
+        let shared = &self.inner.shared;
         let bytes: u64 = runs.iter().map(|r| r.len as u64).sum();
         let _ram = shared
             .ram
             .acquire_many(shared.ram_permits(bytes))
             .await
             .expect("the RAM semaphore is never closed");
+        let result = match self.fetch(&runs, bytes).await {
+            Ok(landed) => {
+                // the reader may be gone; the blocks are stored regardless
+                let _ = reader.send(Ok(landed.clone()));
+                self.store(landed).await
+            }
+            Err(e) => {
+                let _ = reader.send(Err(e.clone()));
+                Err(e)
+            }
+        };
+        drop(landing);
+        waiters.send_replace(Some(result));
+    }
+
+    /// One origin request for `runs` (`bytes` in all).
+    async fn fetch(&self, runs: &[Run], bytes: u64) -> Result<Landed, CacheError> {
+        let shared = &self.inner.shared;
         let extents: Vec<(u64, usize)> = runs.iter().map(|r| (r.offset, r.len)).collect();
         let fetched = {
             let _origin = shared.stats.origin_request();
-            inner.origin.read_runs(&extents).await
+            self.inner.origin.read_runs(&extents).await
         }
         .map_err(|e| CacheError::Origin(Arc::new(e)))?;
         shared.stats.add_fetched(bytes, fetched.requests);
-        let entry = inner.entry.clone();
-        let data = fetched.data;
-        let written = tokio::task::spawn_blocking(move || -> std::io::Result<u64> {
+        Ok(extents.iter().map(|e| e.0).zip(fetched.data).collect())
+    }
+
+    /// Writes landed runs to the store (data, then their bits).
+    async fn store(&self, landed: Landed) -> FillResult {
+        let entry = self.inner.entry.clone();
+        let written = tokio::task::spawn_blocking(move || {
             let mut blocks = 0;
-            for (&(offset, _), data) in extents.iter().zip(&data) {
-                blocks += entry.write_blocks(offset, data)?;
+            for (offset, data) in &landed {
+                blocks += entry.write_blocks(*offset, data)?;
             }
             Ok(blocks)
         })
         .await
         .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
         .map_err(|e| CacheError::Store(Arc::new(e)))?;
-        shared.stats.add_block_writes(written);
+        self.inner.shared.stats.add_block_writes(written);
         self.flush_if_due();
         Ok(())
     }
@@ -360,15 +397,31 @@ impl<O: Origin> CachedFile<O> {
         });
     }
 
-    /// Writes the block bits to the sidecar now.
+    /// Writes the block bits to the sidecar, once the fills in flight have
+    /// landed in the store (a reader gets its data before its fill's store
+    /// write ends; a graceful stop must not lose those blocks).
     ///
     /// Errors: the store's I/O error.
     pub async fn flush(&self) -> std::io::Result<()> {
+        self.settle().await;
         *self.inner.flushed.lock().unwrap() = Instant::now();
         let entry = self.inner.entry.clone();
         tokio::task::spawn_blocking(move || entry.flush())
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+    }
+
+    /// Waits until no fill of this file is in flight (those that start
+    /// meanwhile included).
+    async fn settle(&self) {
+        loop {
+            let pending = distinct(self.inner.flights.lock().unwrap().values());
+            if pending.is_empty() {
+                return;
+            }
+            // failures do not matter here: their blocks are simply not cached
+            let _ = wait_all(pending).await;
+        }
     }
 
     /// Reads every extent from the store (its blocks are cached by now).
@@ -389,28 +442,31 @@ impl<O: Origin> CachedFile<O> {
         .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
     }
 
-    /// Bytes of `extents` that lie in blocks that were cached when `plan`
-    /// was made (served from disk rather than fetched for this read).
-    fn cached_bytes(&self, extents: &[(u64, usize)], plan: &Plan) -> u64 {
-        if plan.cached == 0 {
+    /// Bytes of `extents` this read does not fetch itself: those in blocks
+    /// that were cached or in another reader's fill when `plan` was made,
+    /// all served from the store.
+    fn store_bytes(&self, extents: &[(u64, usize)], plan: &Plan) -> u64 {
+        let asked: u64 = extents.iter().map(|&(_, l)| l as u64).sum();
+        if plan.runs.is_empty() {
+            return asked;
+        }
+        if plan.cached == 0 && plan.wait.is_empty() {
             return 0;
         }
-        let geo = &self.inner.shared.config.geometry;
-        let entry = &self.inner.entry;
-        let fetched = |b: u64| {
-            plan.runs
-                .iter()
-                .any(|r| (r.first_block..r.first_block + r.blocks).contains(&b))
-                || plan.wait.contains(&b)
+        let block_size = self.inner.shared.config.geometry.block_size;
+        // runs are ascending and disjoint
+        let own = |b: u64| {
+            let i = plan.runs.partition_point(|r| r.first_block <= b);
+            i > 0 && b < plan.runs[i - 1].first_block + plan.runs[i - 1].blocks
         };
         let mut total = 0;
         for &(offset, len) in extents {
             let end = offset + len as u64;
             let mut at = offset;
             while at < end {
-                let b = at / geo.block_size;
-                let next = ((b + 1) * geo.block_size).min(end);
-                if !fetched(b) && entry.is_cached(b) {
+                let b = at / block_size;
+                let next = ((b + 1) * block_size).min(end);
+                if !own(b) {
                     total += next - at;
                 }
                 at = next;
@@ -460,14 +516,48 @@ impl<O> Drop for Landing<'_, O> {
     }
 }
 
+/// Each extent as a slice of the one landed run that holds it whole; `None`
+/// when some extent spans runs (it is then read from the store).
+fn slice_landed(extents: &[(u64, usize)], mut landed: Landed) -> Option<Vec<Bytes>> {
+    landed.sort_unstable_by_key(|&(offset, _)| offset);
+    extents
+        .iter()
+        .map(|&(offset, len)| {
+            if len == 0 {
+                return Some(Bytes::new());
+            }
+            let i = landed
+                .partition_point(|&(o, _)| o <= offset)
+                .checked_sub(1)?;
+            let (run_offset, data) = &landed[i];
+            let start = (offset - run_offset) as usize;
+            let end = start.checked_add(len)?;
+            (end <= data.len()).then(|| data.slice(start..end))
+        })
+        .collect()
+}
+
+/// One receiver per fill among `receivers` (a fill is registered once per
+/// block it brings).
+fn distinct<'a>(
+    receivers: impl Iterator<Item = &'a watch::Receiver<Option<FillResult>>>,
+) -> Vec<watch::Receiver<Option<FillResult>>> {
+    let mut out: Vec<watch::Receiver<_>> = Vec::new();
+    for rx in receivers {
+        if !out.iter().any(|o| o.same_channel(rx)) {
+            out.push(rx.clone());
+        }
+    }
+    out
+}
+
 /// Waits for other readers' fills; the first failure, if any.
 async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<CacheError> {
     let mut failed = None;
     for mut rx in waits {
         let outcome = match rx.wait_for(Option::is_some).await {
             Ok(v) => v.clone().expect("waited for Some"),
-            // The fill task ended without an answer (it panicked).
-            Err(_) => Err(CacheError::Exhausted("a fill that ended early".into())),
+            Err(_) => Err(ended_early()),
         };
         if let Err(e) = outcome {
             failed.get_or_insert(e);
@@ -476,6 +566,7 @@ async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<Cac
     failed
 }
 
-fn panicked(e: tokio::task::JoinError) -> CacheError {
-    CacheError::Store(Arc::new(std::io::Error::other(format!("fill task: {e}"))))
+/// The error of a fill whose task ended without an answer (it panicked).
+fn ended_early() -> CacheError {
+    CacheError::Exhausted("a fill that ended early".into())
 }

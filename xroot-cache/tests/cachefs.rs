@@ -286,6 +286,8 @@ async fn a_page_spoiled_on_disk_is_fetched_again() {
     let f = open(&fs).await;
     let extents = [(100_000u64, 20_000)];
     assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    // the reader had its data before the store write ended: let it land
+    fs.flush_all().await.unwrap();
     // flip one byte of the cached copy
     let cached = s.cache_dir.path().join("f.bin");
     let mut bytes = std::fs::read(&cached).unwrap();
