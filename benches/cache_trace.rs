@@ -1,6 +1,8 @@
 //! The NanoAOD trace replayed through caches, against the origin 50 ms
-//! away; one run, one table (`cargo bench --bench cache_trace`; under a
-//! minute on two cores, most of it the stock XCache cold).
+//! away; one run, one table (`cargo bench --bench cache_trace`; about a
+//! minute on two cores, most of it the stock XCache cold). Each kind of
+//! replay runs [`REPS`] times, every cache cold on an empty cache; the
+//! tables show the median by wall time and list all the wall times.
 //!
 //! The workload is `benches/trace/nanoaod.trace`: the 50 vector reads
 //! (101 elements, ~635 kB each; 31.8 MB in all) uproot issues reading 101
@@ -20,9 +22,9 @@
 //! (a) direct: the client reads from the origin through the relay;
 //! (b) the stock XCache (`libXrdPss` + `libXrdPfc`, `pfc.blocksize 4k`, no
 //!     prefetch, tests/support/xcache.rs) whose origin is the relay, cold
-//!     (empty cache) and then warm (the same cache, a new client);
+//!     (an empty cache) and then warm (the same cache, a new client);
 //! (c) ours (`examples/xcache.rs` at its defaults: 4 kB blocks, 1 MiB
-//!     io_size, 16 kB io_gap, no prefetch) in front of the relay like the
+//!     io_size, no gap merging, no prefetch) in front of the relay like the
 //!     XCache in (b), on a tokio runtime of its own, cold then warm; its own
 //!     statistics (origin requests in flight, per client request, bytes
 //!     from disk) are printed after the tables.
@@ -84,6 +86,9 @@ use xroot::client::{Client, File, OpenFlags};
 const READERS: usize = 8;
 /// The relay's delay each way: a 50 ms round trip to the origin.
 const ONE_WAY: Duration = Duration::from_millis(25);
+/// Replays of each kind (direct, each cache cold and warm); the tables
+/// show the median by wall time.
+const REPS: usize = 3;
 /// The served file's name in the origin's directory.
 const NAME: &str = "nanoaod.bin";
 
@@ -93,6 +98,8 @@ struct Run {
     /// The RUN of its summary keys.
     key: String,
     wall: Duration,
+    /// The wall times of every repetition, in run order.
+    walls: Vec<Duration>,
     in_flight_mean: f64,
     in_flight_peak: u64,
     /// What the origin saw during the replay.
@@ -112,50 +119,72 @@ fn main() {
     let relay = rt.block_on(DelayProxy::start(origin.port, ONE_WAY));
 
     // (a) direct
-    let mut runs = vec![replay(&rt, "direct", "direct", relay.port, &relay, &trace)];
+    let direct =
+        median((0..REPS).map(|_| replay(&rt, "direct", "direct", relay.port, &relay, &trace)));
 
-    // (b) the stock XCache at 4 kB blocks
-    let stock = StockCache::start(relay.port, "4k").expect("xcache");
-    runs.extend(cache_runs(
-        &rt,
-        ("stock XCache 4k", "stock"),
-        stock.port(),
-        &relay,
-        &trace,
-    ));
-    drop(stock);
+    // (b) the stock XCache at 4 kB blocks, a new one (empty) for each repetition
+    let stock: Vec<[Run; 2]> = (0..REPS)
+        .map(|_| {
+            let stock = StockCache::start(relay.port, "4k").expect("xcache");
+            let names = ("stock XCache 4k", "stock");
+            cache_runs(&rt, names, stock.port(), &relay, &trace)
+        })
+        .collect();
 
     // (c) ours at 4 kB blocks, on a runtime of its own (as the stock cache
-    // has its own process)
-    let cache_dir = tempfile::tempdir().expect("temp dir");
+    // has its own process), a new one on an empty directory each time
     let cache_rt = runtime();
-    let cli = ours::Cli::try_parse_from([
-        "xcache",
-        "--origin",
-        &format!("root://127.0.0.1:{}", relay.port),
-        "--cache-dir",
-        cache_dir.path().to_str().expect("UTF-8 temp dir"),
-        "--port",
-        "0",
-    ])
-    .expect("xcache arguments");
-    let server = cache_rt.block_on(ours::start(&cli)).expect("our cache");
-    let (port, fs, handle) = (
-        server.local_addr().port(),
-        server.fs().clone(),
-        server.handle(),
-    );
-    cache_rt.spawn(server.serve());
-    runs.extend(cache_runs(&rt, ("ours 4k", "ours"), port, &relay, &trace));
-    handle.shutdown();
-    println!(
-        "\nour cache's own figures after the cold and warm runs:\n{}",
-        fs.stats()
-    );
+    let mut own_stats = String::new();
+    let ours: Vec<[Run; 2]> = (0..REPS)
+        .map(|_| {
+            let cache_dir = tempfile::tempdir().expect("temp dir");
+            let cli = ours::Cli::try_parse_from([
+                "xcache",
+                "--origin",
+                &format!("root://127.0.0.1:{}", relay.port),
+                "--cache-dir",
+                cache_dir.path().to_str().expect("UTF-8 temp dir"),
+                "--port",
+                "0",
+            ])
+            .expect("xcache arguments");
+            let server = cache_rt.block_on(ours::start(&cli)).expect("our cache");
+            let (port, fs, handle) = (
+                server.local_addr().port(),
+                server.fs().clone(),
+                server.handle(),
+            );
+            cache_rt.spawn(server.serve());
+            let runs = cache_runs(&rt, ("ours 4k", "ours"), port, &relay, &trace);
+            handle.shutdown();
+            own_stats = fs.stats().to_string();
+            runs
+        })
+        .collect();
+    println!("\nour cache's own figures after its last cold and warm runs:\n{own_stats}");
 
+    let [stock_cold, stock_warm] = medians(stock);
+    let [ours_cold, ours_warm] = medians(ours);
+    let runs = [direct, stock_cold, stock_warm, ours_cold, ours_warm];
     print_tables(&trace, &runs);
     println!("\nload average at the end: {}\n", common::load_average());
     print_summary(&trace, &runs);
+}
+
+/// The run of median wall time among `runs`, carrying every run's wall time.
+fn median(runs: impl IntoIterator<Item = Run>) -> Run {
+    let mut runs: Vec<Run> = runs.into_iter().collect();
+    let walls: Vec<Duration> = runs.iter().map(|r| r.wall).collect();
+    runs.sort_by_key(|r| r.wall);
+    let mut mid = runs.swap_remove(runs.len() / 2);
+    mid.walls = walls;
+    mid
+}
+
+/// The medians of the cold runs and of the warm runs of `pairs`.
+fn medians(pairs: Vec<[Run; 2]>) -> [Run; 2] {
+    let (cold, warm): (Vec<Run>, Vec<Run>) = pairs.into_iter().map(|[c, w]| (c, w)).unzip();
+    [median(cold), median(warm)]
 }
 
 /// A tokio runtime with two worker threads (the machine has two cores).
@@ -226,6 +255,7 @@ fn replay(
             name: name.to_string(),
             key: key.to_string(),
             wall,
+            walls: vec![wall],
             in_flight_mean: (after.in_flight_seconds - before.in_flight_seconds)
                 / wall.as_secs_f64(),
             in_flight_peak: after.in_flight_peak,
@@ -305,6 +335,15 @@ fn print_tables(trace: &Trace, runs: &[Run]) {
             r.origin.reads() as f64 / trace.reads.len() as f64,
             mb(r.origin.bytes_to_client),
         );
+    }
+    println!("\nwall times of the {REPS} repetitions (the table shows the median)");
+    for r in runs {
+        let walls: Vec<String> = r
+            .walls
+            .iter()
+            .map(|w| format!("{:.3} s", w.as_secs_f64()))
+            .collect();
+        println!("{:<24} {}", r.name, walls.join(", "));
     }
     println!("\norigin requests during each replay, by kind");
     for r in runs {
