@@ -184,7 +184,12 @@ impl<O: Origin> CachedFile<O> {
     ///
     /// Errors: as [`CachedFile::readv`], never [`CacheError::PastEof`].
     pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, CacheError> {
-        let len = len.min(self.inner.size.saturating_sub(offset) as usize);
+        let left = self.inner.size.saturating_sub(offset);
+        if left == 0 {
+            // at or after the end: no bytes, as the origin answers
+            return Ok(Bytes::new());
+        }
+        let len = len.min(usize::try_from(left).unwrap_or(usize::MAX));
         let mut data = self.readv(&[(offset, len)]).await?;
         Ok(data.pop().unwrap_or_default())
     }

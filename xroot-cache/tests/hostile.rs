@@ -34,9 +34,13 @@ async fn reads_after_the_end_of_file_answer_no_bytes() {
     let fs = s.cache(CacheConfig::default());
     let f = open(&fs).await;
     for offset in [10_000, 10_001, 1 << 40, i64::MAX as u64, u64::MAX] {
-        let got = tokio::time::timeout(GUARD, f.read_at(offset, 4096)).await.unwrap();
+        let got = tokio::time::timeout(GUARD, f.read_at(offset, 4096))
+            .await
+            .unwrap();
         assert!(got.unwrap().is_empty(), "read at {offset}");
-        let got = tokio::time::timeout(GUARD, f.pgread(offset, 4096)).await.unwrap();
+        let got = tokio::time::timeout(GUARD, f.pgread(offset, 4096))
+            .await
+            .unwrap();
         assert!(got.unwrap().is_empty(), "pgread at {offset}");
     }
     assert_eq!(s.calls(), 0);
