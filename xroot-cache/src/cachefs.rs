@@ -24,7 +24,7 @@ use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
 use crate::origin::{Origin, OriginFs};
 use crate::purge::{purge, PurgeReport, Watermarks};
 use crate::stats::{CacheStats, CacheStatsSnapshot};
-use crate::store::{Store, Validators};
+use crate::store::{confine, Entry, Store, Validators};
 
 /// A caching proxy file system: `origin` below, `store` on local disk.
 pub struct CacheFs<F: OriginFs> {
@@ -127,20 +127,38 @@ impl<F: OriginFs> CacheFs<F> {
     }
 
     /// Opens the cached file of `path`: the origin file, its stat and the
-    /// store entry they validate.
+    /// store entry they validate. A path the store can never hold (a
+    /// sidecar's name) is refused before the origin is asked; when the
+    /// entry cannot be made (the cache directory refuses it, the file is
+    /// too large), the origin file is closed before the error is returned.
     async fn open_cached(&self, path: &str) -> FsResult<(CachedFile<F::File>, StatInfo)> {
         let inner = &self.inner;
-        let origin = inner.origin.open(path).await?;
+        confine(path)?;
+        let origin = Unclosed(Some(inner.origin.open(path).await?));
+        match self.entry(origin.get(), path).await {
+            Ok((entry, stat)) => {
+                let file = CachedFile::new(origin.keep(), entry, stat.size, inner.shared.clone());
+                Ok((file, stat))
+            }
+            Err(e) => {
+                origin.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The stat of `origin` (the file of `path`) and the store entry it
+    /// validates.
+    async fn entry(&self, origin: &F::File, path: &str) -> FsResult<(Entry, StatInfo)> {
         let stat = origin.stat().await?;
         let validators = Validators::from(&stat);
-        let store = inner.store.clone();
-        let block_size = inner.shared.config.geometry.block_size;
+        let store = self.inner.store.clone();
+        let block_size = self.inner.shared.config.geometry.block_size;
         let key = path.to_string();
         let entry = tokio::task::spawn_blocking(move || store.entry(&key, validators, block_size))
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))?;
-        let file = CachedFile::new(origin, entry, stat.size, inner.shared.clone());
-        Ok((file, stat))
+        Ok((entry, stat))
     }
 
     /// Drops one handle of `path`; the last one writes the sidecar and
@@ -170,10 +188,50 @@ impl<F: OriginFs> CacheFs<F> {
                 tracing::warn!("cache sidecar flush at close failed: {e}");
             }
             drop(closing);
-            if let Err(e) = file.origin().close().await {
-                tracing::debug!("closing the origin file: {e}");
-            }
+            close_origin(file.origin()).await;
         });
+    }
+}
+
+/// An origin file opened for a cached file not made yet: closed if the
+/// making fails, or on a task if the open is abandoned (dropped), so that
+/// no origin file stays open without a cached file to close it.
+struct Unclosed<O: Origin>(Option<O>);
+
+impl<O: Origin> Unclosed<O> {
+    fn get(&self) -> &O {
+        self.0
+            .as_ref()
+            .expect("an Unclosed holds its file until taken")
+    }
+
+    /// The file, kept open.
+    fn keep(mut self) -> O {
+        self.0
+            .take()
+            .expect("an Unclosed holds its file until taken")
+    }
+
+    /// Closes the file now.
+    async fn close(mut self) {
+        if let Some(file) = self.0.take() {
+            close_origin(&file).await;
+        }
+    }
+}
+
+impl<O: Origin> Drop for Unclosed<O> {
+    fn drop(&mut self) {
+        if let (Some(file), Ok(rt)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            rt.spawn(async move { close_origin(&file).await });
+        }
+    }
+}
+
+/// Closes an origin file (a failure is only logged: the file is done with).
+async fn close_origin<O: Origin>(file: &O) {
+    if let Err(e) = file.close().await {
+        tracing::debug!("closing the origin file: {e}");
     }
 }
 

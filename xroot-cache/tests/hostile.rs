@@ -70,6 +70,11 @@ async fn opens_the_cache_cannot_store_close_their_origin_file() {
         }
     }
     assert_eq!(s.open_files(), 0, "origin files left open");
+    let opening = s.probe.opening.load(Ordering::SeqCst);
+    assert_eq!(
+        opening, 20,
+        "a sidecar's name is refused before the origin is asked"
+    );
     let f = open(&fs).await;
     assert_eq!(
         readv(&f, &[(0, 10_000)]).await.unwrap(),
