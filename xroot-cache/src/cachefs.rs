@@ -261,12 +261,19 @@ impl From<CacheError> for FsError {
 pub struct CacheHandle<F: OriginFs> {
     file: CachedFile<F::File>,
     stat: StatInfo,
+    claim: Claim<F>,
+}
+
+/// One client handle counted on the slot of `path`, from the start of its
+/// open: dropping it (the handle closed, the open failed or was abandoned)
+/// releases it.
+struct Claim<F: OriginFs> {
     path: String,
     slot: Arc<Slot<F::File>>,
     fs: Arc<FsInner<F>>,
 }
 
-impl<F: OriginFs> Drop for CacheHandle<F> {
+impl<F: OriginFs> Drop for Claim<F> {
     fn drop(&mut self) {
         CacheFs::release(&self.fs, &self.path, &self.slot);
     }
@@ -290,7 +297,7 @@ impl<F: OriginFs> File for CacheHandle<F> {
     }
 
     fn readv_concurrency(&self) -> ReadvConcurrency {
-        ReadvConcurrency::Parallel(self.fs.shared.config.readv_concurrency.max(1))
+        ReadvConcurrency::Parallel(self.claim.fs.shared.config.readv_concurrency.max(1))
     }
 }
 
@@ -301,7 +308,7 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
         if mode.write || mode.create_new || mode.truncate || mode.append {
             return Err(read_only("opening for writing"));
         }
-        let slot = {
+        let claim = {
             let mut open = self.inner.open.lock().unwrap();
             let slot = open
                 .entry(path.to_string())
@@ -313,21 +320,23 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
                 })
                 .clone();
             *slot.handles.lock().unwrap() += 1;
-            slot
-        };
-        match slot.file.get_or_try_init(|| self.open_cached(path)).await {
-            Ok((file, stat)) => Ok(CacheHandle {
-                file: file.clone(),
-                stat: stat.clone(),
+            Claim {
                 path: path.to_string(),
-                slot: slot.clone(),
+                slot,
                 fs: self.inner.clone(),
-            }),
-            Err(e) => {
-                CacheFs::release(&self.inner, path, &slot);
-                Err(e)
             }
-        }
+        };
+        let (file, stat) = claim
+            .slot
+            .file
+            .get_or_try_init(|| self.open_cached(path))
+            .await?
+            .clone();
+        Ok(CacheHandle {
+            file,
+            stat,
+            claim,
+        })
     }
 
     async fn stat(&self, path: &str) -> FsResult<StatInfo> {
