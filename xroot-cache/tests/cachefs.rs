@@ -11,7 +11,7 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use support::{calls_reach, open, readv, Setup, GUARD};
+use support::{calls_reach, open, readv, until, Setup, GUARD};
 use xroot_cache::{CacheConfig, Geometry};
 use xroot_proto::ErrorCode;
 use xroot_server::{File, FileSystem, FsError, OpenMode};
@@ -241,6 +241,8 @@ async fn purge_removes_closed_files_and_keeps_open_ones() {
     let f = open(&fs).await;
     readv(&f, &whole).await.unwrap();
     fs.flush_all().await.unwrap();
+    // a file is in use until its close (sidecar written) completes
+    until("g.bin closed", || s.open_files() == 1).await;
     let marks = xroot_cache::Watermarks { low: 0, high: 1 };
     let report = fs.purge(marks).await.unwrap();
     assert_eq!(report.removed, ["/g.bin"]);

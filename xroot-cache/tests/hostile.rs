@@ -106,10 +106,9 @@ async fn an_abandoned_open_leaves_no_handle_behind() {
     let whole = [(0u64, 64 << 10)];
     assert_eq!(readv(&f, &whole).await.unwrap(), s.expect(&whole));
     drop(f);
-    fs.flush_all().await.unwrap();
+    until("the origin file closed", || s.open_files() == 0).await;
     let report = fs.purge(Watermarks { low: 0, high: 1 }).await.unwrap();
     assert_eq!(report.removed, ["/f.bin"], "the file stayed in use");
-    until("the origin file closed", || s.open_files() == 0).await;
 }
 
 /// Cached blocks whose data is lost under the running cache (the data
@@ -292,7 +291,6 @@ async fn an_open_close_storm_racing_reads_leaks_nothing() {
     for t in tasks {
         tokio::time::timeout(GUARD, t).await.unwrap().unwrap();
     }
-    fs.flush_all().await.unwrap();
     until("every origin file closed", || s.open_files() == 0).await;
     let report = fs.purge(Watermarks { low: 0, high: 1 }).await.unwrap();
     assert_eq!(report.removed, ["/f.bin"]);
@@ -301,7 +299,7 @@ async fn an_open_close_storm_racing_reads_leaks_nothing() {
 /// An origin file that shrinks while the cache has it open: reads of the
 /// blocks it lost fail with the origin's error (no wrong bytes, nothing
 /// cached for them), the blocks it kept are still served, and the cache
-/// serves the new version once every handle is closed.
+/// serves the new version once the old one is closed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_origin_file_shrinking_while_open_fails_the_lost_blocks() {
     let s = Setup::new(1 << 20);
@@ -330,7 +328,7 @@ async fn an_origin_file_shrinking_while_open_fails_the_lost_blocks() {
     }
     assert_eq!(readv(&f, &kept).await.unwrap(), s.expect(&kept));
     drop(f);
-    fs.flush_all().await.unwrap();
+    until("the old version closed", || s.open_files() == 0).await;
     let f = open(&fs).await;
     assert_eq!(f.stat().await.unwrap().size, 200_000);
     let within = [(150_000u64, 50_000)];
