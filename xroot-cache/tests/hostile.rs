@@ -59,11 +59,15 @@ async fn opens_the_cache_cannot_store_close_their_origin_file() {
     std::fs::write(origin.join("x.cinfo"), b"not a sidecar").unwrap();
     std::fs::write(origin.join("g.bin"), b"blocked").unwrap();
     std::fs::create_dir(s.cache_dir.path().join("g.bin")).unwrap();
+    // a name the origin holds but whose sidecar's name is over NAME_MAX
+    let long = format!("/{}", "n".repeat(250));
+    std::fs::write(origin.join(&long[1..]), b"long").unwrap();
     let fs = s.cache(CacheConfig::default());
     for _ in 0..20 {
         for (path, want) in [
             ("/x.cinfo", ErrorCode::ARG_INVALID),
             ("/g.bin", ErrorCode::IS_DIRECTORY),
+            (&long, ErrorCode::ARG_TOO_LONG),
         ] {
             let got = fs.open(path, OpenMode::default(), "").await;
             assert_eq!(code(got), want, "{path}");
@@ -72,7 +76,7 @@ async fn opens_the_cache_cannot_store_close_their_origin_file() {
     assert_eq!(s.open_files(), 0, "origin files left open");
     let opening = s.probe.opening.load(Ordering::SeqCst);
     assert_eq!(
-        opening, 20,
+        opening, 40,
         "a sidecar's name is refused before the origin is asked"
     );
     let f = open(&fs).await;
