@@ -6,7 +6,8 @@
 //! flight); the first open asks the origin for the file and its stat, whose
 //! size and modification time validate the store entry (a changed origin
 //! file resets it). When the last handle goes, the sidecar is written and
-//! the origin file closed. Namespace requests (`stat`, `dirlist`, checksum
+//! the origin file closed; an open before that completes shares the file
+//! still (so a path never has two store entries at once). Namespace requests (`stat`, `dirlist`, checksum
 //! queries) are forwarded to the origin; requests that would change it are
 //! refused with `kXR_NotAuthorized`. `kXR_QStats` answers the cache's
 //! [`CacheStats`] as text.
@@ -15,7 +16,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
-use tokio::sync::{watch, OnceCell};
+use tokio::sync::OnceCell;
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_proto::ErrorCode;
 use xroot_server::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
@@ -24,7 +25,7 @@ use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
 use crate::origin::{Origin, OriginFs};
 use crate::purge::{purge, PurgeReport, Watermarks};
 use crate::stats::{CacheStats, CacheStatsSnapshot};
-use crate::store::{Store, Validators};
+use crate::store::{confine, Entry, Store, Validators};
 
 /// A caching proxy file system: `origin` below, `store` on local disk.
 pub struct CacheFs<F: OriginFs> {
@@ -43,27 +44,11 @@ struct FsInner<F: OriginFs> {
     origin: F,
     store: Arc<Store>,
     shared: Arc<Shared>,
-    /// Paths with client handles open (or opening).
+    /// Paths with client handles open (or opening), and files whose last
+    /// handle went, until their sidecar is written: an open meanwhile
+    /// shares the file (one store entry per path), purge leaves it alone
+    /// and [`CacheFs::flush_all`] flushes it.
     open: Mutex<HashMap<String, Arc<Slot<F::File>>>>,
-    /// Sidecar writes in flight of files whose last handle went (counted
-    /// before the path leaves `open`); [`CacheFs::flush_all`] waits for them.
-    closing: Arc<watch::Sender<usize>>,
-}
-
-/// Counts one sidecar write of a closing file in flight until dropped.
-struct Closing(Arc<watch::Sender<usize>>);
-
-impl Closing {
-    fn new(count: &Arc<watch::Sender<usize>>) -> Closing {
-        count.send_modify(|n| *n += 1);
-        Closing(count.clone())
-    }
-}
-
-impl Drop for Closing {
-    fn drop(&mut self) {
-        self.0.send_modify(|n| *n -= 1);
-    }
 }
 
 /// The cached file of one path and how many client handles use it.
@@ -82,7 +67,6 @@ impl<F: OriginFs> CacheFs<F> {
                 store: Arc::new(store),
                 shared: Shared::new(config, CacheStats::new()),
                 open: Mutex::new(HashMap::new()),
-                closing: Arc::new(watch::Sender::new(0)),
             }),
         }
     }
@@ -92,12 +76,11 @@ impl<F: OriginFs> CacheFs<F> {
         self.inner.shared.stats.snapshot()
     }
 
-    /// Writes the sidecar of every file open now and waits for those of
-    /// files whose last handle went before (for a graceful stop: what was
-    /// cached is then on disk).
+    /// Writes the sidecar of every file open now, or whose last handle
+    /// went and whose sidecar is not written yet (for a graceful stop: what
+    /// was cached is then on disk).
     ///
-    /// Errors: the first sidecar write of an open file that failed (those
-    /// of closing files are logged).
+    /// Errors: the first sidecar write that failed.
     pub async fn flush_all(&self) -> std::io::Result<()> {
         let files: Vec<_> = {
             let open = self.inner.open.lock().unwrap();
@@ -108,9 +91,6 @@ impl<F: OriginFs> CacheFs<F> {
         for f in files {
             f.flush().await?;
         }
-        let mut closing = self.inner.closing.subscribe();
-        // the sender lives in `inner`: this ends when the count is 0
-        let _ = closing.wait_for(|&n| n == 0).await;
         Ok(())
     }
 
@@ -127,53 +107,131 @@ impl<F: OriginFs> CacheFs<F> {
     }
 
     /// Opens the cached file of `path`: the origin file, its stat and the
-    /// store entry they validate.
+    /// store entry they validate. A path the store can never hold (a
+    /// sidecar's name) is refused before the origin is asked; when the
+    /// entry cannot be made (the cache directory refuses it, the file is
+    /// too large), the origin file is closed before the error is returned.
     async fn open_cached(&self, path: &str) -> FsResult<(CachedFile<F::File>, StatInfo)> {
         let inner = &self.inner;
-        let origin = inner.origin.open(path).await?;
+        confine(path)?;
+        let origin = Unclosed(Some(inner.origin.open(path).await?));
+        match self.entry(origin.get(), path).await {
+            Ok((entry, stat)) => {
+                let file = CachedFile::new(origin.keep(), entry, stat.size, inner.shared.clone());
+                Ok((file, stat))
+            }
+            Err(e) => {
+                origin.close().await;
+                Err(e)
+            }
+        }
+    }
+
+    /// The stat of `origin` (the file of `path`) and the store entry it
+    /// validates.
+    async fn entry(&self, origin: &F::File, path: &str) -> FsResult<(Entry, StatInfo)> {
         let stat = origin.stat().await?;
         let validators = Validators::from(&stat);
-        let store = inner.store.clone();
-        let block_size = inner.shared.config.geometry.block_size;
+        let store = self.inner.store.clone();
+        let block_size = self.inner.shared.config.geometry.block_size;
         let key = path.to_string();
         let entry = tokio::task::spawn_blocking(move || store.entry(&key, validators, block_size))
             .await
             .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))?;
-        let file = CachedFile::new(origin, entry, stat.size, inner.shared.clone());
-        Ok((file, stat))
+        Ok((entry, stat))
     }
 
-    /// Drops one handle of `path`; the last one writes the sidecar and
-    /// closes the origin file, on a task.
+    /// Drops one handle of `path`. After the last one, on a task, the
+    /// sidecar is written, and then, unless a handle was opened meanwhile
+    /// (it shares the file; its own release ends it), the path leaves
+    /// `open` and the origin file is closed.
     fn release(inner: &Arc<FsInner<F>>, path: &str, slot: &Arc<Slot<F::File>>) {
-        let (file, closing, rt) = {
+        let (file, rt) = {
             let mut open = inner.open.lock().unwrap();
             let mut handles = slot.handles.lock().unwrap();
             *handles -= 1;
             if *handles > 0 {
                 return;
             }
-            if open.get(path).is_some_and(|s| Arc::ptr_eq(s, slot)) {
-                open.remove(path);
-            }
             let (Some((file, _)), Ok(rt)) =
                 (slot.file.get(), tokio::runtime::Handle::try_current())
             else {
+                // nothing was opened (the open failed or was abandoned), or
+                // there is no runtime left to write the sidecar on
+                remove_slot(&mut open, path, slot);
                 return;
             };
-            // counted under the lock that took the path out of `open`, so
-            // that `flush_all` sees the file one way or the other
-            (file.clone(), Closing::new(&inner.closing), rt)
+            (file.clone(), rt)
         };
+        let (inner, path, slot) = (inner.clone(), path.to_string(), slot.clone());
         rt.spawn(async move {
             if let Err(e) = file.flush().await {
                 tracing::warn!("cache sidecar flush at close failed: {e}");
             }
-            drop(closing);
-            if let Err(e) = file.origin().close().await {
-                tracing::debug!("closing the origin file: {e}");
+            let last = {
+                let mut open = inner.open.lock().unwrap();
+                let idle = *slot.handles.lock().unwrap() == 0;
+                idle && remove_slot(&mut open, &path, &slot)
+            };
+            if last {
+                close_origin(file.origin()).await;
             }
         });
+    }
+}
+
+/// Takes `slot` out of `open` if it is the one of `path`; whether it was.
+fn remove_slot<O: Origin>(
+    open: &mut HashMap<String, Arc<Slot<O>>>,
+    path: &str,
+    slot: &Arc<Slot<O>>,
+) -> bool {
+    let ours = open.get(path).is_some_and(|s| Arc::ptr_eq(s, slot));
+    if ours {
+        open.remove(path);
+    }
+    ours
+}
+
+/// An origin file opened for a cached file not made yet: closed if the
+/// making fails, or on a task if the open is abandoned (dropped), so that
+/// no origin file stays open without a cached file to close it.
+struct Unclosed<O: Origin>(Option<O>);
+
+impl<O: Origin> Unclosed<O> {
+    fn get(&self) -> &O {
+        self.0
+            .as_ref()
+            .expect("an Unclosed holds its file until taken")
+    }
+
+    /// The file, kept open.
+    fn keep(mut self) -> O {
+        self.0
+            .take()
+            .expect("an Unclosed holds its file until taken")
+    }
+
+    /// Closes the file now.
+    async fn close(mut self) {
+        if let Some(file) = self.0.take() {
+            close_origin(&file).await;
+        }
+    }
+}
+
+impl<O: Origin> Drop for Unclosed<O> {
+    fn drop(&mut self) {
+        if let (Some(file), Ok(rt)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
+            rt.spawn(async move { close_origin(&file).await });
+        }
+    }
+}
+
+/// Closes an origin file (a failure is only logged: the file is done with).
+async fn close_origin<O: Origin>(file: &O) {
+    if let Err(e) = file.close().await {
+        tracing::debug!("closing the origin file: {e}");
     }
 }
 
@@ -203,12 +261,19 @@ impl From<CacheError> for FsError {
 pub struct CacheHandle<F: OriginFs> {
     file: CachedFile<F::File>,
     stat: StatInfo,
+    claim: Claim<F>,
+}
+
+/// One client handle counted on the slot of `path`, from the start of its
+/// open: dropping it (the handle closed, the open failed or was abandoned)
+/// releases it.
+struct Claim<F: OriginFs> {
     path: String,
     slot: Arc<Slot<F::File>>,
     fs: Arc<FsInner<F>>,
 }
 
-impl<F: OriginFs> Drop for CacheHandle<F> {
+impl<F: OriginFs> Drop for Claim<F> {
     fn drop(&mut self) {
         CacheFs::release(&self.fs, &self.path, &self.slot);
     }
@@ -232,7 +297,7 @@ impl<F: OriginFs> File for CacheHandle<F> {
     }
 
     fn readv_concurrency(&self) -> ReadvConcurrency {
-        ReadvConcurrency::Parallel(self.fs.shared.config.readv_concurrency.max(1))
+        ReadvConcurrency::Parallel(self.claim.fs.shared.config.readv_concurrency.max(1))
     }
 }
 
@@ -243,7 +308,7 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
         if mode.write || mode.create_new || mode.truncate || mode.append {
             return Err(read_only("opening for writing"));
         }
-        let slot = {
+        let claim = {
             let mut open = self.inner.open.lock().unwrap();
             let slot = open
                 .entry(path.to_string())
@@ -255,21 +320,19 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
                 })
                 .clone();
             *slot.handles.lock().unwrap() += 1;
-            slot
-        };
-        match slot.file.get_or_try_init(|| self.open_cached(path)).await {
-            Ok((file, stat)) => Ok(CacheHandle {
-                file: file.clone(),
-                stat: stat.clone(),
+            Claim {
                 path: path.to_string(),
-                slot: slot.clone(),
+                slot,
                 fs: self.inner.clone(),
-            }),
-            Err(e) => {
-                CacheFs::release(&self.inner, path, &slot);
-                Err(e)
             }
-        }
+        };
+        let (file, stat) = claim
+            .slot
+            .file
+            .get_or_try_init(|| self.open_cached(path))
+            .await?
+            .clone();
+        Ok(CacheHandle { file, stat, claim })
     }
 
     async fn stat(&self, path: &str) -> FsResult<StatInfo> {
@@ -340,9 +403,10 @@ mod tests {
 
     /// A graceful stop right after the last handle of a file went (a
     /// client that disconnected during the shutdown) keeps what was cached:
-    /// `flush_all` waits for the sidecar write the close started. On a
-    /// current-thread runtime that task has not run when `flush_all` is
-    /// called, so without the wait the sidecar would be missing.
+    /// the file stays registered until its close has written the sidecar,
+    /// so `flush_all` writes it. On a current-thread runtime the close's
+    /// task has not run when `flush_all` is called, so without that the
+    /// sidecar would be missing.
     #[tokio::test(flavor = "current_thread")]
     async fn flush_all_waits_for_the_sidecars_of_files_just_closed() {
         let origin = tempfile::tempdir().unwrap();

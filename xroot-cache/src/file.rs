@@ -184,7 +184,12 @@ impl<O: Origin> CachedFile<O> {
     ///
     /// Errors: as [`CachedFile::readv`], never [`CacheError::PastEof`].
     pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, CacheError> {
-        let len = len.min(self.inner.size.saturating_sub(offset) as usize);
+        let left = self.inner.size.saturating_sub(offset);
+        if left == 0 {
+            // at or after the end: no bytes, as the origin answers
+            return Ok(Bytes::new());
+        }
+        let len = len.min(usize::try_from(left).unwrap_or(usize::MAX));
         let mut data = self.readv(&[(offset, len)]).await?;
         Ok(data.pop().unwrap_or_default())
     }
@@ -425,18 +430,29 @@ impl<O: Origin> CachedFile<O> {
     }
 
     /// Reads every extent from the store (its blocks are cached by now).
+    /// After a block that is missing or fails its check, the other extents
+    /// are still read, so that every damaged block is found (and its bit
+    /// cleared) for the next attempt to fetch them all in one go.
     async fn serve(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, StoreError> {
         let entry = self.inner.entry.clone();
         let extents = extents.to_vec();
         tokio::task::spawn_blocking(move || {
             entry.touch();
-            extents
-                .iter()
-                .map(|&(offset, len)| match len {
-                    0 => Ok(Bytes::new()),
-                    _ => entry.read(offset, len),
-                })
-                .collect()
+            let mut out = Vec::with_capacity(extents.len());
+            let mut missing = None;
+            for &(offset, len) in &extents {
+                match len {
+                    0 => out.push(Bytes::new()),
+                    _ => match entry.read(offset, len) {
+                        Ok(data) => out.push(data),
+                        Err(StoreError::Missing { block }) => {
+                            missing.get_or_insert(StoreError::Missing { block });
+                        }
+                        Err(e) => return Err(e),
+                    },
+                }
+            }
+            missing.map_or(Ok(out), Err)
         })
         .await
         .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))

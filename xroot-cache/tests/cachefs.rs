@@ -6,172 +6,15 @@
 //! prefetch reads ahead without fetching a block twice, and purge keeps the
 //! files in use.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+mod support;
+
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
-use xroot_cache::{
-    CacheConfig, CacheFs, Fetched, Geometry, LocalOrigin, LocalOriginFile, Origin, OriginError,
-    OriginFs, Store,
-};
-use xroot_proto::response::{ChecksumAnswer, StatInfo};
+use support::{calls_reach, open, readv, until, Setup, GUARD};
+use xroot_cache::{CacheConfig, Geometry};
 use xroot_proto::ErrorCode;
-use xroot_server::{DirEntry, File, FileSystem, FsError, OpenMode};
-
-/// Hang guard for every wait in these tests.
-const GUARD: Duration = Duration::from_secs(30);
-
-/// What the test sees of the origin's reads.
-#[derive(Default)]
-struct Probe {
-    /// `read_runs` calls started.
-    calls: AtomicUsize,
-    /// Every run asked, in call order.
-    runs: Mutex<Vec<(u64, usize)>>,
-    /// When set, the next `read_runs` calls fail.
-    fail: std::sync::atomic::AtomicBool,
-}
-
-/// A [`LocalOrigin`] whose `read_runs` each take one permit of `gate`
-/// first (so the test decides when a fill completes) and are recorded.
-struct Gated {
-    local: LocalOrigin,
-    gate: Arc<Semaphore>,
-    probe: Arc<Probe>,
-}
-
-struct GatedFile {
-    file: LocalOriginFile,
-    gate: Arc<Semaphore>,
-    probe: Arc<Probe>,
-}
-
-impl Origin for GatedFile {
-    async fn stat(&self) -> Result<StatInfo, OriginError> {
-        self.file.stat().await
-    }
-
-    async fn read_runs(&self, runs: &[(u64, usize)]) -> Result<Fetched, OriginError> {
-        self.probe.calls.fetch_add(1, Ordering::SeqCst);
-        self.probe.runs.lock().unwrap().extend_from_slice(runs);
-        self.gate.acquire().await.unwrap().forget();
-        if self.probe.fail.load(Ordering::SeqCst) {
-            return Err(OriginError::Io(std::io::Error::other("origin went away")));
-        }
-        self.file.read_runs(runs).await
-    }
-
-    async fn close(&self) -> Result<(), OriginError> {
-        self.file.close().await
-    }
-}
-
-impl OriginFs for Gated {
-    type File = GatedFile;
-
-    async fn open(&self, path: &str) -> Result<GatedFile, OriginError> {
-        Ok(GatedFile {
-            file: self.local.open(path).await?,
-            gate: self.gate.clone(),
-            probe: self.probe.clone(),
-        })
-    }
-
-    async fn stat(&self, path: &str) -> Result<StatInfo, OriginError> {
-        self.local.stat(path).await
-    }
-
-    async fn dirlist(&self, path: &str, with_stat: bool) -> Result<Vec<DirEntry>, OriginError> {
-        self.local.dirlist(path, with_stat).await
-    }
-
-    async fn checksum(&self, path: &str, alg: Option<&str>) -> Result<ChecksumAnswer, OriginError> {
-        self.local.checksum(path, alg).await
-    }
-}
-
-/// Deterministic file content: a byte pattern no 4 kB block repeats.
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| ((i as u64).wrapping_mul(2_654_435_761) >> 13) as u8)
-        .collect()
-}
-
-struct Setup {
-    origin_dir: tempfile::TempDir,
-    cache_dir: tempfile::TempDir,
-    gate: Arc<Semaphore>,
-    probe: Arc<Probe>,
-    data: Vec<u8>,
-}
-
-impl Setup {
-    /// An origin directory holding `/f.bin` of `len` bytes.
-    fn new(len: usize) -> Setup {
-        let origin_dir = tempfile::tempdir().unwrap();
-        let data = pattern(len);
-        std::fs::write(origin_dir.path().join("f.bin"), &data).unwrap();
-        Setup {
-            origin_dir,
-            cache_dir: tempfile::tempdir().unwrap(),
-            gate: Arc::new(Semaphore::new(0)),
-            probe: Arc::default(),
-            data,
-        }
-    }
-
-    /// A cache over the origin with `config`, on the shared cache dir.
-    fn cache(&self, config: CacheConfig) -> CacheFs<Gated> {
-        let origin = Gated {
-            local: LocalOrigin::new(self.origin_dir.path()).unwrap(),
-            gate: self.gate.clone(),
-            probe: self.probe.clone(),
-        };
-        CacheFs::new(origin, Store::open(self.cache_dir.path()).unwrap(), config)
-    }
-
-    fn calls(&self) -> usize {
-        self.probe.calls.load(Ordering::SeqCst)
-    }
-
-    /// Lets every origin read through from now on.
-    fn open_gate(&self) {
-        self.gate.add_permits(1 << 20);
-    }
-
-    fn expect(&self, extents: &[(u64, usize)]) -> Vec<Vec<u8>> {
-        extents
-            .iter()
-            .map(|&(o, l)| self.data[o as usize..o as usize + l].to_vec())
-            .collect()
-    }
-}
-
-async fn open(fs: &CacheFs<Gated>) -> xroot_cache::CacheHandle<Gated> {
-    fs.open("/f.bin", OpenMode::default(), "").await.unwrap()
-}
-
-async fn readv(
-    f: &xroot_cache::CacheHandle<Gated>,
-    extents: &[(u64, usize)],
-) -> Result<Vec<Vec<u8>>, FsError> {
-    let got = tokio::time::timeout(GUARD, f.readv(extents.to_vec()))
-        .await
-        .expect("readv hung")?;
-    Ok(got.into_iter().map(|b| b.to_vec()).collect())
-}
-
-/// Waits until `n` origin reads have started.
-async fn calls_reach(s: &Setup, n: usize) {
-    tokio::time::timeout(GUARD, async {
-        while s.calls() < n {
-            tokio::time::sleep(Duration::from_millis(2)).await;
-        }
-    })
-    .await
-    .expect("origin reads never started");
-}
+use xroot_server::{File, FileSystem, FsError, OpenMode};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
@@ -398,6 +241,8 @@ async fn purge_removes_closed_files_and_keeps_open_ones() {
     let f = open(&fs).await;
     readv(&f, &whole).await.unwrap();
     fs.flush_all().await.unwrap();
+    // a file is in use until its close (sidecar written) completes
+    until("g.bin closed", || s.open_files() == 1).await;
     let marks = xroot_cache::Watermarks { low: 0, high: 1 };
     let report = fs.purge(marks).await.unwrap();
     assert_eq!(report.removed, ["/g.bin"]);

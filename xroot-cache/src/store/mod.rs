@@ -280,8 +280,9 @@ impl Entry {
     /// recorded crc32c.
     ///
     /// Errors: [`StoreError::Missing`] with the first block whose bit is
-    /// clear, or whose page does not match its crc32c (that bit is then
-    /// cleared): fetch it again; [`StoreError::Io`] for read errors, and with
+    /// clear, or else the first whose page does not match its crc32c (the
+    /// bits of every block with such a page in the span are then cleared):
+    /// fetch them again; [`StoreError::Io`] for read errors, and with
     /// `InvalidInput` for an `offset` past the end of file.
     pub fn read(&self, offset: u64, len: usize) -> Result<Bytes, StoreError> {
         let size = self.validators.size;
@@ -311,6 +312,9 @@ impl Entry {
         // Bounded: at most `len` plus two partial pages, all inside the file.
         let mut buf = vec![0u8; (span_end - span_start) as usize];
         self.data.read_at(span_start, &mut buf)?;
+        // Every bad page is found (not only the first), so that the caller
+        // refetches all of them at once.
+        let mut bad = None;
         for ((page, bytes), want) in (first_page..).zip(buf.chunks(PAGE_SIZE)).zip(expected) {
             if crc32c(bytes) != want {
                 let block = page * PAGE / self.block_size;
@@ -320,8 +324,11 @@ impl Entry {
                     state.sidecar.set_cached(block, false);
                     state.dirty = true;
                 }
-                return Err(StoreError::Missing { block });
+                bad.get_or_insert(block);
             }
+        }
+        if let Some(block) = bad {
+            return Err(StoreError::Missing { block });
         }
         let from = (offset - span_start) as usize;
         Ok(Bytes::from(buf).slice(from..from + (end - offset) as usize))
