@@ -360,6 +360,7 @@ impl<O: Origin> CachedFile<O> {
             let _origin = shared.stats.origin_request();
             self.inner.origin.read_runs(&extents).await
         }
+        .and_then(|fetched| fetched.check(&extents).map(|()| fetched))
         .map_err(|e| CacheError::Origin(Arc::new(e)))?;
         shared.stats.add_fetched(bytes, fetched.requests);
         Ok(extents.iter().map(|e| e.0).zip(fetched.data).collect())

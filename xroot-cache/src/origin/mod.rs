@@ -135,17 +135,30 @@ impl Fetched {
         }
     }
 
-    /// The answer to `runs` once every run's data is checked to be exactly
-    /// its length. Errors: [`OriginError::Short`] for the first run whose
-    /// data is not (a missing run counts as 0 bytes).
+    /// The answer to `runs` once [`Fetched::check`]ed.
     fn checked(
         runs: &[(u64, usize)],
         data: Vec<Bytes>,
         requests: usize,
         checksummed: bool,
     ) -> Result<Fetched, OriginError> {
+        let fetched = Fetched {
+            data,
+            requests: requests as u64,
+            checksummed,
+        };
+        fetched.check(runs)?;
+        Ok(fetched)
+    }
+
+    /// Checks that there is one piece of data per run of `runs`, each
+    /// exactly the run's length (a cache checks what any [`Origin`]
+    /// answers before storing it). Errors: [`OriginError::Short`] for the
+    /// first run whose data is not (a missing run counts as 0 bytes, an
+    /// extra piece as a run of 0 bytes).
+    pub fn check(&self, runs: &[(u64, usize)]) -> Result<(), OriginError> {
         for (i, &(offset, expected)) in runs.iter().enumerate() {
-            let got = data.get(i).map_or(0, Bytes::len);
+            let got = self.data.get(i).map_or(0, Bytes::len);
             if got != expected {
                 return Err(OriginError::Short {
                     offset,
@@ -154,11 +167,14 @@ impl Fetched {
                 });
             }
         }
-        Ok(Fetched {
-            data,
-            requests: requests as u64,
-            checksummed,
-        })
+        match self.data.get(runs.len()) {
+            Some(extra) => Err(OriginError::Short {
+                offset: 0,
+                expected: 0,
+                got: extra.len(),
+            }),
+            None => Ok(()),
+        }
     }
 }
 

@@ -185,4 +185,13 @@ fn fetched_checks_every_length() {
             other => panic!("{other:?}"),
         }
     }
+    // one piece more than runs
+    match Fetched::checked(&runs, data(&[b"abc", b"de", b"xyz"]), 1, false) {
+        Err(OriginError::Short {
+            expected: 0,
+            got: 3,
+            ..
+        }) => {}
+        other => panic!("{other:?}"),
+    }
 }
