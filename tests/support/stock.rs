@@ -109,31 +109,50 @@ impl StockServer {
         let cfg_path = state.path().join("xrootd.cfg");
         std::fs::write(&cfg_path, cfg).unwrap();
         let log = state.path().join("xrootd.log");
-        let mut cmd = Command::new("xrootd");
-        cmd.args(["-I", "v4", "-n", "test", "-c"])
-            .arg(&cfg_path)
-            .arg("-l")
-            .arg(&log)
-            .current_dir(&run)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null());
-        run_unprivileged(&mut cmd, &[state.path(), data]);
-        let child = cmd.spawn().expect("spawn xrootd");
-        let mut server = StockServer {
-            child,
-            port,
-            data: data.to_path_buf(),
-            state,
-        };
-        server.wait_ready();
-        Some(server)
+        // xrootd 5.5.3 has been seen to die of SIGSEGV while starting, before
+        // it logs anything, when several start at once: try again then
+        let mut state = state;
+        for attempt in 1..=3 {
+            let mut cmd = Command::new("xrootd");
+            cmd.args(["-I", "v4", "-n", "test", "-c"])
+                .arg(&cfg_path)
+                .arg("-l")
+                .arg(&log)
+                .current_dir(&run)
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null());
+            run_unprivileged(&mut cmd, &[state.path(), data]);
+            let child = cmd.spawn().expect("spawn xrootd");
+            let mut server = StockServer {
+                child,
+                port,
+                data: data.to_path_buf(),
+                state,
+            };
+            match server.wait_ready() {
+                Ok(()) => return Some(server),
+                Err(crash) if attempt < 3 => {
+                    eprintln!("xrootd crashed while starting ({crash}); starting it again");
+                    // keep the config for the next attempt
+                    state = std::mem::replace(&mut server.state, tempfile::tempdir().unwrap());
+                }
+                Err(crash) => panic!("xrootd crashed while starting, 3 times: {crash}"),
+            }
+        }
+        unreachable!("the last attempt returns or panics")
     }
 
-    fn wait_ready(&mut self) {
+    /// Waits until this instance says it is up and its port answers.
+    /// Errors: the process was killed by a signal before that (the caller
+    /// may start it again). Panics when it fails otherwise or takes 30 s.
+    fn wait_ready(&mut self) -> Result<(), String> {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
             if let Ok(Some(status)) = self.child.try_wait() {
+                if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+                    return Err(format!("signal {signal}; log:\n{}", self.log_tail()));
+                }
                 panic!("xrootd exited with {status}; log:\n{}", self.log_tail());
             }
             // the port answering is not enough: another test's server may
@@ -142,7 +161,7 @@ impl StockServer {
             if self.log_says("initialization completed")
                 && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
             {
-                return;
+                return Ok(());
             }
             if self.log_says("initialization failed") {
                 panic!("xrootd failed to start; log:\n{}", self.log_tail());
