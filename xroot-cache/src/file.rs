@@ -533,8 +533,10 @@ impl<O> Drop for Landing<'_, O> {
     }
 }
 
-/// Each extent as a slice of the one landed run that holds it whole; `None`
-/// when some extent spans runs (it is then read from the store).
+/// Each extent from the landed runs: a slice of the run that holds it whole
+/// (zero copy), or the pieces of the adjacent runs it spans (cut at
+/// `io_size`) joined. `None` when some byte is not in `landed` (it is then
+/// read from the store).
 fn slice_landed(extents: &[(u64, usize)], mut landed: Landed) -> Option<Vec<Bytes>> {
     landed.sort_unstable_by_key(|&(offset, _)| offset);
     extents
@@ -543,13 +545,32 @@ fn slice_landed(extents: &[(u64, usize)], mut landed: Landed) -> Option<Vec<Byte
             if len == 0 {
                 return Some(Bytes::new());
             }
-            let i = landed
+            let end = offset.checked_add(len as u64)?;
+            let mut i = landed
                 .partition_point(|&(o, _)| o <= offset)
                 .checked_sub(1)?;
-            let (run_offset, data) = &landed[i];
-            let start = (offset - run_offset) as usize;
-            let end = start.checked_add(len)?;
-            (end <= data.len()).then(|| data.slice(start..end))
+            let mut at = offset;
+            let mut joined: Option<bytes::BytesMut> = None;
+            loop {
+                let (run_offset, data) = landed.get(i)?;
+                let run_end = run_offset + data.len() as u64;
+                if *run_offset > at || run_end <= at && at < end {
+                    return None; // a hole between runs
+                }
+                let piece = data
+                    .slice((at - run_offset) as usize..(end.min(run_end) - run_offset) as usize);
+                if end <= run_end && joined.is_none() {
+                    return Some(piece); // the whole extent in one run
+                }
+                joined
+                    .get_or_insert_with(|| bytes::BytesMut::with_capacity(len))
+                    .extend_from_slice(&piece);
+                at = end.min(run_end);
+                if at == end {
+                    return joined.map(bytes::BytesMut::freeze);
+                }
+                i += 1;
+            }
         })
         .collect()
 }
@@ -586,4 +607,31 @@ async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<Cac
 /// The error of a fill whose task ended without an answer (it panicked).
 fn ended_early() -> CacheError {
     CacheError::Exhausted("a fill that ended early".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extents_are_cut_from_the_landed_runs() {
+        let run = |offset: u64, len: usize| {
+            let data: Vec<u8> = (offset..offset + len as u64).map(|i| i as u8).collect();
+            (offset, Bytes::from(data))
+        };
+        let want = |offset: u64, len: usize| run(offset, len).1;
+        // two adjacent runs (one cut at io_size), then a hole, then a third
+        let landed = vec![run(8192, 4096), run(0, 8192), run(20_480, 4096)];
+        let extents = [(100, 50), (8000, 1000), (0, 12_288), (21_000, 10), (5, 0)];
+        let got = slice_landed(&extents, landed.clone()).unwrap();
+        for (&(o, l), g) in extents.iter().zip(&got) {
+            assert_eq!(g, &want(o, l), "extent ({o}, {l})");
+        }
+        // zero copy when one run holds the extent
+        assert_eq!(got[0].as_ptr(), landed[1].1[100..].as_ptr());
+        // across the hole, or past the last run: not all landed
+        assert!(slice_landed(&[(12_000, 9000)], landed.clone()).is_none());
+        assert!(slice_landed(&[(24_000, 1000)], landed.clone()).is_none());
+        assert!(slice_landed(&[(u64::MAX - 1, 10)], landed).is_none());
+    }
 }

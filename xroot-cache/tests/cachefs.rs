@@ -38,6 +38,25 @@ async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cold_read_longer_than_io_size_is_answered_from_its_own_fill() {
+    let s = Setup::new(8 << 20);
+    s.open_gate();
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    // 3 MiB + a bit, unaligned: runs cut at 1 MiB, one origin request
+    let extents = [(1000u64, (3 << 20) + 5000)];
+    assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
+    let st = fs.stats();
+    assert_eq!(
+        (st.client_requests, st.origin_request_count),
+        (1, 1),
+        "{st}"
+    );
+    assert_eq!(st.bytes_from_disk, 0, "nothing was cached before\n{st}");
+    assert_eq!(s.calls(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn blocks_in_flight_are_awaited_not_fetched_again() {
     let s = Setup::new(1 << 20);
     let fs = s.cache(CacheConfig::default());
