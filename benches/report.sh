@@ -12,9 +12,9 @@
 # its rows; the report is written anyway and the script then exits 1.
 # Needs the stock xrootd and its Python bindings (see the README).
 #
-# About two and a half minutes on the shared 2-core development machine
-# (issue 6's budget is ten), plus the build. Benchmarks are sensitive to load: the report gives the load
-# average before and after.
+# About two minutes on the 2-core development machine (it must stay under
+# ten), plus the build. Benchmarks are sensitive to load: the report gives the
+# load average before and after.
 set -euo pipefail
 export LC_ALL=C
 
@@ -121,7 +121,7 @@ fi
   echo "- xroot: commit $commit; $(rustc --version)"
   echo "- \`benches/report.sh\`: the four benches in $total_s s (building them first: $build_s s)"
   if awk -v t="$total_s" 'BEGIN { exit !(t > 600) }'; then
-    echo "- **over the 10-minute budget** (issue 6)"
+    echo "- **over the 10-minute budget**"
   fi
   echo
   echo "## Summary"
