@@ -8,6 +8,8 @@
 //!
 //! There is no authentication and clients may write: the default address
 //! is the loopback one; `--bind 0.0.0.0` (or `::`) serves other hosts.
+//! The first line on stdout is `serve listening on ADDR` once the port is
+//! bound (with `--port 0`, the port picked).
 //! Ctrl-C or SIGTERM shuts down gracefully (requests in flight are
 //! answered first).
 //! Logging goes to stderr through `tracing`; `-v` adds the debug events.
@@ -15,7 +17,7 @@
 #[path = "common/daemon.rs"]
 mod daemon;
 
-use std::io;
+use std::io::{self, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
@@ -68,6 +70,8 @@ async fn main() -> io::Result<()> {
     let cli = Cli::parse();
     daemon::init_logging(cli.verbose);
     let server = start(&cli).await?;
+    println!("serve listening on {}", server.local_addr());
+    io::stdout().flush()?;
     let handle = server.handle();
     daemon::shutdown_on_signal(handle.clone())?;
     server.serve().await?;

@@ -22,9 +22,17 @@ use xroot::proto::{request::Request, DecodeError, ServerHandshake};
 const WIDTH: usize = 150;
 
 fn main() -> ExitCode {
+    const USAGE: &str = "usage: xrd_dump FILE.c2s|FILE.s2c ...\n\
+        Decodes captured XRootD exchanges frame by frame: a .c2s file holds what a client \
+        sent (handshake, then requests), a .s2c file what the server answered (e.g. \
+        tests/vectors/readv.c2s tests/vectors/readv.s2c).";
     let files: Vec<String> = std::env::args().skip(1).collect();
+    if files.iter().any(|f| f == "-h" || f == "--help") {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
     if files.is_empty() {
-        eprintln!("usage: xrd_dump FILE.c2s|FILE.s2c ...");
+        eprintln!("{USAGE}");
         return ExitCode::from(2);
     }
     for file in files {

@@ -58,7 +58,8 @@ type Res<T> = Result<T, BoxError>;
 #[derive(Parser, Debug)]
 #[command(
     name = "xrdcp",
-    about = "Copies files to, from and between XRootD servers"
+    about = "Copies files to, from and between XRootD servers",
+    override_usage = "xrdcp [OPTIONS] SRC... DST"
 )]
 struct Args {
     /// Checksum to compute and verify against the server: adler32, crc32c or
@@ -89,7 +90,7 @@ struct Args {
     #[arg(short = 's', long)]
     silent: bool,
     /// SRC... DST: root:// URLs or local paths; `-` is stdin / stdout.
-    #[arg(required = true, num_args = 2.., value_name = "SRC... DST")]
+    #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
 }
 
