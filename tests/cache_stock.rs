@@ -132,15 +132,47 @@ fn origin_files(dir: &std::path::Path) -> (Vec<u8>, Vec<u8>) {
     (big, vr)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stock_clients_read_through_the_cache_cold_warm_and_after_a_restart() {
+/// A stock origin serving [`origin_files`] and our cache in front of it.
+struct Stack {
+    data: tempfile::TempDir,
+    big: Vec<u8>,
+    vr: Vec<u8>,
+    origin: StockServer,
+    store: tempfile::TempDir,
+    cache: RunningCache,
+}
+
+/// The [`Stack`]; `None` when the stock xrootd is missing outside CI.
+async fn stack() -> Option<Stack> {
     let data = tempfile::tempdir().unwrap();
     let (big, vr) = origin_files(data.path());
-    let Some(origin) = StockServer::start(data.path(), &[]) else {
-        return;
-    };
+    let origin = StockServer::start(data.path(), &[])?;
     let store = tempfile::tempdir().unwrap();
     let cache = start_cache(origin.port, store.path()).await;
+    Some(Stack {
+        data,
+        big,
+        vr,
+        origin,
+        store,
+        cache,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stock_clients_read_through_the_cache_cold_warm_and_after_a_restart() {
+    // every field bound: an unbound TempDir would be deleted here
+    let Some(Stack {
+        data: _data,
+        big,
+        vr,
+        origin,
+        store,
+        cache,
+    }) = stack().await
+    else {
+        return;
+    };
     let url = cache.url();
     let chunks = scattered(VR);
     let arg = as_arg(&chunks);
@@ -203,13 +235,17 @@ async fn stock_clients_read_through_the_cache_cold_warm_and_after_a_restart() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_answers_the_namespace_and_errors_as_the_origin_does() {
-    let data = tempfile::tempdir().unwrap();
-    let (big, vr) = origin_files(data.path());
-    let Some(origin) = StockServer::start(data.path(), &[]) else {
+    let Some(Stack {
+        data,
+        big,
+        vr,
+        origin,
+        store: _store,
+        cache,
+    }) = stack().await
+    else {
         return;
     };
-    let store = tempfile::tempdir().unwrap();
-    let cache = start_cache(origin.port, store.path()).await;
     let url = cache.url();
     let direct = format!("root://127.0.0.1:{}", origin.port);
 
