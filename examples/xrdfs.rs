@@ -99,6 +99,11 @@ pub enum QueryCommand {
         /// The key.
         key: String,
     },
+    /// The server's statistics (`a` for all).
+    Stats {
+        /// Which: the reference's letters.
+        what: String,
+    },
 }
 
 /// Why a command failed: the exit status and the message for stderr.
@@ -178,6 +183,10 @@ pub async fn run(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
                 let value = fs.query_config(&[key.as_str()]).await?.remove(0);
                 // the stock tool prints the answer (`value\n`) and a newline
                 writeln!(out, "{value}\n")?;
+            }
+            QueryCommand::Stats { what } => {
+                let report = fs.query_stats(what).await?;
+                writeln!(out, "{}", report.trim_end())?;
             }
         },
     }

@@ -218,6 +218,14 @@ async fn stock_clients_read_through_the_cache_cold_warm_and_after_a_restart() {
         table.contains("origin requests") && table.contains(&line),
         "{table}"
     );
+    // the same through our client
+    let ours = xroot::client::Client::new()
+        .fs(&url)
+        .unwrap()
+        .query_stats("a")
+        .await
+        .unwrap();
+    assert!(ours.contains(&line), "{ours}");
 
     // a new cache on the same directory serves it all from disk
     cache.stop().await;

@@ -308,6 +308,14 @@ async fn queries_locate_prepare_and_ping() {
         Err(Error::InvalidArgument(_))
     ));
 
+    // the stock server's statistics are XML
+    let stats = fs.query_stats("a").await.unwrap();
+    assert!(stats.starts_with("<statistics"), "{stats}");
+    assert!(matches!(
+        fs.query_stats("").await,
+        Err(Error::InvalidArgument(_))
+    ));
+
     let space = fs.query_space("/").await.unwrap();
     assert_eq!(&space.cgroup[..], b"public");
     assert_eq!(space.used + space.free, space.space);

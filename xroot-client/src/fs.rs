@@ -385,6 +385,29 @@ impl FileSystem {
         decoded(RequestId::QUERY, SpaceInfo::parse(&body))
     }
 
+    /// The server's statistics (`kXR_QStats`, `xrdfs HOST query stats
+    /// WHAT`): `what` is the reference's letters (`a` for all; the stock
+    /// server answers XML, our cache a table of its counters), the answer
+    /// as text without its trailing NUL.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for an empty `what`;
+    /// [`Error::Server`] (`kXR_Unsupported` from a server with no
+    /// statistics to report).
+    #[doc(alias = "kXR_QStats")]
+    pub async fn query_stats(&self, what: &str) -> Result<String> {
+        if what.is_empty() {
+            return Err(Error::InvalidArgument("query stats of nothing".into()));
+        }
+        let body = self
+            .query(
+                &self.at("/"),
+                QueryCode::STATS,
+                Bytes::copy_from_slice(what.as_bytes()),
+            )
+            .await?;
+        Ok(text(&body))
+    }
+
     /// Runs a `kXR_query` of `infotype` with `args` at the server of `url`.
     /// The args are sent without the NUL the stock clients append: the
     /// stock server ends the text at `dlen` itself and answers both forms
