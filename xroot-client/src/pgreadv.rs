@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::file::File;
 use crate::pgread::{frames, Extent};
 use crate::piece::{assemble, plan_vectors, run_all, Element, VectorLimits, MAX_PIECE};
-use crate::readv::check_ranges;
+use crate::readv::vector_prologue;
 
 /// One `kXR_pgreadv` carries at most 1024 extents (`maxRvecsz`) and, here,
 /// 8 MiB of data (the extension itself does not cap an element).
@@ -42,9 +42,8 @@ impl File {
     /// Errors: as [`File::pgread`].
     #[doc(alias = "kXR_pgreadv")]
     pub async fn pgreadv(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>> {
-        check_ranges(ranges)?;
-        if ranges.iter().all(|&(_, len)| len == 0) {
-            return Ok(vec![Bytes::new(); ranges.len()]);
+        if let Some(empty) = vector_prologue(ranges)? {
+            return Ok(empty);
         }
         let extension = self.supports_pgrw().await? && self.server_config().await?.pgreadv;
         if !extension {

@@ -31,9 +31,8 @@ impl File {
     /// the request's offsets and lengths; connection errors.
     #[doc(alias = "kXR_readv")]
     pub async fn readv(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>> {
-        check_ranges(ranges)?;
-        if ranges.iter().all(|&(_, len)| len == 0) {
-            return Ok(vec![Bytes::new(); ranges.len()]);
+        if let Some(empty) = vector_prologue(ranges)? {
+            return Ok(empty);
         }
         let limits = self.server_config().await?.readv_limits();
         let plan = plan_vectors(ranges, &limits);
@@ -65,6 +64,16 @@ impl File {
             Reply::Status(_) => Err(Error::unexpected(RequestId::READV, "a kXR_status reply")),
         }
     }
+}
+
+/// What every vector call does first: checks `ranges` ([`check_ranges`]),
+/// and answers empty data without a request when every range is empty.
+pub(crate) fn vector_prologue(ranges: &[(u64, usize)]) -> Result<Option<Vec<Bytes>>> {
+    check_ranges(ranges)?;
+    Ok(ranges
+        .iter()
+        .all(|&(_, len)| len == 0)
+        .then(|| vec![Bytes::new(); ranges.len()]))
 }
 
 /// Checks that `ranges` fit the protocol's signed 64-bit offsets.
