@@ -13,6 +13,7 @@
 //! [`CacheStats`] as text.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
@@ -54,8 +55,8 @@ struct FsInner<F: OriginFs> {
 /// The cached file of one path and how many client handles use it.
 struct Slot<O: Origin> {
     file: OnceCell<(CachedFile<O>, StatInfo)>,
-    /// Client handles open or opening; guarded by `FsInner::open`.
-    handles: Mutex<usize>,
+    /// Client handles open or opening; changed only under `FsInner::open`.
+    handles: AtomicUsize,
 }
 
 impl<F: OriginFs> CacheFs<F> {
@@ -148,9 +149,7 @@ impl<F: OriginFs> CacheFs<F> {
     fn release(inner: &Arc<FsInner<F>>, path: &str, slot: &Arc<Slot<F::File>>) {
         let (file, rt) = {
             let mut open = inner.open.lock().unwrap();
-            let mut handles = slot.handles.lock().unwrap();
-            *handles -= 1;
-            if *handles > 0 {
+            if slot.handles.fetch_sub(1, Ordering::SeqCst) > 1 {
                 return;
             }
             let (Some((file, _)), Ok(rt)) =
@@ -170,7 +169,7 @@ impl<F: OriginFs> CacheFs<F> {
             }
             let last = {
                 let mut open = inner.open.lock().unwrap();
-                let idle = *slot.handles.lock().unwrap() == 0;
+                let idle = slot.handles.load(Ordering::SeqCst) == 0;
                 idle && remove_slot(&mut open, &path, &slot)
             };
             if last {
@@ -315,11 +314,11 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
                 .or_insert_with(|| {
                     Arc::new(Slot {
                         file: OnceCell::new(),
-                        handles: Mutex::new(0),
+                        handles: AtomicUsize::new(0),
                     })
                 })
                 .clone();
-            *slot.handles.lock().unwrap() += 1;
+            slot.handles.fetch_add(1, Ordering::SeqCst);
             Claim {
                 path: path.to_string(),
                 slot,
