@@ -169,11 +169,6 @@ impl<O: Origin> CachedFile<O> {
         }
     }
 
-    /// The file's size in bytes.
-    pub fn size(&self) -> u64 {
-        self.inner.size
-    }
-
     /// The origin file below.
     pub fn origin(&self) -> &O {
         &self.inner.origin
