@@ -50,6 +50,15 @@ fn is_open(r: &Request) -> bool {
     matches!(r, Request::Open(_))
 }
 
+/// Panics unless `err` is the client's timeout of kind `what` (`request`
+/// or `stream`).
+fn assert_timed_out(err: &Error, what: &str) {
+    assert!(
+        matches!(err, Error::Timeout { what: w, .. } if *w == what),
+        "expected a {what} timeout: {err:?}"
+    );
+}
+
 fn config(f: impl FnOnce(&mut Config)) -> Client {
     let mut c = Config::default();
     f(&mut c);
@@ -462,10 +471,7 @@ async fn silent_server_trips_the_stream_timeout() {
     let client = config(|c| c.stream_timeout = Duration::from_secs(1));
     let fs = client.fs(&peer.url(None, "/")).unwrap();
     let err = guard(fs.stat("/f")).await.unwrap_err();
-    assert!(
-        matches!(err, Error::Timeout { what: "stream", .. }),
-        "{err:?}"
-    );
+    assert_timed_out(&err, "stream");
     assert_eq!(err.kind(), ErrorKind::TimedOut);
     // the dead connection is closed, and the next request reconnects
     eventually(|| peer.client_closes() > 0).await;
@@ -536,16 +542,7 @@ async fn request_deadline_passes_then_the_channel_still_works() {
     let client = config(|c| c.request_timeout = Duration::from_secs(1));
     let fs = client.fs(&peer.url(None, "/")).unwrap();
     let err = guard(fs.stat("/f")).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Timeout {
-                what: "request",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_timed_out(&err, "request");
     assert_eq!(err.kind(), ErrorKind::TimedOut);
     guard(fs.stat("/f")).await.unwrap();
     assert_eq!(peer.logins().len(), 1, "same connection");
@@ -568,16 +565,7 @@ async fn a_connect_abandoned_at_the_request_deadline_does_not_block_the_channel(
     let client = config(|c| c.request_timeout = Duration::from_secs(1));
     let fs = client.fs(&peer.url(None, "/")).unwrap();
     let err = guard(fs.stat("/f")).await.unwrap_err();
-    assert!(
-        matches!(
-            err,
-            Error::Timeout {
-                what: "request",
-                ..
-            }
-        ),
-        "{err:?}"
-    );
+    assert_timed_out(&err, "request");
     let st = guard(fs.stat("/f")).await;
     assert!(st.is_ok(), "the next request connects again: {st:?}");
     assert_eq!(peer.connections(), 2);
