@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use futures::future::join_all;
 use support::stock::StockServer;
-use xroot::client::{ChannelKey, Client, Config, OpenFlags, Spread, Url};
+use xroot::client::{ChannelKey, Client, Config, File, OpenFlags, Spread, Url};
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
@@ -23,6 +23,12 @@ fn server_with_file(len: usize) -> Option<(StockServer, Vec<u8>, tempfile::TempD
     std::fs::write(data.path().join("f"), &content).unwrap();
     let server = StockServer::start(data.path(), &[])?;
     Some((server, content, data))
+}
+
+/// `client`'s open of the file `server_with_file` wrote.
+async fn open_f(client: &Client, server: &StockServer) -> File {
+    let url = format!("root://127.0.0.1:{}//f", server.port);
+    client.open(&url, OpenFlags::READ).await.unwrap()
 }
 
 /// Established TCP connections to `port` on loopback, from this machine's
@@ -202,13 +208,7 @@ async fn a_quiet_main_stream_is_not_dead_while_substreams_answer() {
         stream_timeout,
         ..Config::default()
     });
-    let f = client
-        .open(
-            &format!("root://127.0.0.1:{}//f", server.port),
-            OpenFlags::READ,
-        )
-        .await
-        .unwrap();
+    let f = open_f(&client, &server).await;
     // reads answered on the substream, back to back for several stream
     // timeouts: the main stream hears nothing all that time
     let until = std::time::Instant::now() + 3 * stream_timeout;
@@ -232,13 +232,7 @@ async fn a_dropped_client_closes_its_substreams() {
         stream_timeout: Duration::from_secs(3),
         ..Config::default()
     });
-    let f = client
-        .open(
-            &format!("root://127.0.0.1:{}//f", server.port),
-            OpenFlags::READ,
-        )
-        .await
-        .unwrap();
+    let f = open_f(&client, &server).await;
     f.read_at(0, 100).await.unwrap();
     // the main stream and two bound substreams; a refused or closing
     // socket may linger in the table for a moment, so wait for the count
