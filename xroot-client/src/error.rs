@@ -161,6 +161,15 @@ impl Error {
         }
     }
 
+    /// `Ok` when no page is left bad, else [`Error::PageChecksum`] naming
+    /// the pages at `offsets` still bad after `attempts` retries each.
+    pub(crate) fn pages_left_bad(offsets: Vec<u64>, attempts: u32) -> Result<(), Self> {
+        match offsets.is_empty() {
+            true => Ok(()),
+            false => Err(Error::PageChecksum { offsets, attempts }),
+        }
+    }
+
     pub(crate) fn unexpected(request: xroot_proto::RequestId, detail: impl Into<String>) -> Self {
         Error::UnexpectedResponse {
             request: request.protocol_name().unwrap_or("request"),

@@ -208,14 +208,7 @@ impl File {
                 }
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::PageChecksum {
-                offsets: failed,
-                attempts: retries,
-            })
-        }
+        Error::pages_left_bad(failed, retries)
     }
 
     /// Up to `retries` single-page `kXR_pgread`s of `page` with

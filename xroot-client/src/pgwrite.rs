@@ -75,14 +75,7 @@ impl File {
                 failed.push(page.offset);
             }
         }
-        if failed.is_empty() {
-            Ok(())
-        } else {
-            Err(Error::PageChecksum {
-                offsets: failed,
-                attempts: retries,
-            })
-        }
+        Error::pages_left_bad(failed, retries)
     }
 
     /// One `kXR_pgwrite` of `data` at `offset`; the offsets of the pages the
