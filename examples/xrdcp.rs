@@ -46,11 +46,11 @@ use bytes::{Bytes, BytesMut};
 use clap::Parser;
 use futures::stream::{self, BoxStream, StreamExt};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
-use md5::Digest;
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
 use xroot::client::{Client, Config, File, OpenFlags, Url};
 use xroot::proto::request::OpenOptions;
+use xroot::server::checksum::{Algorithm, Checksum};
 
 type BoxError = Box<dyn Error + Send + Sync>;
 type Res<T> = Result<T, BoxError>;
@@ -97,7 +97,7 @@ struct Args {
 /// `--cksum ALG[:print]`.
 #[derive(Debug, Clone)]
 struct CksumArg {
-    alg: Alg,
+    alg: Algorithm,
     verify: bool,
 }
 
@@ -105,68 +105,12 @@ impl std::str::FromStr for CksumArg {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
         let (name, mode) = s.split_once(':').unwrap_or((s, ""));
-        let alg = match name {
-            "adler32" => Alg::Adler32,
-            "crc32c" => Alg::Crc32c,
-            "md5" => Alg::Md5,
-            _ => return Err(format!("{name}: not adler32, crc32c or md5")),
-        };
+        let alg =
+            Algorithm::named(name).ok_or_else(|| format!("{name}: not adler32, crc32c or md5"))?;
         match mode {
             "" => Ok(CksumArg { alg, verify: true }),
             "print" => Ok(CksumArg { alg, verify: false }),
             _ => Err(format!("{mode}: only ALG or ALG:print")),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Alg {
-    Adler32,
-    Crc32c,
-    Md5,
-}
-
-impl Alg {
-    /// The name the server knows it by (`cks.type=`).
-    fn name(self) -> &'static str {
-        match self {
-            Alg::Adler32 => "adler32",
-            Alg::Crc32c => "crc32c",
-            Alg::Md5 => "md5",
-        }
-    }
-}
-
-/// A running checksum over the bytes copied, in file order.
-enum Hasher {
-    Adler32(adler2::Adler32),
-    Crc32c(u32),
-    Md5(md5::Md5),
-}
-
-impl Hasher {
-    fn new(alg: Alg) -> Hasher {
-        match alg {
-            Alg::Adler32 => Hasher::Adler32(adler2::Adler32::new()),
-            Alg::Crc32c => Hasher::Crc32c(0),
-            Alg::Md5 => Hasher::Md5(md5::Md5::new()),
-        }
-    }
-
-    fn update(&mut self, data: &[u8]) {
-        match self {
-            Hasher::Adler32(h) => h.write_slice(data),
-            Hasher::Crc32c(c) => *c = xroot::proto::page::crc32c_append(*c, data),
-            Hasher::Md5(h) => h.update(data),
-        }
-    }
-
-    /// Lowercase hex, most significant byte first, as the server prints it.
-    fn hex(self) -> String {
-        match self {
-            Hasher::Adler32(h) => format!("{:08x}", h.checksum()),
-            Hasher::Crc32c(c) => format!("{c:08x}"),
-            Hasher::Md5(h) => h.finalize().iter().map(|b| format!("{b:02x}")).collect(),
         }
     }
 }
@@ -382,7 +326,7 @@ async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
     } = open_source(ctx, src).await?;
     let mut sink = Sink::open(ctx, dst).await?;
     let bar = progress(ctx, size, dst);
-    let mut hasher = ctx.cksum.as_ref().map(|c| Hasher::new(c.alg));
+    let mut hasher = ctx.cksum.as_ref().map(|c| Checksum::new(c.alg));
     let mut offset = 0u64;
     while let Some(block) = blocks.next().await {
         let block = block?;
@@ -403,7 +347,7 @@ async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
         return Err(format!("{src}: copied {offset} bytes of {size}").into());
     }
     if let (Some(h), Some(c)) = (hasher, &ctx.cksum) {
-        let value = h.hex();
+        let value = String::from_utf8_lossy(&h.finish().value).into_owned();
         if c.verify {
             for side in [src, dst] {
                 verify(ctx, side, c.alg, &value).await?;
@@ -416,7 +360,7 @@ async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
 
 /// Compares `value` with the checksum the server of `side` reports (a
 /// local side has no server: nothing to compare).
-async fn verify(ctx: &Ctx, side: &Place, alg: Alg, value: &str) -> Res<()> {
+async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()> {
     let Place::Remote(url) = side else {
         return Ok(());
     };

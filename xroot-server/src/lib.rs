@@ -24,6 +24,11 @@
 //! - The two extensions of [`xroot_proto::ext`] (`kXR_pgreadv`, readv with
 //!   per-element crc32c) are served and advertised through `kXR_Qconfig`,
 //!   where a stock client never looks.
+//! - [`LocalFs`] serves a directory; [`checksum`] has the adler32, crc32c
+//!   and md5 it answers `kXR_Qcksum` with, also as a running [`Checksum`]
+//!   for tools that verify what they copy.
+//!
+//! [`Checksum`]: checksum::Checksum
 //!
 //! The server speaks protocol 5.1.1 (0x511), as the stock xrootd 5.5.3
 //! does. `kXR_sigver` is accepted and its signature ignored: signed
@@ -33,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod checksum;
 mod config;
 mod dispatch;
 mod fattr;

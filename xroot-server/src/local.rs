@@ -19,7 +19,6 @@
 //! - Not supported (`kXR_Unsupported`, the trait defaults): extended
 //!   attributes (std has no xattr calls).
 
-mod checksum;
 mod confine;
 mod meta;
 
@@ -34,9 +33,9 @@ use bytes::Bytes;
 use xroot_proto::response::{ChecksumAnswer, SpaceInfo, StatInfo, StatVfs};
 use xroot_proto::ErrorCode;
 
-use self::checksum::{Algorithm, ALGORITHMS};
 use self::confine::{fail, os_error, resolve, Op};
 use self::meta::{Meta, User};
+use crate::checksum::{Algorithm, ALGORITHMS};
 use crate::fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 
 /// Runs blocking `f` on tokio's blocking pool. A panic in `f` becomes

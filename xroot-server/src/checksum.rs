@@ -1,7 +1,9 @@
-//! Checksums computed on request over a whole file: adler32 (the `adler2`
+//! The checksums XRootD servers and clients compare: adler32 (the `adler2`
 //! crate), crc32c (`xroot_proto::page::crc32c_append`) and md5 (the `md-5`
-//! crate). Values are sent most significant byte first, as lowercase hex
-//! (PROTOCOL.md §11).
+//! crate), over a whole file ([`Algorithm::compute`], what `LocalFs`
+//! answers to `kXR_Qcksum`) or over bytes as they stream by ([`Checksum`],
+//! what a copy tool verifies against the server). Values are sent most
+//! significant byte first, as lowercase hex (PROTOCOL.md §11).
 
 use std::io::{self, Read};
 
@@ -11,23 +13,26 @@ use xroot_proto::page::crc32c_append;
 use xroot_proto::response::ChecksumAnswer;
 
 /// The algorithms, default first (the `chksum` config key lists them).
-pub(crate) const ALGORITHMS: [&str; 3] = ["adler32", "crc32c", "md5"];
+pub const ALGORITHMS: [&str; 3] = ["adler32", "crc32c", "md5"];
 
 /// Bytes read per step.
 const CHUNK: usize = 1 << 20;
 
 /// One of [`ALGORITHMS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Algorithm {
+pub enum Algorithm {
+    /// Adler-32 (4 bytes), the reference's default.
     Adler32,
+    /// CRC-32C (Castagnoli, 4 bytes).
     Crc32c,
+    /// MD5 (16 bytes).
     Md5,
 }
 
 impl Algorithm {
     /// The algorithm named `name`, in any case (the reference matches the
     /// configured names case-insensitively).
-    pub(crate) fn named(name: &str) -> Option<Algorithm> {
+    pub fn named(name: &str) -> Option<Algorithm> {
         let index = ALGORITHMS
             .iter()
             .position(|a| a.eq_ignore_ascii_case(name))?;
@@ -35,13 +40,13 @@ impl Algorithm {
     }
 
     /// The name sent in the answer (lowercase).
-    pub(crate) fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         ALGORITHMS[self as usize]
     }
 
     /// The checksum of everything `input` yields. Errors: those of `input`.
-    pub(crate) fn compute(self, mut input: impl Read) -> io::Result<ChecksumAnswer> {
-        let mut state = State::new(self);
+    pub fn compute(self, mut input: impl Read) -> io::Result<ChecksumAnswer> {
+        let mut state = Checksum::new(self);
         let mut buf = vec![0; CHUNK];
         loop {
             match input.read(&mut buf) {
@@ -51,41 +56,48 @@ impl Algorithm {
                 Err(e) => return Err(e),
             }
         }
-        Ok(ChecksumAnswer::from_value(self.name(), &state.finish()))
+        Ok(state.finish())
     }
 }
 
-/// A running checksum.
-enum State {
+/// A running checksum over bytes fed in file order.
+pub enum Checksum {
+    /// Adler-32 so far.
     Adler32(adler2::Adler32),
+    /// CRC-32C so far.
     Crc32c(u32),
+    /// MD5 so far.
     Md5(md5::Md5),
 }
 
-impl State {
-    fn new(alg: Algorithm) -> State {
+impl Checksum {
+    /// A checksum of nothing yet, by `alg`.
+    pub fn new(alg: Algorithm) -> Checksum {
         match alg {
-            Algorithm::Adler32 => State::Adler32(adler2::Adler32::new()),
-            Algorithm::Crc32c => State::Crc32c(0),
-            Algorithm::Md5 => State::Md5(md5::Md5::new()),
+            Algorithm::Adler32 => Checksum::Adler32(adler2::Adler32::new()),
+            Algorithm::Crc32c => Checksum::Crc32c(0),
+            Algorithm::Md5 => Checksum::Md5(md5::Md5::new()),
         }
     }
 
-    fn update(&mut self, data: &[u8]) {
+    /// Adds the next `data`.
+    pub fn update(&mut self, data: &[u8]) {
         match self {
-            State::Adler32(a) => a.write_slice(data),
-            State::Crc32c(c) => *c = crc32c_append(*c, data),
-            State::Md5(m) => m.update(data),
+            Checksum::Adler32(a) => a.write_slice(data),
+            Checksum::Crc32c(c) => *c = crc32c_append(*c, data),
+            Checksum::Md5(m) => m.update(data),
         }
     }
 
-    /// The value, most significant byte first.
-    fn finish(self) -> Vec<u8> {
-        match self {
-            State::Adler32(a) => a.checksum().to_be_bytes().to_vec(),
-            State::Crc32c(c) => c.to_be_bytes().to_vec(),
-            State::Md5(m) => m.finalize().to_vec(),
-        }
+    /// The algorithm name and the value as the server answers them
+    /// (`adler32`, lowercase hex).
+    pub fn finish(self) -> ChecksumAnswer {
+        let (alg, value) = match self {
+            Checksum::Adler32(a) => (Algorithm::Adler32, a.checksum().to_be_bytes().to_vec()),
+            Checksum::Crc32c(c) => (Algorithm::Crc32c, c.to_be_bytes().to_vec()),
+            Checksum::Md5(m) => (Algorithm::Md5, m.finalize().to_vec()),
+        };
+        ChecksumAnswer::from_value(alg.name(), &value)
     }
 }
 
