@@ -13,8 +13,7 @@ use xroot_proto::request::{
     Write, Writev, WritevOptions,
 };
 use xroot_proto::response::{
-    OpenCompression, OpenResponse, PgReadEncoder, PgReadExtent, PgWriteCse, PgWriteResponse,
-    Response,
+    OpenCompression, OpenResponse, PgReadEncoder, PgWriteCse, PgWriteResponse, Response,
 };
 use xroot_proto::{ErrorCode, Status};
 
@@ -164,44 +163,58 @@ async fn pgread_frames<T: File>(
     rlen: usize,
 ) -> Result<(), Fail> {
     let _op = f.op("pgread").await?;
-    let data = pgread_data(&f.file, at, rlen).await?;
-    let extent = PgReadExtent {
-        offset: at,
-        rlen: rlen as u64,
-        data: &data,
-    };
+    let encoder = PgReadEncoder::new();
+    let pieces = pgread_pieces(&f.file, &encoder, at, rlen).await?;
+    let len: usize = pieces.iter().map(Bytes::len).sum();
     // one allocation for every frame: data and crcs, plus a 32-byte status
     // head per frame of up to 512 pages (2 MiB), rounded up
-    let heads = 64 * (data.len() / MAX_TRANSFER + 2);
-    let mut frames = BytesMut::with_capacity(
-        xroot_proto::page::wire_len(at, data.len() as u64) as usize + heads,
-    );
-    PgReadEncoder::new().encode_pgread(out.sid, &extent, &mut frames);
+    let heads = 64 * (len / MAX_TRANSFER + 2);
+    let mut frames =
+        BytesMut::with_capacity(xroot_proto::page::wire_len(at, len as u64) as usize + heads);
+    let slices: Vec<&[u8]> = pieces.iter().map(|p| &p[..]).collect();
+    encoder.encode_pgread_pieces(out.sid, at, rlen as u64, &slices, &mut frames);
     Ok(out.raw(frames).await?)
 }
 
-/// The bytes of a pgread of `len` at `at`, asked of the backend in pieces
-/// of at most [`MAX_TRANSFER`] bytes up to the first short one (end of
-/// file), so that memory follows the data that exists, not the length a
-/// client asks for.
+/// The bytes of a pgread of `len` at `at` in one piece (for `kXR_pgreadv`,
+/// whose extents are framed whole): [`pgread_pieces`] joined.
 pub(crate) async fn pgread_data<T: File>(file: &T, at: u64, len: usize) -> Result<Bytes, FsError> {
-    let mut pieces = Vec::new();
-    let mut done = 0;
-    while done < len {
-        let want = (len - done).min(MAX_TRANSFER);
-        let mut piece = file.pgread(at + done as u64, want).await?;
-        piece.truncate(want);
-        done += piece.len();
-        let short = piece.len() < want;
-        pieces.push(piece);
-        if short {
-            break;
-        }
-    }
+    let mut pieces = pgread_pieces(file, &PgReadEncoder::new(), at, len).await?;
     Ok(match pieces.len() {
         1 => pieces.pop().unwrap_or_default(),
         _ => pieces.concat().into(),
     })
+}
+
+/// The bytes of a pgread of `len` at `at`, asked of the backend in pieces
+/// that each end on a frame boundary of the answer
+/// ([`PgReadEncoder::piece_len`], at most [`MAX_TRANSFER`] bytes) up to
+/// the first short one (end of file), so that memory follows the data that
+/// exists, not the length a client asks for, and each piece is framed
+/// where it lies.
+async fn pgread_pieces<T: File>(
+    file: &T,
+    encoder: &PgReadEncoder,
+    at: u64,
+    len: usize,
+) -> Result<Vec<Bytes>, FsError> {
+    let mut pieces = Vec::new();
+    let mut done = 0;
+    if len == 0 {
+        return Ok(pieces);
+    }
+    loop {
+        let here = at + done as u64;
+        let want = (len - done).min(encoder.piece_len(here) as usize);
+        let mut piece = file.pgread(here, want).await?;
+        piece.truncate(want);
+        done += piece.len();
+        let short = piece.len() < want;
+        pieces.push(piece);
+        if short || done == len {
+            return Ok(pieces);
+        }
+    }
 }
 
 /// `kXR_write`: the data at `offset`. (The data always comes with the

@@ -131,6 +131,58 @@ impl PgReadEncoder {
         self.encode_extent(streamid, RequestId::PGREAD, extent, true, buf);
     }
 
+    /// The longest piece of data at file `offset` that ends on a frame
+    /// boundary of a pgread answer: up to the end of the frame that holds
+    /// `offset`, in bytes. A server that reads a large pgread in pieces of
+    /// this length can frame each piece as it comes
+    /// ([`PgReadEncoder::encode_pgread_pieces`]).
+    pub fn piece_len(&self, offset: u64) -> u64 {
+        let page = PAGE_SIZE as u64;
+        self.frame_pages as u64 * page - offset % page
+    }
+
+    /// Appends the same frames as [`PgReadEncoder::encode_pgread`] for a
+    /// `kXR_pgread` of `rlen` bytes at `offset`, from its data in pieces:
+    /// the first at `offset`, each next where the previous ended, every
+    /// piece but the last [`PgReadEncoder::piece_len`] long (a short piece
+    /// is end of file and must be the last). No payload byte is copied
+    /// twice: each piece is framed where it lies.
+    pub fn encode_pgread_pieces(
+        &self,
+        streamid: StreamId,
+        offset: u64,
+        rlen: u64,
+        pieces: &[&[u8]],
+        buf: &mut BytesMut,
+    ) {
+        let mut at = offset;
+        let extents: Vec<PgReadExtent<'_>> = match pieces {
+            [] => vec![PgReadExtent {
+                offset,
+                rlen,
+                data: &[],
+            }],
+            _ => pieces
+                .iter()
+                .enumerate()
+                .map(|(i, data)| {
+                    let piece_rlen = match i + 1 == pieces.len() {
+                        true => (offset + rlen).saturating_sub(at),
+                        false => data.len() as u64,
+                    };
+                    let e = PgReadExtent {
+                        offset: at,
+                        rlen: piece_rlen,
+                        data,
+                    };
+                    at += data.len() as u64;
+                    e
+                })
+                .collect(),
+        };
+        self.encode_sequence(streamid, RequestId::PGREAD, &extents, buf);
+    }
+
     /// Appends the frames answering a `kXR_pgreadv` of `extents`, in order:
     /// each extent as in a pgread but with every frame Partial, and one Final
     /// frame for the whole request, on the last extent (an empty Final at
@@ -142,7 +194,18 @@ impl PgReadEncoder {
         extents: &[PgReadExtent<'_>],
         buf: &mut BytesMut,
     ) {
-        let id = RequestId::PGREADV;
+        self.encode_sequence(streamid, RequestId::PGREADV, extents, buf);
+    }
+
+    /// `extents` one after the other, every frame Partial but the last
+    /// extent's closing one (an empty Final at offset 0 for none).
+    fn encode_sequence(
+        &self,
+        streamid: StreamId,
+        id: RequestId,
+        extents: &[PgReadExtent<'_>],
+        buf: &mut BytesMut,
+    ) {
         match extents.split_last() {
             None => frame(streamid, id, ResponseType::FINAL, 0, &[], buf),
             Some((last, rest)) => {
@@ -480,6 +543,36 @@ mod tests {
             for (i, (_, p)) in frames.iter().enumerate() {
                 prop_assert!(p.data_len().unwrap() > 0 || i + 1 == frames.len());
             }
+        }
+
+        #[test]
+        fn pieces_cut_at_frame_boundaries_frame_as_the_whole(
+            offset in 0u64..20_000,
+            rlen in 1u64..40_000,
+            avail in 0usize..45_000,
+            pages in 1usize..5,
+        ) {
+            let enc = PgReadEncoder::new().with_frame_pages(pages);
+            let file = data(avail);
+            let mut whole = BytesMut::new();
+            enc.encode_pgread(StreamId([0, 9]), &PgReadExtent { offset, rlen, data: &file }, &mut whole);
+            // cut as a server reads: full pieces until the request is done
+            // or a piece comes short (end of file; then maybe empty)
+            let have = &file[..file.len().min(rlen as usize)];
+            let mut pieces: Vec<&[u8]> = Vec::new();
+            let mut done = 0usize;
+            loop {
+                let want = (enc.piece_len(offset + done as u64) as usize).min(rlen as usize - done);
+                let piece = &have[done..(done + want).min(have.len())];
+                done += piece.len();
+                pieces.push(piece);
+                if piece.len() < want || done == rlen as usize {
+                    break;
+                }
+            }
+            let mut cut = BytesMut::new();
+            enc.encode_pgread_pieces(StreamId([0, 9]), offset, rlen, &pieces, &mut cut);
+            prop_assert_eq!(cut, whole);
         }
 
         #[test]
