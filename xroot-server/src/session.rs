@@ -435,17 +435,12 @@ impl<F: FileSystem> Conn<F> {
 
     /// Queues encoded frames; `Break` when the link is gone.
     pub(crate) async fn send_raw(&self, frames: BytesMut) -> ControlFlow<()> {
-        match self.link.send_raw(frames).await {
-            Ok(()) => ControlFlow::Continue(()),
-            Err(_) => ControlFlow::Break(()),
-        }
+        flow(self.link.send_raw(frames).await)
     }
 
     /// Queues `response` to `sid`; `Break` when the link is gone.
     pub(crate) async fn reply(&self, sid: StreamId, response: Response) -> ControlFlow<()> {
-        let mut buf = BytesMut::new();
-        response.encode(sid, &mut buf);
-        self.send_raw(buf).await
+        flow(self.link.send(sid, &response).await)
     }
 
     /// Queues a `kXR_error`; `Break` when the link is gone.
@@ -588,5 +583,13 @@ fn frame_error(h: &RequestHeader, e: &DecodeError) -> (ErrorCode, &'static str, 
             (ErrorCode::ARG_INVALID, "Read vector is invalid", true)
         }
         _ => (ErrorCode::ARG_INVALID, "Write vector is invalid", false),
+    }
+}
+
+/// `Break` once the link is gone.
+fn flow<E>(sent: Result<(), E>) -> ControlFlow<()> {
+    match sent {
+        Ok(()) => ControlFlow::Continue(()),
+        Err(_) => ControlFlow::Break(()),
     }
 }
