@@ -9,11 +9,18 @@ pub const MAX_READV_LIST_BYTES: usize = MAX_READV_ELEMENTS * READ_LIST_LEN;
 /// `maxRVdsz`: most bytes one readv element may ask for (2 MiB − 16).
 #[doc(alias = "maxRVdsz")]
 pub const MAX_READV_ELEMENT: u32 = 2_097_136;
-/// Most bytes one readv may ask for: the sum of the element lengths plus 16
-/// bytes per element must not exceed `0x7fffffff` (do_ReadV: "Total readv
-/// transfer is too large", `kXR_NoMemory`). 1024 elements of the maximum
-/// size come to exactly 2 GiB and are therefore refused.
+/// Most bytes a client sends in one readv: the sum of the element lengths
+/// plus 16 bytes per element at most `0x7fffffff`, which every server
+/// accepts. xrootd 5.5.3 refuses anything larger (do_ReadV: "Total readv
+/// transfer is too large", `kXR_NoMemory`), so 1024 elements of the maximum
+/// size (exactly 2 GiB) must be split for it.
 pub const MAX_READV_TOTAL: u64 = 0x7fff_ffff;
+/// Most bytes a server accepts in one readv, counted as for
+/// [`MAX_READV_TOTAL`]: exactly 2 GiB (`0x80000000`), as current xrootd's
+/// do_ReadV does since xrootd#2614, so that 1024 elements of the maximum
+/// size — what a client that fills `readv_iov_max` × `readv_ior_max`
+/// sends — are served; one byte more is `kXR_NoMemory`.
+pub const MAX_READV_TOTAL_ACCEPTED: u64 = 0x8000_0000;
 /// `maxWvecsz`: most elements in one `kXR_writev`.
 #[doc(alias = "maxWvecsz")]
 pub const MAX_WRITEV_ELEMENTS: usize = 1024;

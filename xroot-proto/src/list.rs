@@ -8,7 +8,9 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use crate::error::DecodeError;
 use crate::header::FHandle;
-use crate::limits::{MAX_READV_ELEMENT, MAX_READV_ELEMENTS, MAX_READV_TOTAL, READ_LIST_LEN};
+use crate::limits::{
+    MAX_READV_ELEMENT, MAX_READV_ELEMENTS, MAX_READV_TOTAL_ACCEPTED, READ_LIST_LEN,
+};
 
 /// One 16-byte list element: which file, how many bytes, where.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -68,7 +70,7 @@ impl ReadListEntry {
 /// [`DecodeError::NegativeLength`] for an element with `rlen < 0`;
 /// [`DecodeError::ReadvElementTooLarge`] for an element over 2,097,136 bytes;
 /// [`DecodeError::ReadvTotalTooLarge`] when the lengths plus 16 bytes per
-/// element exceed `0x7fffffff`.
+/// element exceed 2 GiB ([`MAX_READV_TOTAL_ACCEPTED`]).
 pub fn validate_readv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
     DecodeError::check_count("read_list", list.len(), MAX_READV_ELEMENTS)?;
     let mut total = (list.len() * READ_LIST_LEN) as u64;
@@ -88,10 +90,10 @@ pub fn validate_readv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
         }
         total += e.rlen as u64;
     }
-    if total > MAX_READV_TOTAL {
+    if total > MAX_READV_TOTAL_ACCEPTED {
         return Err(DecodeError::ReadvTotalTooLarge {
             total,
-            max: MAX_READV_TOTAL,
+            max: MAX_READV_TOTAL_ACCEPTED,
         });
     }
     Ok(())
@@ -124,13 +126,22 @@ mod tests {
             validate_readv(&vec![e(1); 1025]),
             Err(DecodeError::TooManyElements { count: 1025, .. })
         ));
-        // 1024 maximal elements with their headers are exactly 2 GiB: refused.
+        // 1024 maximal elements with their headers are exactly 2 GiB:
+        // accepted (xrootd#2614); no list within the count and element
+        // limits can ask more, so one byte more is one of those errors.
+        let max = vec![e(MAX_READV_ELEMENT as i32); 1024];
+        assert!(validate_readv(&max).is_ok());
+        let mut over = max.clone();
+        over[1023].rlen += 1;
         assert!(matches!(
-            validate_readv(&vec![e(MAX_READV_ELEMENT as i32); 1024]),
-            Err(DecodeError::ReadvTotalTooLarge {
-                total: 2_147_483_648,
-                ..
-            })
+            validate_readv(&over),
+            Err(DecodeError::ReadvElementTooLarge { index: 1023, .. })
+        ));
+        let mut more = max;
+        more.push(e(0));
+        assert!(matches!(
+            validate_readv(&more),
+            Err(DecodeError::TooManyElements { count: 1025, .. })
         ));
         assert!(validate_readv(&vec![e(MAX_READV_ELEMENT as i32); 1023]).is_ok());
     }

@@ -307,15 +307,17 @@ fn readv_negative_element_length() {
 }
 
 #[test]
-fn readv_total_over_2_gib_with_element_headers() {
-    // 1024 maximal elements: 1024 × (2,097,136 + 16) = 2^31 > 0x7fffffff
-    let err =
-        decode_request(list_frame(RequestId::READV, &vec![(2_097_136, 0); 1024])).unwrap_err();
-    assert_eq!(
+fn readv_of_exactly_2_gib_with_element_headers() {
+    // 1024 maximal elements: 1024 × (2,097,136 + 16) = 2^31, what current
+    // xrootd accepts (xrootd#2614); one byte more needs an element over the
+    // maximum, refused as such
+    let max = vec![(2_097_136, 0); 1024];
+    assert!(decode_request(list_frame(RequestId::READV, &max)).is_ok());
+    let mut over = max;
+    over[1023].0 += 1;
+    let err = decode_request(list_frame(RequestId::READV, &over)).unwrap_err();
+    assert!(matches!(
         err,
-        DecodeError::ReadvTotalTooLarge {
-            total: 1 << 31,
-            max: 0x7fff_ffff
-        }
-    );
+        DecodeError::ReadvElementTooLarge { index: 1023, .. }
+    ));
 }

@@ -1,5 +1,5 @@
-//! Server settings: concurrency limits, the deferred-answer delay, frame
-//! sizes and the security layer.
+//! Server settings: concurrency limits, the memory budget, the
+//! deferred-answer delay, frame sizes, deadlines and the security layer.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -34,12 +34,34 @@ pub struct Config {
     /// Largest request payload accepted, in bytes (16 MiB). A larger `dlen`
     /// is answered `kXR_ArgTooLong` and the link closed.
     pub max_request_dlen: usize,
+    /// Largest request payload accepted before the session has logged in
+    /// and authenticated, in bytes (32 KiB: what `kXR_login` and
+    /// `kXR_auth` credentials need). A larger `dlen` is answered
+    /// `kXR_ArgTooLong` and the link closed.
+    pub max_login_dlen: usize,
+    /// Bytes one link may hold for its requests (16 MiB): payloads of
+    /// requests being processed and answer data read but not yet written
+    /// to the socket. Reads, pgreads and vector reads of any size are
+    /// answered frame by frame within it; when it is spent the link's
+    /// requests wait and the link is not read further (back-pressure on a
+    /// client that does not read its answers). At least 64 KiB; a request
+    /// payload of up to `max_request_dlen` always fits.
+    pub link_budget: usize,
+    /// Bytes the whole server may hold for requests, as `link_budget`
+    /// counts them, over all links (64 MiB).
+    pub server_budget: usize,
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).
     pub read_chunk: usize,
     /// A connection that has not sent the 20-byte handshake after this long
     /// is closed (30 s, the reference's `hailWait`).
     pub handshake_timeout: Duration,
+    /// A connection that has not logged in (and authenticated, when
+    /// required) this long after it was accepted is closed (30 s).
+    pub login_timeout: Duration,
+    /// A request frame must arrive whole within this long of its first
+    /// byte, else the link is closed and its partial frame dropped (60 s).
+    pub frame_timeout: Duration,
     /// The answer to `kXR_query config version`.
     pub version: String,
     /// The security layer; `None` (the default) for none.
@@ -56,8 +78,13 @@ impl Default for Config {
             waitresp_after: Duration::from_secs(5),
             waitresp_seconds: 1800,
             max_request_dlen: DEFAULT_MAX_REQUEST_DLEN,
+            max_login_dlen: 32 << 10,
+            link_budget: 16 << 20,
+            server_budget: 64 << 20,
             read_chunk: MAX_TRANSFER,
             handshake_timeout: Duration::from_secs(30),
+            login_timeout: Duration::from_secs(30),
+            frame_timeout: Duration::from_secs(60),
             version: format!("xroot-server v{}", env!("CARGO_PKG_VERSION")),
             authenticator: None,
         }
@@ -74,8 +101,13 @@ impl std::fmt::Debug for Config {
             .field("waitresp_after", &self.waitresp_after)
             .field("waitresp_seconds", &self.waitresp_seconds)
             .field("max_request_dlen", &self.max_request_dlen)
+            .field("max_login_dlen", &self.max_login_dlen)
+            .field("link_budget", &self.link_budget)
+            .field("server_budget", &self.server_budget)
             .field("read_chunk", &self.read_chunk)
             .field("handshake_timeout", &self.handshake_timeout)
+            .field("login_timeout", &self.login_timeout)
+            .field("frame_timeout", &self.frame_timeout)
             .field("version", &self.version)
             .field(
                 "authenticator",

@@ -2,8 +2,11 @@
 //!
 //! Every request that reaches here runs in a task of its own, so requests
 //! on one link are processed concurrently (the link's and the server's
-//! limits are taken before the task starts). Each frame is queued whole on
-//! the link's writer.
+//! limits are taken before the task starts). A request that names open
+//! files was admitted on them in arrival order before its task started
+//! ([`crate::order`]); the task first waits for its turn on each. Each frame
+//! is queued whole on the link's writer; file data is read in pieces, each
+//! within the memory budget ([`crate::budget`]) until it is written.
 //!
 //! - Requests answered with one frame: if the handler has not finished
 //!   after [`Config::waitresp_after`], the client gets `kXR_waitresp` and,
@@ -19,6 +22,7 @@
 //! [`Config::waitresp_after`]: crate::Config::waitresp_after
 
 use std::net::SocketAddr;
+use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
@@ -27,10 +31,12 @@ use xroot_proto::request::Request;
 use xroot_proto::response::{Attn, Redirect, Response, ServerError, Wait, WaitResp};
 use xroot_proto::{DecodeError, ErrorCode, FHandle, RequestHeader, RequestId, Status, StreamId};
 
+use crate::budget::{Budget, Share};
 use crate::config::Config;
-use crate::files::OpenFile;
+use crate::files::{not_open, OpenFile};
 use crate::fs::{FileSystem, FsError};
 use crate::link::{Closed, LinkWriter};
+use crate::order::{Access, Ticket};
 use crate::server::Shared;
 use crate::session::Session;
 use crate::stats::{InFlight, Scope};
@@ -49,7 +55,17 @@ pub(crate) struct Ctx<F: FileSystem> {
     pub(crate) readv_limit: Arc<Semaphore>,
     /// The link's statistics.
     pub(crate) stats: Arc<Scope>,
+    /// The link's and the server's memory budget.
+    pub(crate) budget: Budget,
+    /// The files the request names, as admitted (`None`: not open).
+    pub(crate) files: Vec<Admitted<F::File>>,
+    /// The request's turn on each of them.
+    pub(crate) tickets: Vec<Ticket>,
 }
+
+/// A file handle a request names, and the open file it named when the
+/// request was admitted (`None`: not open, or closing).
+pub(crate) type Admitted<T> = (FHandle, Option<Arc<OpenFile<T>>>);
 
 /// Why a handler stopped: a backend or request error to answer, or a link
 /// that is gone.
@@ -121,10 +137,14 @@ impl<F: FileSystem> Ctx<F> {
         &self.shared.config
     }
 
-    /// The open file `fh`. Errors: `kXR_FileNotOpen` "`what` does not refer
-    /// to an open file".
+    /// The open file `fh`, as admitted for this request. Errors:
+    /// `kXR_FileNotOpen` "`what` does not refer to an open file".
     pub(crate) fn file(&self, fh: FHandle, what: &str) -> Result<Arc<OpenFile<F::File>>, FsError> {
-        self.session.files.get(fh, what)
+        self.files
+            .iter()
+            .find(|(h, _)| *h == fh)
+            .and_then(|(_, f)| f.clone())
+            .ok_or_else(|| not_open(what))
     }
 
     /// Where to answer a request naming `pathid`: this link for 0, else the
@@ -140,6 +160,7 @@ impl<F: FileSystem> Ctx<F> {
         Ok(Out {
             link,
             sid: self.sid,
+            budget: self.budget.clone(),
         })
     }
 
@@ -158,10 +179,12 @@ impl<F: FileSystem> Ctx<F> {
     }
 }
 
-/// The link a streaming answer goes to, with the request's streamid.
+/// The link a streaming answer goes to, with the request's streamid and
+/// the budget its data is read within.
 pub(crate) struct Out {
     link: LinkWriter,
     pub(crate) sid: StreamId,
+    pub(crate) budget: Budget,
 }
 
 impl Out {
@@ -169,14 +192,33 @@ impl Out {
         self.link.send(self.sid, response).await
     }
 
-    /// A `kXR_ok` or `kXR_oksofar` with `data`, not copied.
-    pub(crate) async fn data(&self, status: Status, data: Bytes) -> Result<(), Closed> {
-        self.link.send_data(self.sid, status, data).await
+    /// A `kXR_ok` or `kXR_oksofar` with `data`, not copied; `share` is the
+    /// budget `data` holds until written.
+    pub(crate) async fn data(
+        &self,
+        status: Status,
+        data: Bytes,
+        share: Share,
+    ) -> Result<(), Closed> {
+        self.link
+            .send_data(self.sid, status, data, Some(share))
+            .await
     }
 
-    /// Frames already encoded for this streamid.
-    pub(crate) async fn raw(&self, frames: BytesMut) -> Result<(), Closed> {
-        self.link.send_raw(frames).await
+    /// Frames in parts, written one after the other, holding `share`.
+    pub(crate) async fn parts(
+        &self,
+        parts: Vec<Bytes>,
+        share: Option<Share>,
+    ) -> Result<(), Closed> {
+        self.link.send_parts(parts, share).await
+    }
+
+    /// Frames already encoded for this streamid, holding `share`.
+    pub(crate) async fn raw(&self, frames: BytesMut, share: Share) -> Result<(), Closed> {
+        self.link
+            .send_parts(vec![frames.freeze()], Some(share))
+            .await
     }
 
     /// Sends the error of a failed `result` on this link.
@@ -188,8 +230,12 @@ impl Out {
     }
 }
 
-/// Runs one request to its last frame.
-pub(crate) async fn run<F: FileSystem>(ctx: Ctx<F>, request: Request) {
+/// Runs one request to its last frame, once it has its turn on every file
+/// it names.
+pub(crate) async fn run<F: FileSystem>(mut ctx: Ctx<F>, request: Request) {
+    for t in &mut ctx.tickets {
+        t.ready().await;
+    }
     let streamed = match request {
         Request::Read(r) => io::read(&ctx, r).await,
         Request::Pgread(r) => io::pgread(&ctx, r).await,
@@ -323,4 +369,74 @@ pub(crate) fn decode_error(id: RequestId, e: &DecodeError) -> (ErrorCode, String
         _ => return (ErrorCode::ARG_INVALID, e.to_string(), false),
     };
     (code, message.to_string(), close)
+}
+
+/// The open files `request` names and what it does to each, for its
+/// admission in arrival order ([`crate::order`]). A vector request counts
+/// as one access per file, over the span of its elements on that file.
+pub(crate) fn accesses(request: &Request) -> Vec<(FHandle, Access)> {
+    fn span(offset: i64, len: u64) -> Range<u64> {
+        match u64::try_from(offset) {
+            Ok(at) => at..at.saturating_add(len),
+            Err(_) => 0..u64::MAX,
+        }
+    }
+    fn spans(
+        items: impl Iterator<Item = (FHandle, i64, u64)>,
+        access: fn(Range<u64>) -> Access,
+    ) -> Vec<(FHandle, Access)> {
+        let mut out: Vec<(FHandle, Range<u64>)> = Vec::new();
+        for (fh, offset, len) in items {
+            let r = span(offset, len);
+            match out.iter_mut().find(|(h, _)| *h == fh) {
+                Some((_, s)) => *s = s.start.min(r.start)..s.end.max(r.end),
+                None => out.push((fh, r)),
+            }
+        }
+        out.into_iter().map(|(fh, r)| (fh, access(r))).collect()
+    }
+    let len = |n: i32| n.max(0) as u64;
+    match request {
+        Request::Read(r) => {
+            let mut out = vec![(r.fhandle, Access::Read(span(r.offset, len(r.rlen))))];
+            for e in r.args.iter().flat_map(|a| &a.preread) {
+                if !out.iter().any(|(h, _)| *h == e.fhandle) {
+                    out.push((e.fhandle, Access::Lookup));
+                }
+            }
+            out
+        }
+        Request::Pgread(r) => vec![(r.fhandle, Access::Read(span(r.offset, len(r.rlen))))],
+        Request::Readv(r) => spans(
+            r.list.iter().map(|e| (e.fhandle, e.offset, len(e.rlen))),
+            Access::Read,
+        ),
+        Request::PgReadv(r) => spans(
+            r.list.iter().map(|e| (e.fhandle, e.offset, len(e.rlen))),
+            Access::Read,
+        ),
+        Request::Write(r) => vec![(
+            r.fhandle,
+            Access::Write(span(r.offset, r.data.len() as u64)),
+        )],
+        // the payload's length bounds the data's (it adds the crcs)
+        Request::Pgwrite(r) => vec![(
+            r.fhandle,
+            Access::Write(span(r.offset, r.payload.len() as u64)),
+        )],
+        Request::Writev(r) => spans(
+            r.segments
+                .iter()
+                .map(|s| (s.fhandle, s.offset, s.data.len() as u64)),
+            Access::Write,
+        ),
+        Request::Sync(r) => vec![(r.fhandle, Access::Flush)],
+        Request::Close(r) => vec![(r.fhandle, Access::Close)],
+        Request::Truncate(r) if r.path.is_empty() => vec![(r.fhandle, Access::Barrier)],
+        Request::Stat(r) if r.path.is_empty() => vec![(r.fhandle, Access::Flush)],
+        Request::Query(r) if r.args.is_empty() => vec![(r.fhandle, Access::Lookup)],
+        Request::Fattr(r) if r.path.is_empty() => vec![(r.fhandle, Access::Lookup)],
+        Request::Chkpoint(r) => vec![(r.fhandle, Access::Barrier)],
+        _ => Vec::new(),
+    }
 }

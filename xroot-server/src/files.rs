@@ -3,22 +3,23 @@
 //! index as a little-endian `u32`, as the reference's x86 build sends it;
 //! freed slots are reused lowest first.
 //!
-//! Each open file counts the operations running on it, so that `kXR_close`
-//! waits for them (the reference's `Serialize`) and an operation that comes
+//! Each open file keeps the order of the requests admitted on it
+//! ([`crate::order`]), so that `kXR_close` waits for the requests that
+//! arrived before it (the reference's `Serialize`) and a request that comes
 //! after the close gets `kXR_FileNotOpen`. It also carries its vector-read
-//! permits ([`ReadvConcurrency`]) and the pgwrite pages still waiting for a
-//! corrected retry.
+//! permits ([`ReadvConcurrency`]), the pgwrite pages still waiting for a
+//! corrected retry, its lock against other sessions ([`crate::lock`]) and
+//! whether it persists only on close (`kXR_posc`).
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, SemaphorePermit};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use xroot_proto::{ErrorCode, FHandle};
 
 use crate::fs::{File, FsError, ReadvConcurrency};
-
-/// Operations that may run on one file at once (close takes them all).
-const OPS: u32 = 1 << 16;
+use crate::lock::FileLock;
+use crate::order::{Access, Order, Ticket};
 
 /// An open file and what the server tracks about it.
 #[derive(Debug)]
@@ -29,8 +30,12 @@ pub(crate) struct OpenFile<T> {
     pub(crate) path: String,
     /// Opened for writing.
     pub(crate) writable: bool,
-    ops: Semaphore,
+    /// Opened with `kXR_posc`: removed when its session ends without a
+    /// close.
+    pub(crate) posc: bool,
+    order: Order,
     readv: Arc<Semaphore>,
+    lock: Mutex<Option<FileLock>>,
     /// Offsets of pgwrite pages whose crc32c was bad and that no good write
     /// has replaced yet.
     pgw_bad: Mutex<BTreeSet<u64>>,
@@ -40,7 +45,16 @@ pub(crate) struct OpenFile<T> {
 pub(crate) const PGW_MAX_BAD_PER_FILE: usize = 256;
 
 impl<T: File> OpenFile<T> {
-    pub(crate) fn new(file: T, path: String, writable: bool) -> OpenFile<T> {
+    /// An open file of `path`; `append` when writes go to its end
+    /// whatever their offset; `lock` held until the file is closed.
+    pub(crate) fn new(
+        file: T,
+        path: String,
+        writable: bool,
+        append: bool,
+        posc: bool,
+        lock: FileLock,
+    ) -> OpenFile<T> {
         let readv = match file.readv_concurrency() {
             ReadvConcurrency::Serial => 1,
             ReadvConcurrency::Parallel(n) => n.max(1),
@@ -49,16 +63,17 @@ impl<T: File> OpenFile<T> {
             file,
             path,
             writable,
-            ops: Semaphore::new(OPS as usize),
+            posc,
+            order: Order::new(append),
             readv: Arc::new(Semaphore::new(readv)),
+            lock: Mutex::new(Some(lock)),
             pgw_bad: Mutex::new(BTreeSet::new()),
         }
     }
 
-    /// Registers an operation on the file; `kXR_FileNotOpen` once it is
-    /// being closed.
-    pub(crate) async fn op(&self, what: &str) -> Result<SemaphorePermit<'_>, FsError> {
-        self.ops.acquire().await.map_err(|_| not_open(what))
+    /// Releases the file's lock (its backend file is closed).
+    pub(crate) fn unlock(&self) {
+        self.lock.lock().unwrap().take();
     }
 
     /// Waits for the file's turn to run a vector read.
@@ -68,14 +83,6 @@ impl<T: File> OpenFile<T> {
             .acquire_owned()
             .await
             .expect("readv semaphore never closed")
-    }
-
-    /// Waits for the operations in progress, then refuses new ones.
-    async fn quiesce(&self) {
-        if let Ok(all) = self.ops.acquire_many(OPS).await {
-            all.forget();
-        }
-        self.ops.close();
     }
 
     /// Records the pgwrite outcome of a page range: `bad` offsets are added,
@@ -139,31 +146,26 @@ impl<T: File> FileTable<T> {
         FHandle((index as u32).to_le_bytes())
     }
 
-    /// The file `fh` names. Errors: `kXR_FileNotOpen` "`what` does not
-    /// refer to an open file".
-    pub(crate) fn get(&self, fh: FHandle, what: &str) -> Result<Arc<OpenFile<T>>, FsError> {
+    /// Admits a request that will do `access` on the file `fh` names, in
+    /// arrival order ([`crate::order`]). `None` when `fh` names no open file
+    /// or one whose close was admitted before.
+    pub(crate) fn admit(&self, fh: FHandle, access: Access) -> Option<(Arc<OpenFile<T>>, Ticket)> {
         let index = u32::from_le_bytes(fh.0) as usize;
-        self.slots
-            .lock()
-            .unwrap()
-            .get(index)
-            .and_then(Clone::clone)
-            .ok_or_else(|| not_open(what))
+        let slots = self.slots.lock().unwrap();
+        let file = slots.get(index)?.as_ref()?;
+        let ticket = file.order.admit(access).ok()?;
+        Some((file.clone(), ticket))
     }
 
-    /// Removes `fh` from the table and waits for the operations running on
-    /// it. Errors: as [`FileTable::get`].
-    pub(crate) async fn remove(&self, fh: FHandle) -> Result<Arc<OpenFile<T>>, FsError> {
+    /// Removes `file` from slot `fh` (its close has its turn).
+    pub(crate) fn remove(&self, fh: FHandle, file: &Arc<OpenFile<T>>) {
         let index = u32::from_le_bytes(fh.0) as usize;
-        let file = self
-            .slots
-            .lock()
-            .unwrap()
-            .get_mut(index)
-            .and_then(Option::take)
-            .ok_or_else(|| not_open("close"))?;
-        file.quiesce().await;
-        Ok(file)
+        let mut slots = self.slots.lock().unwrap();
+        if let Some(slot) = slots.get_mut(index) {
+            if slot.as_ref().is_some_and(|f| Arc::ptr_eq(f, file)) {
+                *slot = None;
+            }
+        }
     }
 
     /// Takes every file out (the session ended).

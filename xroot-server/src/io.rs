@@ -6,17 +6,20 @@
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use xroot_proto::limits::{MAX_TRANSFER, PG_MAX_ERRORS_PER_REQUEST};
-use xroot_proto::page::PAGE_SIZE;
+use futures::{stream, StreamExt, TryStreamExt};
+use xroot_proto::limits::PG_MAX_ERRORS_PER_REQUEST;
+use xroot_proto::page::{wire_len, PAGE_SIZE};
 use xroot_proto::request::{
     Close, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Sync, Truncate,
     Write, Writev, WritevOptions,
 };
 use xroot_proto::response::{
-    OpenCompression, OpenResponse, PgReadEncoder, PgWriteCse, PgWriteResponse, Response,
+    OpenCompression, OpenResponse, PgReadEncoder, PgReadExtent, PgWriteCse, PgWriteResponse,
+    Response,
 };
 use xroot_proto::{ErrorCode, Status};
 
+use crate::budget::Share;
 use crate::dispatch::{err, offset, ok, ok_with, Ctx, Fail, Out};
 use crate::files::OpenFile;
 use crate::fs::{File, FileSystem, FsError, OpenMode};
@@ -24,8 +27,11 @@ use crate::path;
 
 /// `kXR_open`: the options that apply to a POSIX backend become an
 /// [`OpenMode`]; `kXR_retstat` (or `kXR_retstatx`) adds the stat text,
-/// `kXR_compress` the (zero) compression fields. Cloning and co-locating
-/// (`kXR_dup`, `kXR_samefs`) are not supported.
+/// `kXR_compress` the (zero) compression fields. The path is locked first
+/// ([`crate::lock`]: `kXR_FileLocked` while another open excludes it,
+/// unless `kXR_force`). With `kXR_posc` the file persists only if the
+/// client closes it: its session ending first removes it. Cloning and
+/// co-locating (`kXR_dup`, `kXR_samefs`) are not supported.
 pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Response, FsError> {
     let (opts, optt) = (r.options, r.optiont);
     if optt.contains(OpenOptionT::DUP) {
@@ -55,6 +61,11 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         append: opts.contains(OpenOptions::APPEND),
         mode: (u32::from(r.mode.0) & 0o777) | 0o600,
     };
+    // as do_Open: an update or write-only open locks for writing
+    let locks_write = !opts.contains(OpenOptions::READ)
+        && (opts.contains(OpenOptions::UPDATE) || opts.contains(OpenOptions::WRITE_ONLY));
+    let force = opts.contains(OpenOptions::FORCE);
+    let lock = ctx.shared.locks.lock(&target.path, locks_write, force)?;
     let file = ctx.fs().open(&target.path, mode, &target.cgi).await?;
     let retstat = opts.contains(OpenOptions::RETSTAT) || optt.contains(OpenOptionT::RETSTATX);
     let stat = match retstat {
@@ -67,10 +78,9 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         },
         false => None,
     };
-    let fhandle = ctx
-        .session
-        .files
-        .insert(OpenFile::new(file, target.path, write));
+    let posc = write && opts.contains(OpenOptions::POSC);
+    let file = OpenFile::new(file, target.path, write, mode.append, posc, lock);
+    let fhandle = ctx.session.files.insert(file);
     let answer = OpenResponse {
         fhandle,
         compression: opts
@@ -81,11 +91,18 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
     Ok(ok_with(|b| answer.encode(b)))
 }
 
-/// `kXR_close`: waits for the operations running on the file, then closes
-/// it. Pages of a pgwrite still bad make it `kXR_ChkSumErr`.
+/// `kXR_close`, once every request on the handle that arrived before it is
+/// done: closes the file and releases its lock. Pages of a pgwrite still
+/// bad make it `kXR_ChkSumErr` (and remove a `kXR_posc` file, as the
+/// reference's forced close does).
 pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Response, FsError> {
-    let f = ctx.session.files.remove(r.fhandle).await?;
+    let f = ctx.file(r.fhandle, "close")?;
+    ctx.session.files.remove(r.fhandle, &f);
     let closed = f.file.close().await;
+    if f.posc && f.pgw_outstanding() > 0 {
+        let _ = ctx.fs().rm(&f.path).await;
+    }
+    f.unlock();
     match f.pgw_outstanding() {
         0 => closed.map(|()| ok()),
         n => Err(err(
@@ -99,7 +116,8 @@ pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Respo
 /// [`crate::Config::read_chunk`] bytes, the last one `kXR_ok`; at end of
 /// file the data read goes out as `kXR_oksofar`, then an empty `kXR_ok`
 /// (PROTOCOL.md §6.3, tests/vectors/read_eof). Answered on the link of the
-/// `read_args` pathid; pre-read entries are only checked.
+/// `read_args` pathid; pre-read entries are only checked. Each chunk is read
+/// within the memory budget and held only until written, a few read ahead.
 pub(crate) async fn read<F: FileSystem>(ctx: &Ctx<F>, r: Read) -> Result<(), Fail> {
     if let Some(args) = &r.args {
         for e in &args.preread {
@@ -119,32 +137,73 @@ pub(crate) async fn read<F: FileSystem>(ctx: &Ctx<F>, r: Read) -> Result<(), Fai
         .await
 }
 
+/// Pieces of a request read ahead of the one being sent.
+pub(crate) const READ_AHEAD: usize = 4;
+
+/// The `(offset, len)` pieces of `len` bytes at `at`, each as long as
+/// `piece` says at its offset (at least 1 byte, at most what is left).
+pub(crate) fn pieces(
+    at: u64,
+    len: usize,
+    mut piece: impl FnMut(u64) -> usize,
+) -> impl Iterator<Item = (u64, usize)> {
+    let mut done = 0;
+    std::iter::from_fn(move || {
+        (done < len).then(|| {
+            let here = at + done as u64;
+            let n = piece(here).clamp(1, len - done);
+            done += n;
+            (here, n)
+        })
+    })
+}
+
 async fn read_chunks<F: FileSystem>(
     ctx: &Ctx<F>,
     f: &OpenFile<F::File>,
     out: &Out,
-    mut at: u64,
-    mut left: usize,
+    at: u64,
+    len: usize,
 ) -> Result<(), Fail> {
-    let _op = f.op("read").await?;
-    let quantum = ctx.config().read_chunk.max(1);
-    loop {
-        let want = left.min(quantum);
-        let mut data = f.file.read_at(at, want).await?;
-        data.truncate(want);
+    let end = at + len as u64;
+    let quantum = ctx.config().read_chunk.clamp(1, out.budget.largest());
+    let mut chunks = stream::iter(pieces(at, len, |_| quantum))
+        .map(|(here, want)| read_piece(&f.file, out, here, want))
+        .buffered(READ_AHEAD);
+    while let Some((here, want, data, share)) = chunks.try_next().await? {
         let n = data.len();
-        if n == 0 || n >= left {
-            return Ok(out.data(Status::OK, data).await?);
+        if n == 0 || here + n as u64 == end {
+            return Ok(out.data(Status::OK, data, share).await?);
         }
-        out.data(Status::OKSOFAR, data).await?;
-        at += n as u64;
-        left -= n;
+        out.data(Status::OKSOFAR, data, share).await?;
+        if n < want {
+            // end of file: an empty kXR_ok follows, as from the reference
+            let share = out.budget.take(0).await;
+            return Ok(out.data(Status::OK, Bytes::new(), share).await?);
+        }
     }
+    Ok(())
+}
+
+/// Reads one piece of a read within the budget: `(offset, asked, data,
+/// share)`.
+async fn read_piece<T: File>(
+    file: &T,
+    out: &Out,
+    at: u64,
+    want: usize,
+) -> Result<(u64, usize, Bytes, Share), FsError> {
+    let share = out.budget.take(want).await;
+    let mut data = file.read_at(at, want).await?;
+    data.truncate(want);
+    Ok((at, want, data, share))
 }
 
 /// `kXR_pgread`: `kXR_status` frames of at most 512 pages with a crc32c
 /// per page, built by [`PgReadEncoder`] (PROTOCOL.md §6.5), on the link of
-/// the pathid.
+/// the pathid. The data is read in pieces that end on frame boundaries
+/// ([`PgReadEncoder::piece_len`]), each framed where it lies and held,
+/// within the memory budget, only until written.
 pub(crate) async fn pgread<F: FileSystem>(ctx: &Ctx<F>, r: Pgread) -> Result<(), Fail> {
     if r.rlen <= 0 {
         return Err(err(ErrorCode::ARG_INVALID, "Read length is invalid").into());
@@ -152,69 +211,59 @@ pub(crate) async fn pgread<F: FileSystem>(ctx: &Ctx<F>, r: Pgread) -> Result<(),
     let f = ctx.file(r.fhandle, "pgread")?;
     let out = ctx.out(r.pathid())?;
     let at = offset(r.offset, "Read")?;
-    let sent = pgread_frames(&f, &out, at, r.rlen as usize).await;
+    let sent = pgread_frames(&f.file, &out, at, r.rlen as usize).await;
     out.finish(sent).await
 }
 
-async fn pgread_frames<T: File>(
-    f: &OpenFile<T>,
+/// Most bytes of `kXR_status` heads in the frames of one piece.
+pub(crate) const PIECE_HEADS: usize = 64;
+
+/// The budget one pgread piece of `want` bytes at `at` holds: its data
+/// as read, and framed.
+pub(crate) fn piece_share(at: u64, want: usize) -> usize {
+    want + wire_len(at, want as u64) as usize + PIECE_HEADS
+}
+
+/// Reads one piece of a pgread within the budget: `(offset, asked, data,
+/// share)`; a piece of 0 bytes is not asked of the backend.
+pub(crate) async fn pgread_piece<T: File>(
+    file: &T,
     out: &Out,
     at: u64,
-    rlen: usize,
-) -> Result<(), Fail> {
-    let _op = f.op("pgread").await?;
-    let encoder = PgReadEncoder::new();
-    let pieces = pgread_pieces(&f.file, &encoder, at, rlen).await?;
-    let len: usize = pieces.iter().map(Bytes::len).sum();
-    // one allocation for every frame: data and crcs, plus a 32-byte status
-    // head per frame of up to 512 pages (2 MiB), rounded up
-    let heads = 64 * (len / MAX_TRANSFER + 2);
-    let mut frames =
-        BytesMut::with_capacity(xroot_proto::page::wire_len(at, len as u64) as usize + heads);
-    let slices: Vec<&[u8]> = pieces.iter().map(|p| &p[..]).collect();
-    encoder.encode_pgread_pieces(out.sid, at, rlen as u64, &slices, &mut frames);
-    Ok(out.raw(frames).await?)
-}
-
-/// The bytes of a pgread of `len` at `at` in one piece (for `kXR_pgreadv`,
-/// whose extents are framed whole): [`pgread_pieces`] joined.
-pub(crate) async fn pgread_data<T: File>(file: &T, at: u64, len: usize) -> Result<Bytes, FsError> {
-    let mut pieces = pgread_pieces(file, &PgReadEncoder::new(), at, len).await?;
-    Ok(match pieces.len() {
-        1 => pieces.pop().unwrap_or_default(),
-        _ => pieces.concat().into(),
-    })
-}
-
-/// The bytes of a pgread of `len` at `at`, asked of the backend in pieces
-/// that each end on a frame boundary of the answer
-/// ([`PgReadEncoder::piece_len`], at most [`MAX_TRANSFER`] bytes) up to
-/// the first short one (end of file), so that memory follows the data that
-/// exists, not the length a client asks for, and each piece is framed
-/// where it lies.
-async fn pgread_pieces<T: File>(
-    file: &T,
-    encoder: &PgReadEncoder,
-    at: u64,
-    len: usize,
-) -> Result<Vec<Bytes>, FsError> {
-    let mut pieces = Vec::new();
-    let mut done = 0;
-    if len == 0 {
-        return Ok(pieces);
+    want: usize,
+) -> Result<(u64, usize, Bytes, Share), FsError> {
+    let share = out.budget.take(piece_share(at, want)).await;
+    if want == 0 {
+        return Ok((at, want, Bytes::new(), share));
     }
-    loop {
-        let here = at + done as u64;
-        let want = (len - done).min(encoder.piece_len(here) as usize);
-        let mut piece = file.pgread(here, want).await?;
-        piece.truncate(want);
-        done += piece.len();
-        let short = piece.len() < want;
-        pieces.push(piece);
-        if short || done == len {
-            return Ok(pieces);
+    let mut data = file.pgread(at, want).await?;
+    data.truncate(want);
+    Ok((at, want, data, share))
+}
+
+async fn pgread_frames<T: File>(file: &T, out: &Out, at: u64, rlen: usize) -> Result<(), Fail> {
+    let encoder = PgReadEncoder::new();
+    let end = at + rlen as u64;
+    let mut parts = stream::iter(pieces(at, rlen, |here| encoder.piece_len(here) as usize))
+        .map(|(here, want)| pgread_piece(file, out, here, want))
+        .buffered(READ_AHEAD);
+    while let Some((here, want, data, share)) = parts.try_next().await? {
+        let last = data.len() < want || here + want as u64 == end;
+        let part = PgReadExtent {
+            offset: here,
+            rlen: end - here,
+            data: &data,
+        };
+        let wire = wire_len(here, data.len() as u64) as usize;
+        let mut frames = BytesMut::with_capacity(wire + PIECE_HEADS);
+        encoder.encode_pgread_part(out.sid, &part, last, &mut frames);
+        drop(data);
+        out.raw(frames, share).await?;
+        if last {
+            break;
         }
     }
+    Ok(())
 }
 
 /// `kXR_write`: the data at `offset`. (The data always comes with the
@@ -225,7 +274,6 @@ pub(crate) async fn write<F: FileSystem>(ctx: &Ctx<F>, r: Write) -> Result<Respo
         return Ok(ok());
     }
     let at = offset(r.offset, "Write")?;
-    let _op = f.op("write").await?;
     f.file.write_at(at, r.data).await?;
     Ok(ok())
 }
@@ -250,7 +298,6 @@ pub(crate) async fn pgwrite<F: FileSystem>(ctx: &Ctx<F>, r: Pgwrite) -> Result<R
             ));
         }
     }
-    let _op = f.op("pgwrite").await?;
     let mut run = Run::default();
     let mut good = Vec::new();
     let mut cse = PgWriteCse::default();
@@ -331,7 +378,6 @@ pub(crate) async fn writev<F: FileSystem>(ctx: &Ctx<F>, r: Writev) -> Result<Res
         writes.push((f, offset(s.offset, "Writev")?, s.data));
     }
     for (f, at, data) in &writes {
-        let _op = f.op("writev").await?;
         f.file.write_at(*at, data.clone()).await?;
     }
     if r.options.contains(WritevOptions::DO_SYNC) {
@@ -349,7 +395,6 @@ pub(crate) async fn writev<F: FileSystem>(ctx: &Ctx<F>, r: Writev) -> Result<Res
 /// `kXR_sync`.
 pub(crate) async fn sync<F: FileSystem>(ctx: &Ctx<F>, r: Sync) -> Result<Response, FsError> {
     let f = ctx.file(r.fhandle, "sync")?;
-    let _op = f.op("sync").await?;
     f.file.sync().await.map(|()| ok())
 }
 
@@ -361,7 +406,6 @@ pub(crate) async fn truncate<F: FileSystem>(
     let size = offset(r.offset, "Truncate")?;
     if r.path.is_empty() {
         let f = ctx.file(r.fhandle, "trunc")?;
-        let _op = f.op("trunc").await?;
         return f.file.truncate(size).await.map(|()| ok());
     }
     let target = path::payload_target("Truncating", &r.path)?;

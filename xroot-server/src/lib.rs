@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+mod budget;
 pub mod checksum;
 mod config;
 mod dispatch;
@@ -47,8 +48,10 @@ pub mod fs;
 mod io;
 mod link;
 pub mod local;
+mod lock;
 mod login;
 mod namespace;
+mod order;
 mod path;
 mod query;
 mod readv;

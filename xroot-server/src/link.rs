@@ -4,8 +4,11 @@
 //!
 //! A message is one or more whole frames, possibly split into parts (a
 //! header and the data it frames) so that file data is written without a
-//! copy. The task ends when every [`LinkWriter`] is dropped, after writing
-//! everything queued, and then shuts the socket's write side down.
+//! copy, with the share of the memory budget its bytes hold
+//! ([`crate::budget`]), returned once they are written. The task ends when
+//! every [`LinkWriter`] is dropped, after writing everything queued, and
+//! then shuts the socket's write side down; aborted, it drops what is
+//! queued (and its shares).
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
@@ -13,6 +16,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use xroot_proto::response::Response;
 use xroot_proto::{ResponseHeader, Status, StreamId};
+
+use crate::budget::Share;
 
 /// Messages queued per link before senders wait.
 const QUEUE: usize = 16;
@@ -23,10 +28,17 @@ const BUFFER: usize = 64 << 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Closed;
 
+/// Whole frames to write back to back, and the budget their bytes hold.
+#[derive(Debug)]
+struct Message {
+    parts: Vec<Bytes>,
+    _share: Option<Share>,
+}
+
 /// A handle to queue frames on one link.
 #[derive(Debug, Clone)]
 pub(crate) struct LinkWriter {
-    tx: mpsc::Sender<Vec<Bytes>>,
+    tx: mpsc::Sender<Message>,
 }
 
 impl LinkWriter {
@@ -40,14 +52,23 @@ impl LinkWriter {
         (LinkWriter { tx }, task)
     }
 
-    /// Queues whole frames, written back to back.
-    pub(crate) async fn send_parts(&self, parts: Vec<Bytes>) -> Result<(), Closed> {
-        self.tx.send(parts).await.map_err(|_| Closed)
+    /// Queues whole frames, written back to back; `share` is returned once
+    /// they are written (or dropped unwritten).
+    pub(crate) async fn send_parts(
+        &self,
+        parts: Vec<Bytes>,
+        share: Option<Share>,
+    ) -> Result<(), Closed> {
+        let message = Message {
+            parts,
+            _share: share,
+        };
+        self.tx.send(message).await.map_err(|_| Closed)
     }
 
     /// Queues already encoded frames.
     pub(crate) async fn send_raw(&self, frames: BytesMut) -> Result<(), Closed> {
-        self.send_parts(vec![frames.freeze()]).await
+        self.send_parts(vec![frames.freeze()], None).await
     }
 
     /// Queues `response` to `streamid`.
@@ -57,12 +78,14 @@ impl LinkWriter {
         self.send_raw(buf).await
     }
 
-    /// Queues a `kXR_ok` or `kXR_oksofar` carrying `data`, without copying it.
+    /// Queues a `kXR_ok` or `kXR_oksofar` carrying `data`, without copying
+    /// it; `share` is the budget `data` holds.
     pub(crate) async fn send_data(
         &self,
         streamid: StreamId,
         status: Status,
         data: Bytes,
+        share: Option<Share>,
     ) -> Result<(), Closed> {
         let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
         ResponseHeader {
@@ -71,7 +94,7 @@ impl LinkWriter {
             dlen: data.len() as i32,
         }
         .encode(&mut head);
-        self.send_parts(vec![head.freeze(), data]).await
+        self.send_parts(vec![head.freeze(), data], share).await
     }
 
     /// Whether the writer task is gone.
@@ -80,13 +103,13 @@ impl LinkWriter {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Vec<Bytes>>, w: W) {
+async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Message>, w: W) {
     let mut w = BufWriter::with_capacity(BUFFER, w);
     let result: std::io::Result<()> = async {
-        while let Some(parts) = rx.recv().await {
-            write_parts(&mut w, parts).await?;
-            while let Ok(parts) = rx.try_recv() {
-                write_parts(&mut w, parts).await?;
+        while let Some(m) = rx.recv().await {
+            write_parts(&mut w, m.parts).await?;
+            while let Ok(m) = rx.try_recv() {
+                write_parts(&mut w, m.parts).await?;
             }
             w.flush().await?;
         }
@@ -115,7 +138,7 @@ mod tests {
         let (a, mut b) = tokio::io::duplex(1 << 20);
         let (link, task) = LinkWriter::spawn(a);
         let sid = StreamId::from_u16(7);
-        link.send_data(sid, Status::OKSOFAR, Bytes::from_static(b"abc"))
+        link.send_data(sid, Status::OKSOFAR, Bytes::from_static(b"abc"), None)
             .await
             .unwrap();
         link.send(sid, &Response::Ok(Bytes::from_static(b"d")))

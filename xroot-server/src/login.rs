@@ -6,11 +6,12 @@
 use std::net::{IpAddr, SocketAddr};
 use std::ops::ControlFlow;
 use std::sync::atomic::Ordering;
+use std::time::Duration;
 
 use bytes::BufMut;
 use xroot_proto::request::{Auth, Bind, Endsess, Login, Protocol, RequestBody};
 use xroot_proto::response::{
-    BindResponse, LoginResponse, ProtocolFlags, ProtocolResponse, Response,
+    BindResponse, LoginResponse, ProtocolFlags, ProtocolResponse, Response, Wait,
 };
 use xroot_proto::{ErrorCode, RequestFrame, ServerType};
 
@@ -162,9 +163,13 @@ impl<F: FileSystem> Conn<F> {
         }
     }
 
-    /// `kXR_endsess`: ending this very session closes the link; another
-    /// session of the same user and host is closed and answered `kXR_ok`;
-    /// one that is not known (gone, or never ours) is answered `kXR_ok`.
+    /// `kXR_endsess`: ending this very session closes the link. Another
+    /// session of the same user and host is ended (see `session`): the
+    /// answer is `kXR_ok` once it has — its requests done, its files closed
+    /// and unlocked — or, if it has not within 3 s (the reference's
+    /// `killWait`), `kXR_wait` 4 s "session still active" (its `waitKill`),
+    /// after which the client asks again. A session that is not known
+    /// (gone, or never ours) is answered `kXR_ok` (do_Endsess).
     pub(crate) async fn endsess(&mut self, frame: RequestFrame) -> ControlFlow<()> {
         let sid = frame.header.streamid;
         let end: Endsess = self.decode(&frame).await?;
@@ -174,14 +179,33 @@ impl<F: FileSystem> Conn<F> {
         if end.sessid == session.sessid {
             return ControlFlow::Break(());
         }
-        if let Some(other) = self.shared.session(&end.sessid) {
-            if host(other.peer) != host(self.peer) || other.user != session.user {
-                return self
-                    .error(sid, ErrorCode::NOT_AUTHORIZED, "not session owner")
-                    .await;
-            }
-            other.kill();
+        let Some(other) = self.shared.session(&end.sessid) else {
+            return self.reply(sid, Response::Ok(Default::default())).await;
+        };
+        if host(other.peer) != host(self.peer) || other.user != session.user {
+            return self
+                .error(sid, ErrorCode::NOT_AUTHORIZED, "not session owner")
+                .await;
         }
-        self.reply(sid, Response::Ok(Default::default())).await
+        other.kill();
+        let link = self.link.clone();
+        self.tasks.spawn(async move {
+            let answer = match tokio::time::timeout(KILL_WAIT, other.ended()).await {
+                Ok(()) => Response::Ok(Default::default()),
+                Err(_) => Response::Wait(Wait {
+                    seconds: WAIT_KILL,
+                    message: "session still active".into(),
+                }),
+            };
+            let _ = link.send(sid, &answer).await;
+        });
+        ControlFlow::Continue(())
     }
 }
+
+/// How long `kXR_endsess` waits for the session it ends (the reference's
+/// `killWait`, 3 s).
+const KILL_WAIT: Duration = Duration::from_secs(3);
+/// The `kXR_wait` for a session not ended in time (the reference's
+/// `waitKill`, 4 s).
+const WAIT_KILL: i32 = 4;

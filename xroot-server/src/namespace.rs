@@ -31,7 +31,6 @@ pub(crate) async fn stat<F: FileSystem>(ctx: &Ctx<F>, r: Stat) -> Result<Respons
             return Err(err(ErrorCode::ARG_MISSING, "Required argument not present"));
         }
         let f = ctx.file(r.fhandle, "stat")?;
-        let _op = f.op("stat").await?;
         let s = f.file.stat().await?;
         return Ok(ok_with(|b| s.encode(b)));
     }

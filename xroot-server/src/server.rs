@@ -17,8 +17,10 @@ use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 
+use crate::budget::Pool;
 use crate::config::Config;
 use crate::fs::FileSystem;
+use crate::lock::Locks;
 use crate::session::{self, Session};
 use crate::stats::{LinkStats, Scope, ServerStats};
 
@@ -80,6 +82,10 @@ pub(crate) struct Shared<F: FileSystem> {
     pub(crate) limit: Arc<Semaphore>,
     /// Vector reads in progress in the whole server.
     pub(crate) readv_limit: Arc<Semaphore>,
+    /// The server's memory budget ([`crate::budget`]).
+    pub(crate) budget: Pool,
+    /// Files open for reading and writing, by path ([`crate::lock`]).
+    pub(crate) locks: Locks,
     ids: AtomicU64,
     seed: RandomState,
 }
@@ -167,6 +173,8 @@ impl<F: FileSystem> Server<F> {
         let shared = Arc::new(Shared {
             limit: Arc::new(Semaphore::new(config.max_requests.max(1))),
             readv_limit: Arc::new(Semaphore::new(config.max_readv.max(1))),
+            budget: Pool::new(config.server_budget),
+            locks: Locks::default(),
             fs,
             config,
             monitor,

@@ -28,6 +28,25 @@
 //!
 //! A link bound to a session with `kXR_bind` is a data path: it carries
 //! answers, and a request sent on it is refused.
+//!
+//! Before login a link is cheap: its requests may carry at most
+//! [`Config::max_login_dlen`] bytes, and a link that has not logged in
+//! (and authenticated) within [`Config::login_timeout`] is closed. A frame
+//! that does not arrive whole within [`Config::frame_timeout`] of its first
+//! byte closes the link. Every request that names open files is admitted on
+//! them here, in arrival order ([`crate::order`]), and its payload counts
+//! against the memory budget ([`crate::budget`]) until its task ends.
+//!
+//! A session ends when its main link closes or is ended by `kXR_endsess`:
+//! no new request is read, the requests in flight run to their end (their
+//! answers are dropped when the link was ended), then its files are closed —
+//! a file opened with `kXR_posc` and not closed by the client is removed —
+//! and their locks released. Only then is the session gone; until then a
+//! `kXR_endsess` naming it is answered `kXR_wait`.
+//!
+//! [`Config::max_login_dlen`]: crate::Config::max_login_dlen
+//! [`Config::login_timeout`]: crate::Config::login_timeout
+//! [`Config::frame_timeout`]: crate::Config::frame_timeout
 
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
@@ -37,8 +56,9 @@ use std::sync::{Arc, Mutex};
 use bytes::{Buf, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::{Notify, Semaphore};
+use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 use xroot_proto::limits::MAX_BOUND_STREAMS;
 use xroot_proto::request::Request;
 use xroot_proto::response::{Response, ServerError};
@@ -47,6 +67,7 @@ use xroot_proto::{
     ServerHandshake, ServerType, StreamId,
 };
 
+use crate::budget::{Budget, Pool};
 use crate::dispatch::{self, Ctx};
 use crate::files::FileTable;
 use crate::fs::{File, FileSystem};
@@ -58,11 +79,19 @@ use crate::stats::{InFlight, Scope};
 /// that the stock clients were built against (PROTOCOL.md Appendix item 1).
 pub(crate) const PROTOCOL_VERSION: u32 = xroot_proto::codes::version::STOCK_5_5;
 
+/// Set once to close a link at once; any number of tasks can watch it.
+pub(crate) type Kill = Arc<watch::Sender<bool>>;
+
+/// Resolves once `kill` is set.
+pub(crate) async fn killed(kill: &Kill) {
+    let _ = kill.subscribe().wait_for(|k| *k).await;
+}
+
 /// One link of a session, as the session reaches it.
 #[derive(Debug, Clone)]
 struct Stream {
     writer: LinkWriter,
-    kill: Arc<Notify>,
+    kill: Kill,
 }
 
 /// A logged-in session: its main link, its bound substreams and its files.
@@ -73,6 +102,11 @@ pub(crate) struct Session<F: FileSystem> {
     pub(crate) files: FileTable<F::File>,
     /// Login done and, if required, authentication too.
     pub(crate) authenticated: AtomicBool,
+    /// The session is ending: no more binds.
+    ending: AtomicBool,
+    /// Set once the session has ended: its requests done, its files
+    /// closed and unlocked.
+    ended: watch::Sender<bool>,
     /// Slot 0 is the main link, 1..=15 the bound substreams.
     streams: Mutex<Vec<Option<Stream>>>,
 }
@@ -83,7 +117,7 @@ impl<F: FileSystem> Session<F> {
         peer: SocketAddr,
         user: String,
         main: LinkWriter,
-        kill: Arc<Notify>,
+        kill: Kill,
     ) -> Session<F> {
         let mut streams = vec![None; MAX_BOUND_STREAMS + 1];
         streams[0] = Some(Stream { writer: main, kill });
@@ -93,6 +127,8 @@ impl<F: FileSystem> Session<F> {
             user,
             files: FileTable::new(),
             authenticated: AtomicBool::new(false),
+            ending: AtomicBool::new(false),
+            ended: watch::Sender::new(false),
             streams: Mutex::new(streams),
         }
     }
@@ -104,9 +140,13 @@ impl<F: FileSystem> Session<F> {
         (!s.writer.is_closed()).then(|| s.writer.clone())
     }
 
-    /// Binds a substream in the lowest free slot; `None` when all 15 are taken.
-    fn bind(&self, writer: LinkWriter, kill: Arc<Notify>) -> Option<u8> {
+    /// Binds a substream in the lowest free slot; `None` when all 15 are
+    /// taken or the session is ending.
+    fn bind(&self, writer: LinkWriter, kill: Kill) -> Option<u8> {
         let mut streams = self.streams.lock().unwrap();
+        if self.ending.load(Ordering::Acquire) {
+            return None;
+        }
         let slot = (1..streams.len()).find(|&i| streams[i].is_none())?;
         streams[slot] = Some(Stream { writer, kill });
         Some(slot as u8)
@@ -118,22 +158,39 @@ impl<F: FileSystem> Session<F> {
         }
     }
 
-    /// Asks the main link to close at once (`kXR_endsess` from elsewhere).
+    /// Asks the main link to close at once (`kXR_endsess` from elsewhere):
+    /// it reads no more, drops its answers, and the session ends when its
+    /// requests in flight have.
     pub(crate) fn kill(&self) {
+        self.ending.store(true, Ordering::Release);
         if let Some(Some(main)) = self.streams.lock().unwrap().first() {
-            main.kill.notify_one();
+            main.kill.send_replace(true);
         }
     }
 
-    /// The main link ended: close the substreams and the files.
-    fn end(&self) {
-        for s in self.streams.lock().unwrap().drain(..).flatten().skip(1) {
-            s.kill.notify_one();
+    /// Waits until the session has ended (see the module docs).
+    pub(crate) async fn ended(&self) {
+        let _ = self.ended.subscribe().wait_for(|e| *e).await;
+    }
+
+    /// The main link ended and its requests are done: closes the
+    /// substreams, then every file the client left open (removing those
+    /// opened with `kXR_posc`) and releases their locks.
+    async fn end(&self, fs: &F) {
+        self.ending.store(true, Ordering::Release);
+        let streams: Vec<Stream> = self.streams.lock().unwrap().drain(..).flatten().collect();
+        for s in streams.iter().skip(1) {
+            s.kill.send_replace(true);
         }
         for f in self.files.drain() {
-            tokio::spawn(async move {
-                let _ = f.file.close().await;
-            });
+            let _ = f.file.close().await;
+            if f.posc {
+                match fs.rm(&f.path).await {
+                    Ok(()) => tracing::debug!(path = %f.path, "posc: removed, never closed"),
+                    Err(e) => tracing::warn!(path = %f.path, "posc: cannot remove: {e}"),
+                }
+            }
+            f.unlock();
         }
     }
 }
@@ -162,13 +219,16 @@ pub(crate) struct Conn<F: FileSystem> {
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
     pub(crate) phase: Phase<F>,
-    /// Notified to close the link at once.
-    pub(crate) kill: Arc<Notify>,
+    /// Set to close the link at once.
+    pub(crate) kill: Kill,
     /// The client handshake arrived.
     greeted: bool,
-    tasks: JoinSet<()>,
+    /// Frames handled so far.
+    frames: u64,
+    pub(crate) tasks: JoinSet<()>,
     limit: Arc<Semaphore>,
     readv_limit: Arc<Semaphore>,
+    budget: Budget,
     stats: Arc<Scope>,
 }
 
@@ -184,31 +244,49 @@ pub(crate) async fn run<F: FileSystem>(
     let (link, writer) = LinkWriter::spawn(wr);
     let (link_id, stats) = shared.monitor.open_link(peer);
     let cfg = &shared.config;
-    let mut decoder = RequestDecoder::new().with_max_dlen(cfg.max_request_dlen);
+    let mut decoder = RequestDecoder::new().with_max_dlen(cfg.max_login_dlen);
     let mut conn = Conn {
         limit: Arc::new(Semaphore::new(cfg.max_requests_per_link.max(1))),
         readv_limit: Arc::new(Semaphore::new(cfg.max_readv_per_link.max(1))),
+        budget: Budget {
+            link: Pool::new(cfg.link_budget),
+            server: shared.budget.clone(),
+        },
         shared: shared.clone(),
         link,
         peer,
         local,
         phase: Phase::New,
-        kill: Arc::new(Notify::new()),
+        kill: Arc::new(watch::Sender::new(false)),
         greeted: false,
+        frames: 0,
         tasks: JoinSet::new(),
         stats,
     };
-    let mut buf = BytesMut::with_capacity(64 << 10);
+    let mut buf = BytesMut::with_capacity(8 << 10);
     let mut skip = 0usize;
     let mut shutdown = shared.monitor.shutdown_signal();
     let hail = tokio::time::sleep(cfg.handshake_timeout);
-    tokio::pin!(hail);
+    let login = tokio::time::sleep(cfg.login_timeout);
+    // armed while a frame is partly read; re-armed whenever a frame completes
+    let stall = tokio::time::sleep(cfg.frame_timeout);
+    let mut stalling = false;
+    tokio::pin!(hail, login, stall);
+    let kill = conn.kill.clone();
     let killed = loop {
         tokio::select! {
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
-            _ = conn.kill.notified() => break true,
+            _ = killed(&kill) => break true,
             _ = &mut hail, if !conn.greeted => {
                 tracing::debug!(%peer, "no handshake in time");
+                break false;
+            }
+            _ = &mut login, if !conn.logged_in() => {
+                tracing::debug!(%peer, "no login in time");
+                break false;
+            }
+            _ = &mut stall, if stalling => {
+                tracing::debug!(%peer, "a request frame stalled midway");
                 break false;
             }
             Some(_) = conn.tasks.join_next(), if !conn.tasks.is_empty() => {}
@@ -216,17 +294,25 @@ pub(crate) async fn run<F: FileSystem>(
                 if !matches!(read, Ok(n) if n > 0) {
                     break false;
                 }
+                let before = conn.frames;
                 if conn.process(&mut decoder, &mut buf, &mut skip).await.is_break() {
                     break false;
                 }
+                let partial = !buf.is_empty() || skip > 0;
+                if partial && (!stalling || conn.frames != before) {
+                    stall.as_mut().reset(Instant::now() + cfg.frame_timeout);
+                }
+                stalling = partial;
             }
         }
     };
+    drop(buf);
     if killed {
-        conn.tasks.abort_all();
+        // ended from elsewhere: answers still queued or to come are dropped
+        writer.abort();
     }
     while conn.tasks.join_next().await.is_some() {}
-    conn.finish();
+    conn.finish().await;
     drop(conn);
     let _ = writer.await;
     shared.monitor.close_link(link_id);
@@ -261,7 +347,15 @@ impl<F: FileSystem> Conn<F> {
                     self.greeted = true;
                     self.send_raw(reply).await?;
                 }
-                Ok(Some(ClientMessage::Request(frame))) => self.on_request(frame).await?,
+                Ok(Some(ClientMessage::Request(frame))) => {
+                    self.frames += 1;
+                    self.on_request(frame).await?;
+                    if self.logged_in() && decoder.max_dlen() != self.shared.config.max_request_dlen
+                    {
+                        let max = self.shared.config.max_request_dlen;
+                        *decoder = decoder.clone().with_max_dlen(max);
+                    }
+                }
                 Err(e) => *skip = self.on_frame_error(buf, &e).await?,
             }
         }
@@ -389,7 +483,8 @@ impl<F: FileSystem> Conn<F> {
     }
 
     /// Decodes a request and runs it in a task of its own, within the link's
-    /// and the server's limits (waiting for room stops the reading).
+    /// and the server's limits and budgets (waiting for room stops the
+    /// reading), admitted in arrival order on the files it names.
     async fn spawn(&mut self, frame: RequestFrame, in_flight: Option<InFlight>) -> ControlFlow<()> {
         let (Phase::LoggedIn { session, .. } | Phase::Bound { session, .. }) = &self.phase else {
             return ControlFlow::Break(());
@@ -397,6 +492,7 @@ impl<F: FileSystem> Conn<F> {
         let session = session.clone();
         let sid = frame.header.streamid;
         let id = frame.header.requestid;
+        let payload = frame.payload.len() + frame.data.len();
         let refused = match dispatch::precheck(&frame.header) {
             Some((code, message, close)) => Err((code, message.to_string(), close)),
             None => Request::decode(frame).map_err(|e| dispatch::decode_error(id, &e)),
@@ -411,12 +507,30 @@ impl<F: FileSystem> Conn<F> {
                 };
             }
         };
-        let (Ok(server), Ok(link)) = (
-            self.shared.limit.clone().acquire_owned().await,
-            self.limit.clone().acquire_owned().await,
-        ) else {
+        let room = async {
+            let server = self.shared.limit.clone().acquire_owned().await;
+            let link = self.limit.clone().acquire_owned().await;
+            let share = self.budget.take(payload).await;
+            (server, link, share)
+        };
+        let room = tokio::select! {
+            room = room => room,
+            _ = killed(&self.kill) => return ControlFlow::Break(()),
+        };
+        let (Ok(server), Ok(link), share) = room else {
             return ControlFlow::Break(());
         };
+        let mut files = Vec::new();
+        let mut tickets = Vec::new();
+        for (fh, access) in dispatch::accesses(&request) {
+            match session.files.admit(fh, access) {
+                Some((f, t)) => {
+                    files.push((fh, Some(f)));
+                    tickets.push(t);
+                }
+                None => files.push((fh, None)),
+            }
+        }
         let ctx = Ctx {
             shared: self.shared.clone(),
             session,
@@ -425,12 +539,25 @@ impl<F: FileSystem> Conn<F> {
             local: self.local,
             readv_limit: self.readv_limit.clone(),
             stats: self.stats.clone(),
+            budget: self.budget.clone(),
+            files,
+            tickets,
         };
         self.tasks.spawn(async move {
-            let _held = (server, link, in_flight);
+            let _held = (server, link, share, in_flight);
             dispatch::run(ctx, request).await;
         });
         ControlFlow::Continue(())
+    }
+
+    /// Logged in, and authenticated when that is required; a bound
+    /// substream counts as logged in.
+    fn logged_in(&self) -> bool {
+        match &self.phase {
+            Phase::New => false,
+            Phase::LoggedIn { auth_pending, .. } => !auth_pending,
+            Phase::Bound { .. } => true,
+        }
     }
 
     /// Queues encoded frames; `Break` when the link is gone.
@@ -487,13 +614,15 @@ impl<F: FileSystem> Conn<F> {
         Some(pathid)
     }
 
-    /// Unregisters what this link registered.
-    fn finish(&mut self) {
+    /// Unregisters what this link registered; a session ends here, once
+    /// its requests are done (see the module docs).
+    async fn finish(&mut self) {
         match std::mem::replace(&mut self.phase, Phase::New) {
             Phase::New => {}
             Phase::LoggedIn { session, .. } => {
+                session.end(&self.shared.fs).await;
                 self.shared.sessions.lock().unwrap().remove(&session.sessid);
-                session.end();
+                session.ended.send_replace(true);
             }
             Phase::Bound { session, pathid } => session.unbind(pathid),
         }

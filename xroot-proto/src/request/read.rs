@@ -169,7 +169,8 @@ wire_newtype! {
 /// [`DecodeError::NegativeLength`] for `rlen < 0`,
 /// [`DecodeError::ReadvElementTooLarge`] for an element over 2,097,136
 /// bytes, [`DecodeError::ReadvTotalTooLarge`] when the lengths plus 16 bytes
-/// per element exceed `0x7fffffff`; [`DecodeError::Misaligned`] for a
+/// per element exceed 2 GiB ([`crate::limits::MAX_READV_TOTAL_ACCEPTED`]);
+/// [`DecodeError::Misaligned`] for a
 /// payload that is not a multiple of 16. An **empty list decodes**; the
 /// reference answers it with `kXR_ArgInvalid`, see [`Readv::check_not_empty`].
 #[doc(alias = "kXR_readv")]

@@ -135,52 +135,43 @@ impl PgReadEncoder {
     /// boundary of a pgread answer: up to the end of the frame that holds
     /// `offset`, in bytes. A server that reads a large pgread in pieces of
     /// this length can frame each piece as it comes
-    /// ([`PgReadEncoder::encode_pgread_pieces`]).
+    /// ([`PgReadEncoder::encode_pgread_part`]).
     pub fn piece_len(&self, offset: u64) -> u64 {
         let page = PAGE_SIZE as u64;
         self.frame_pages as u64 * page - offset % page
     }
 
-    /// Appends the same frames as [`PgReadEncoder::encode_pgread`] for a
-    /// `kXR_pgread` of `rlen` bytes at `offset`, from its data in pieces:
-    /// the first at `offset`, each next where the previous ended, every
-    /// piece but the last [`PgReadEncoder::piece_len`] long (a short piece
-    /// is end of file and must be the last). No payload byte is copied
-    /// twice: each piece is framed where it lies.
-    pub fn encode_pgread_pieces(
+    /// Appends the frames of one piece of a `kXR_pgread` answer, so that a
+    /// server can send the answer as it reads it: `part.offset` is where
+    /// the piece starts, `part.rlen` what the request still asks from there,
+    /// `part.data` the bytes read. Every piece but the last is
+    /// [`PgReadEncoder::piece_len`] long and sent with `last == false`; the
+    /// `last` piece is the one that comes short (end of file, maybe empty)
+    /// or completes the request. The pieces of one answer, one after the
+    /// other, make the same frames as [`PgReadEncoder::encode_pgread`] of
+    /// the whole; no payload byte is copied twice.
+    pub fn encode_pgread_part(
         &self,
         streamid: StreamId,
-        offset: u64,
-        rlen: u64,
-        pieces: &[&[u8]],
+        part: &PgReadExtent<'_>,
+        last: bool,
         buf: &mut BytesMut,
     ) {
-        let mut at = offset;
-        let extents: Vec<PgReadExtent<'_>> = match pieces {
-            [] => vec![PgReadExtent {
-                offset,
-                rlen,
-                data: &[],
-            }],
-            _ => pieces
-                .iter()
-                .enumerate()
-                .map(|(i, data)| {
-                    let piece_rlen = match i + 1 == pieces.len() {
-                        true => (offset + rlen).saturating_sub(at),
-                        false => data.len() as u64,
-                    };
-                    let e = PgReadExtent {
-                        offset: at,
-                        rlen: piece_rlen,
-                        data,
-                    };
-                    at += data.len() as u64;
-                    e
-                })
-                .collect(),
-        };
-        self.encode_sequence(streamid, RequestId::PGREAD, &extents, buf);
+        self.encode_extent(streamid, RequestId::PGREAD, part, last, buf);
+    }
+
+    /// As [`PgReadEncoder::encode_pgread_part`] for a piece of one extent of
+    /// a `kXR_pgreadv` answer: `last` only for the last piece of the last
+    /// extent. The pieces of every extent in order make the same frames as
+    /// [`PgReadEncoder::encode_pgreadv`] of the whole.
+    pub fn encode_pgreadv_part(
+        &self,
+        streamid: StreamId,
+        part: &PgReadExtent<'_>,
+        last: bool,
+        buf: &mut BytesMut,
+    ) {
+        self.encode_extent(streamid, RequestId::PGREADV, part, last, buf);
     }
 
     /// Appends the frames answering a `kXR_pgreadv` of `extents`, in order:
@@ -571,7 +562,45 @@ mod tests {
                 }
             }
             let mut cut = BytesMut::new();
-            enc.encode_pgread_pieces(StreamId([0, 9]), offset, rlen, &pieces, &mut cut);
+            let mut at = offset;
+            for (i, piece) in pieces.iter().enumerate() {
+                let part = PgReadExtent { offset: at, rlen: offset + rlen - at, data: piece };
+                enc.encode_pgread_part(StreamId([0, 9]), &part, i + 1 == pieces.len(), &mut cut);
+                at += piece.len() as u64;
+            }
+            prop_assert_eq!(cut, whole);
+        }
+
+        #[test]
+        fn pgreadv_parts_frame_as_the_whole(
+            spec in proptest::collection::vec((0u64..30_000, 1u64..12_000), 1..6),
+            pages in 1usize..4,
+        ) {
+            let enc = PgReadEncoder::new().with_frame_pages(pages);
+            let file = data(32_000);
+            let extents: Vec<_> = spec
+                .iter()
+                .map(|&(offset, rlen)| PgReadExtent { offset, rlen, data: file.get(offset as usize..).unwrap_or(&[]) })
+                .collect();
+            let mut whole = BytesMut::new();
+            enc.encode_pgreadv(StreamId([1, 2]), &extents, &mut whole);
+            let mut cut = BytesMut::new();
+            for (k, e) in extents.iter().enumerate() {
+                let have = &e.data[..e.data.len().min(e.rlen as usize)];
+                let mut done = 0usize;
+                loop {
+                    let at = e.offset + done as u64;
+                    let want = (enc.piece_len(at) as usize).min(e.rlen as usize - done);
+                    let piece = &have[done..(done + want).min(have.len())];
+                    done += piece.len();
+                    let end = piece.len() < want || done == e.rlen as usize;
+                    let part = PgReadExtent { offset: at, rlen: e.rlen - (done - piece.len()) as u64, data: piece };
+                    enc.encode_pgreadv_part(StreamId([1, 2]), &part, end && k + 1 == extents.len(), &mut cut);
+                    if end {
+                        break;
+                    }
+                }
+            }
             prop_assert_eq!(cut, whole);
         }
 

@@ -12,7 +12,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 use super::encode_frame;
 use crate::codes::Status;
 use crate::error::DecodeError;
-use crate::header::{FHandle, StreamId};
+use crate::header::{FHandle, ResponseHeader, StreamId};
 use crate::limits::MAX_TRANSFER;
 use crate::list::ReadListEntry;
 use crate::page::crc32c;
@@ -120,54 +120,112 @@ impl ReadvEncoder {
     /// `kXR_oksofar` when the next element would take it past
     /// `min(total, quantum)` bytes; the last frame is `kXR_ok` (empty when
     /// there are no elements). An element larger than the quantum goes
-    /// alone in its own frame.
+    /// alone in its own frame. The same frames as
+    /// [`ReadvEncoder::frame_counts`] then [`ReadvEncoder::encode_frame`]
+    /// for each.
     pub fn encode(
         &self,
         streamid: StreamId,
         elements: &[(ReadListEntry, Bytes)],
         buf: &mut BytesMut,
     ) {
-        let unit = |d: &Bytes| ReadListEntry::LEN + d.len();
-        let total: usize = elements.iter().map(|(_, d)| unit(d)).sum();
-        let quantum = self.quantum.min(total);
+        let counts = self.frame_counts(elements.iter().map(|(_, d)| d.len()));
         let mut rest = elements;
-        loop {
-            let mut used = 0;
-            let n = rest
-                .iter()
-                .take_while(|(_, d)| {
-                    let fits = used == 0 || used + unit(d) <= quantum;
-                    used += if fits { unit(d) } else { 0 };
-                    fits
-                })
-                .count();
+        for (i, &n) in counts.iter().enumerate() {
             let (frame, tail) = rest.split_at(n);
-            let status = if tail.is_empty() {
-                Status::OK
-            } else {
-                Status::OKSOFAR
-            };
-            encode_frame(streamid, status, buf, |buf| {
-                buf.reserve(used);
-                for (entry, data) in frame {
-                    let fhandle = match self.crc32c {
-                        true => FHandle(crc32c(data).to_be_bytes()),
-                        false => entry.fhandle,
-                    };
-                    ReadListEntry {
-                        fhandle,
-                        rlen: data.len() as i32,
-                        offset: entry.offset,
-                    }
-                    .encode(buf);
-                    buf.put_slice(data);
-                }
-            });
-            if tail.is_empty() {
-                return;
-            }
+            self.encode_frame(streamid, frame, i + 1 == counts.len(), buf);
             rest = tail;
         }
+    }
+
+    /// How [`ReadvEncoder::encode`] frames elements whose data have these
+    /// lengths, in bytes: the number of elements in each frame, in order
+    /// (one frame of none for no elements). A server that knows the
+    /// lengths before it has the data (every readv element must come back
+    /// whole) can read and send the answer one frame at a time.
+    pub fn frame_counts(&self, lens: impl IntoIterator<Item = usize> + Clone) -> Vec<usize> {
+        let unit = |len: usize| ReadListEntry::LEN + len;
+        let total: usize = lens.clone().into_iter().map(unit).sum();
+        let quantum = self.quantum.min(total);
+        let mut counts = Vec::new();
+        let (mut n, mut used) = (0, 0);
+        for len in lens {
+            if n > 0 && used + unit(len) > quantum {
+                counts.push(n);
+                (n, used) = (0, 0);
+            }
+            n += 1;
+            used += unit(len);
+        }
+        counts.push(n);
+        counts
+    }
+
+    /// The same frame as [`ReadvEncoder::encode_frame`] as parts to write
+    /// one after the other, the data not copied: the 8-byte response
+    /// header, then each element's 16-byte header and its data (a clone of
+    /// the `Bytes` handle).
+    pub fn frame_parts(
+        &self,
+        streamid: StreamId,
+        elements: &[(ReadListEntry, Bytes)],
+        last: bool,
+    ) -> Vec<Bytes> {
+        let status = if last { Status::OK } else { Status::OKSOFAR };
+        let dlen: usize = elements.iter().map(|(_, d)| 16 + d.len()).sum();
+        let mut heads = BytesMut::with_capacity(ResponseHeader::LEN + 16 * elements.len());
+        ResponseHeader {
+            streamid,
+            status,
+            dlen: dlen as i32,
+        }
+        .encode(&mut heads);
+        let mut parts = Vec::with_capacity(1 + 2 * elements.len());
+        parts.push(heads.split().freeze());
+        for (entry, data) in elements {
+            let fhandle = match self.crc32c {
+                true => FHandle(crc32c(data).to_be_bytes()),
+                false => entry.fhandle,
+            };
+            ReadListEntry {
+                fhandle,
+                rlen: data.len() as i32,
+                offset: entry.offset,
+            }
+            .encode(&mut heads);
+            parts.push(heads.split().freeze());
+            parts.push(data.clone());
+        }
+        parts
+    }
+
+    /// Appends one frame of a readv answer holding `elements` whole:
+    /// `kXR_ok` when it is the `last`, else `kXR_oksofar`. Headers as in
+    /// [`ReadvEncoder::encode`].
+    pub fn encode_frame(
+        &self,
+        streamid: StreamId,
+        elements: &[(ReadListEntry, Bytes)],
+        last: bool,
+        buf: &mut BytesMut,
+    ) {
+        let status = if last { Status::OK } else { Status::OKSOFAR };
+        encode_frame(streamid, status, buf, |buf| {
+            buf.reserve(elements.iter().map(|(_, d)| 16 + d.len()).sum());
+            for (entry, data) in elements {
+                let fhandle = match self.crc32c {
+                    true => FHandle(crc32c(data).to_be_bytes()),
+                    false => entry.fhandle,
+                };
+                ReadListEntry {
+                    fhandle,
+                    rlen: data.len() as i32,
+                    offset: entry.offset,
+                }
+                .encode(buf);
+                buf.put_slice(data);
+            }
+        });
     }
 }
 
@@ -305,6 +363,30 @@ mod tests {
 
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(64))]
+        #[test]
+        fn frames_one_at_a_time_equal_the_whole(
+            spec in proptest::collection::vec((any::<u8>(), any::<i64>(), 0usize..3000), 0..40),
+            quantum in 1usize..9000,
+            crc in any::<bool>(),
+        ) {
+            let enc = ReadvEncoder::new().with_quantum(quantum).with_crc32c(crc);
+            let elements: Vec<_> = spec.iter().map(|&(fh, o, len)| element(fh, o, len)).collect();
+            let mut whole = BytesMut::new();
+            enc.encode(StreamId([0, 5]), &elements, &mut whole);
+            let counts = enc.frame_counts(elements.iter().map(|(_, d)| d.len()));
+            prop_assert_eq!(counts.iter().sum::<usize>(), elements.len());
+            let mut parts = Vec::new();
+            let mut rest = &elements[..];
+            for (i, &n) in counts.iter().enumerate() {
+                let (frame, tail) = rest.split_at(n);
+                for p in enc.frame_parts(StreamId([0, 5]), frame, i + 1 == counts.len()) {
+                    parts.extend_from_slice(&p);
+                }
+                rest = tail;
+            }
+            prop_assert_eq!(&parts[..], &whole[..]);
+        }
+
         #[test]
         fn roundtrip(
             spec in proptest::collection::vec((any::<u8>(), any::<i64>(), 0usize..3000), 0..40),
