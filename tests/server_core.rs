@@ -14,20 +14,19 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::request::{
-    Auth, Bind, Endsess, Login, Open, OpenOptions, Pgwrite, Ping, Protocol, Query, QueryCode, Read,
-    ReadArgs, Readv, Request, Stat,
+    Auth, Bind, Endsess, Login, Open, OpenOptions, Pgwrite, Ping, Query, QueryCode, Read, ReadArgs,
+    Readv, Request, Stat,
 };
 use xroot::proto::response::{
-    Attn, BindResponse, ChecksumAnswer, LoginResponse, PgWriteResponse, ProtocolResponse,
-    QconfigAnswer, ReadvIter, Response, StatFlags, StatInfo,
+    Attn, BindResponse, ChecksumAnswer, LoginResponse, PgWriteResponse, QconfigAnswer, ReadvIter,
+    Response, StatFlags, StatInfo,
 };
 use xroot::proto::{
-    ClientHandshake, ErrorCode, FHandle, ReadListEntry, RequestId, ResponseDecoder,
-    ServerHandshake, Status, StreamId,
+    ClientHandshake, ErrorCode, FHandle, ReadListEntry, RequestId, Status, StreamId,
 };
 use xroot::server::{
     Config, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency, Server,
@@ -39,8 +38,7 @@ fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
 }
 
-/// Hang guard for every wait on the network.
-const GUARD: Duration = Duration::from_secs(20);
+use support::raw::{login_request, Raw, GUARD};
 
 // ---------------------------------------------------------------------------
 // The in-memory backend
@@ -301,130 +299,6 @@ async fn start(fs: MemFs) -> ServerHandle {
 
 fn url(h: &ServerHandle, path: &str) -> String {
     format!("root://{}/{path}", h.local_addr())
-}
-
-/// A raw client connection: requests encoded by xroot-proto, every response
-/// frame decoded as it arrives.
-struct Raw {
-    s: TcpStream,
-    buf: BytesMut,
-    dec: ResponseDecoder,
-}
-
-impl Raw {
-    async fn connect(addr: SocketAddr) -> Raw {
-        let s = TcpStream::connect(addr).await.unwrap();
-        Raw {
-            s,
-            buf: BytesMut::new(),
-            dec: ResponseDecoder::new(),
-        }
-    }
-
-    async fn write(&mut self, bytes: &[u8]) {
-        self.s.write_all(bytes).await.unwrap();
-    }
-
-    async fn send(&mut self, sid: u16, req: impl Into<Request>) {
-        let mut b = BytesMut::new();
-        req.into().encode(StreamId::from_u16(sid), &mut b);
-        self.write(&b).await;
-    }
-
-    /// The next frame, or `None` once the server closed the link.
-    async fn next(&mut self) -> Option<(StreamId, Response)> {
-        loop {
-            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
-                return Some((f.header.streamid, Response::decode(f).unwrap()));
-            }
-            let n = tokio::time::timeout(GUARD, self.s.read_buf(&mut self.buf))
-                .await
-                .expect("server answers within the guard")
-                .unwrap_or(0);
-            if n == 0 {
-                return None;
-            }
-        }
-    }
-
-    async fn expect(&mut self) -> (StreamId, Response) {
-        self.next().await.expect("a response, not a closed link")
-    }
-
-    /// Expects a `kXR_error` with `code`, and returns its message.
-    async fn expect_error(&mut self, code: ErrorCode) -> String {
-        match self.expect().await.1 {
-            Response::Error(e) if e.code == code => e.message_lossy().into_owned(),
-            other => panic!("expected {code}, got {other:?}"),
-        }
-    }
-
-    async fn expect_closed(&mut self) {
-        assert!(
-            self.next().await.is_none(),
-            "the server should close the link"
-        );
-    }
-
-    /// Handshake and `kXR_protocol` with `expect`.
-    async fn hello(addr: SocketAddr, expect: u8) -> Raw {
-        let mut r = Raw::connect(addr).await;
-        let mut b = BytesMut::new();
-        ClientHandshake.encode(&mut b);
-        r.write(&b).await;
-        let proto = Protocol {
-            clientpv: 0x511,
-            expect: xroot::proto::request::Expect(expect),
-            ..Default::default()
-        };
-        r.send(0, proto).await;
-        let (_, Response::Ok(hs)) = r.expect().await else {
-            panic!("handshake reply")
-        };
-        let hs = ServerHandshake::from_body(&hs).unwrap();
-        assert_eq!((hs.protover, hs.server_type.0), (0x511, 1));
-        let (_, Response::Ok(p)) = r.expect().await else {
-            panic!("protocol reply")
-        };
-        let p = ProtocolResponse::decode(p).unwrap();
-        assert_eq!((p.pval, p.flags.0), (0x511, 0x0030_0001));
-        r
-    }
-
-    /// A logged-in session; returns it with its session id.
-    async fn login(addr: SocketAddr) -> (Raw, [u8; 16]) {
-        let mut r = Raw::hello(addr, 3).await;
-        r.send(0, login_request()).await;
-        let (_, Response::Ok(body)) = r.expect().await else {
-            panic!("login reply")
-        };
-        let reply = LoginResponse::decode(body).unwrap();
-        assert_eq!(reply.sec, None);
-        (r, reply.sessid)
-    }
-
-    /// Opens `path` for reading; returns the handle.
-    async fn open(&mut self, path: &str) -> FHandle {
-        let open = Open {
-            options: OpenOptions::READ,
-            path: Bytes::copy_from_slice(path.as_bytes()),
-            ..Default::default()
-        };
-        self.send(9, open).await;
-        match self.expect().await {
-            (_, Response::Ok(b)) => FHandle(b[..4].try_into().unwrap()),
-            other => panic!("open: {other:?}"),
-        }
-    }
-}
-
-fn login_request() -> Login {
-    Login {
-        pid: 1,
-        username: Login::pack_username("tester"),
-        capver: xroot::proto::request::Capver(0x85),
-        ..Default::default()
-    }
 }
 
 fn readv_of(fh: FHandle, pathid: u8, extents: &[(i64, i32)]) -> Readv {

@@ -1,0 +1,279 @@
+//! How sessions end, against raw frames and the stock client: `kXR_endsess`
+//! of a session with a write still running in the backend answers
+//! `kXR_wait` until that write is done and the session's files are closed;
+//! a file open for writing is locked against other opens until then (so a
+//! late write of an ended session cannot land on data another session
+//! wrote); a file opened with `kXR_posc` and never closed is removed when
+//! its session ends, by a dropped connection as by a killed `xrdcp --posc`.
+
+mod support;
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use tokio::sync::Semaphore;
+use xroot::proto::request::{Close, Endsess, OpenOptions, Write};
+use xroot::proto::response::{Response, StatInfo};
+use xroot::proto::ErrorCode;
+use xroot::server::{Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, Server};
+
+use support::raw::{Raw, GUARD};
+use support::stock::xrootd_available;
+
+/// `LocalFs` whose writes wait while the gate is held.
+#[derive(Clone)]
+struct Gated {
+    fs: LocalFs,
+    gate: Arc<Gate>,
+}
+
+struct Gate {
+    held: AtomicBool,
+    /// Writes that reached the backend.
+    entered: Semaphore,
+    /// One permit per write let through while held.
+    release: Semaphore,
+}
+
+struct GatedFile {
+    file: <LocalFs as FileSystem>::File,
+    gate: Arc<Gate>,
+}
+
+impl File for GatedFile {
+    async fn read_at(&self, offset: u64, len: usize) -> FsResult<Bytes> {
+        self.file.read_at(offset, len).await
+    }
+
+    async fn write_at(&self, offset: u64, data: Bytes) -> FsResult<()> {
+        self.gate.entered.add_permits(1);
+        if self.gate.held.load(Ordering::SeqCst) {
+            self.gate.release.acquire().await.unwrap().forget();
+        }
+        self.file.write_at(offset, data).await
+    }
+
+    async fn stat(&self) -> FsResult<StatInfo> {
+        self.file.stat().await
+    }
+
+    async fn close(&self) -> FsResult<()> {
+        self.file.close().await
+    }
+}
+
+impl FileSystem for Gated {
+    type File = GatedFile;
+
+    async fn open(&self, path: &str, mode: OpenMode, cgi: &str) -> FsResult<GatedFile> {
+        Ok(GatedFile {
+            file: self.fs.open(path, mode, cgi).await?,
+            gate: self.gate.clone(),
+        })
+    }
+
+    async fn stat(&self, path: &str) -> FsResult<StatInfo> {
+        self.fs.stat(path).await
+    }
+
+    async fn dirlist(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
+        self.fs.dirlist(path, with_stat).await
+    }
+
+    async fn rm(&self, path: &str) -> FsResult<()> {
+        self.fs.rm(path).await
+    }
+}
+
+async fn serve(dir: &Path) -> (std::net::SocketAddr, Arc<Gate>) {
+    let gate = Arc::new(Gate {
+        held: AtomicBool::new(false),
+        entered: Semaphore::new(0),
+        release: Semaphore::new(0),
+    });
+    let fs = Gated {
+        fs: LocalFs::new(dir).unwrap(),
+        gate: gate.clone(),
+    };
+    let server = Server::bind("127.0.0.1:0", fs, Config::default())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    (addr, gate)
+}
+
+const WRITE: OpenOptions = OpenOptions(OpenOptions::NEW.0 | OpenOptions::UPDATE.0);
+
+fn write(fh: xroot::proto::FHandle, data: &[u8]) -> Write {
+    Write {
+        fhandle: fh,
+        offset: 0,
+        pathid: 0,
+        data: Bytes::copy_from_slice(data),
+    }
+}
+
+/// Polls `cond` until it holds, within the guard.
+async fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < GUARD, "{what}: not within {GUARD:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endsess_waits_for_the_ended_sessions_write_and_its_lock() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, gate) = serve(dir.path()).await;
+    // session A: a write that the backend holds
+    let (mut a, a_id) = Raw::login(addr).await;
+    let fh = a.open_with("/f.bin", WRITE).await;
+    gate.held.store(true, Ordering::SeqCst);
+    a.send(2, write(fh, b"late write of the ended session"))
+        .await;
+    let _ = gate.entered.acquire().await.unwrap();
+    // session B (same user, same host) ends A while its write runs
+    let (mut b, _) = Raw::login(addr).await;
+    b.send(3, Endsess { sessid: a_id }).await;
+    match b.expect().await.1 {
+        Response::Wait(w) => assert_eq!(w.seconds, 4),
+        other => panic!("endsess with a write in flight: {other:?}"),
+    }
+    // the lock of A's open stands until its write is done
+    b.send(9, support::raw::open_request("/f.bin", OpenOptions::UPDATE))
+        .await;
+    let locked = b.expect_error(ErrorCode::FILE_LOCKED).await;
+    assert_eq!(
+        locked,
+        "Output file /f.bin is already opened by 1 writer; open denied."
+    );
+    // the write ends: A's session ends, its answer dropped with its link
+    gate.held.store(false, Ordering::SeqCst);
+    gate.release.add_permits(1);
+    a.expect_closed().await;
+    b.send(4, Endsess { sessid: a_id }).await;
+    assert!(matches!(b.expect().await.1, Response::Ok(_)));
+    let fh = b.open_with("/f.bin", OpenOptions::UPDATE).await;
+    b.send(5, write(fh, b"B's data")).await;
+    assert!(matches!(b.expect().await.1, Response::Ok(_)));
+    b.send(6, Close { fhandle: fh }).await;
+    assert!(matches!(b.expect().await.1, Response::Ok(_)));
+    let got = std::fs::read(dir.path().join("f.bin")).unwrap();
+    assert_eq!(
+        &got[..8],
+        b"B's data",
+        "A's write landed before B's, never after"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reader_and_a_writer_exclude_each_other_until_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("r.bin"), b"data").unwrap();
+    let (addr, _) = serve(dir.path()).await;
+    let (mut a, _) = Raw::login(addr).await;
+    let (mut b, _) = Raw::login(addr).await;
+    let fh = a.open("/r.bin").await;
+    let _also = b.open("/r.bin").await; // readers share
+    b.send(9, support::raw::open_request("/r.bin", OpenOptions::UPDATE))
+        .await;
+    assert_eq!(
+        b.expect_error(ErrorCode::FILE_LOCKED).await,
+        "Output file /r.bin is already opened by 2 readers; open denied."
+    );
+    let forced = OpenOptions(OpenOptions::UPDATE.0 | OpenOptions::FORCE.0);
+    let _forced = b.open_with("/r.bin", forced).await;
+    a.send(2, Close { fhandle: fh }).await;
+    assert!(matches!(a.expect().await.1, Response::Ok(_)));
+    a.send(9, support::raw::open_request("/r.bin", OpenOptions::READ))
+        .await;
+    assert_eq!(
+        a.expect_error(ErrorCode::FILE_LOCKED).await,
+        "Input file /r.bin is already opened by 1 writer; open denied."
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_posc_file_never_closed_is_removed_when_its_session_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, _) = serve(dir.path()).await;
+    let posc = OpenOptions(WRITE.0 | OpenOptions::POSC.0);
+    for (name, options, close) in [
+        ("posc-dropped", posc, false),
+        ("posc-closed", posc, true),
+        ("plain-dropped", WRITE, false),
+    ] {
+        let (mut a, _) = Raw::login(addr).await;
+        let path = format!("/{name}");
+        let fh = a.open_with(&path, options).await;
+        a.send(2, write(fh, b"partial upload")).await;
+        assert!(matches!(a.expect().await.1, Response::Ok(_)));
+        if close {
+            a.send(3, Close { fhandle: fh }).await;
+            assert!(matches!(a.expect().await.1, Response::Ok(_)));
+        }
+        drop(a); // the connection drops
+    }
+    let gone = dir.path().join("posc-dropped");
+    eventually("the never-closed posc file is removed", || !gone.exists()).await;
+    // once its session has ended (its lock released), a file closed, or
+    // opened without posc, is still there
+    let (mut b, _) = Raw::login(addr).await;
+    for kept in ["posc-closed", "plain-dropped"] {
+        let start = std::time::Instant::now();
+        loop {
+            let open = support::raw::open_request(&format!("/{kept}"), OpenOptions::UPDATE);
+            b.send(9, open).await;
+            match b.expect().await.1 {
+                Response::Ok(_) => break,
+                Response::Error(e) if e.code == ErrorCode::FILE_LOCKED => {}
+                other => panic!("open {kept}: {other:?}"),
+            }
+            assert!(start.elapsed() < GUARD, "{kept} stays locked");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        assert!(dir.path().join(kept).exists(), "{kept} must stay");
+    }
+}
+
+/// The stock `xrdcp --posc` killed midway through an upload: the partial
+/// file goes away.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_xrdcp_posc_upload_leaves_nothing() {
+    if !xrootd_available() {
+        eprintln!("SKIPPED: xrdcp is not installed");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (addr, _) = serve(dir.path()).await;
+    let mut xrdcp = Command::new("xrdcp")
+        .args(["-s", "--posc", "-"])
+        .arg(format!("root://{addr}//up.bin"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn xrdcp");
+    let mut stdin = xrdcp.stdin.take().unwrap();
+    // more than one 8 MiB chunk, so that some data reaches the server
+    let chunk = vec![7u8; 1 << 20];
+    for _ in 0..24 {
+        stdin.write_all(&chunk).unwrap();
+    }
+    let up = dir.path().join("up.bin");
+    eventually("xrdcp writes to the server", || {
+        std::fs::metadata(&up).is_ok_and(|m| m.len() > 0)
+    })
+    .await;
+    xrdcp.kill().unwrap();
+    xrdcp.wait().unwrap();
+    drop(stdin);
+    eventually("the killed upload's file is removed", || !up.exists()).await;
+}

@@ -1,0 +1,176 @@
+//! A raw client connection for tests: requests encoded by xroot-proto and
+//! written as they are (pipelined, partial, hostile), every response frame
+//! decoded as it arrives. Works against our server and the stock one.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::{Bytes, BytesMut};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use xroot::proto::request::{Login, Open, OpenOptions, Protocol, Request};
+use xroot::proto::response::{LoginResponse, ProtocolResponse, Response};
+use xroot::proto::{
+    ClientHandshake, ErrorCode, FHandle, ResponseDecoder, ServerHandshake, StreamId,
+};
+
+/// Hang guard for every wait on the network.
+pub const GUARD: Duration = Duration::from_secs(20);
+
+/// A raw client connection: requests encoded by xroot-proto, every response
+/// frame decoded as it arrives.
+pub struct Raw {
+    pub s: TcpStream,
+    buf: BytesMut,
+    dec: ResponseDecoder,
+}
+
+impl Raw {
+    pub async fn connect(addr: SocketAddr) -> Raw {
+        let s = TcpStream::connect(addr).await.unwrap();
+        Raw {
+            s,
+            buf: BytesMut::new(),
+            dec: ResponseDecoder::new(),
+        }
+    }
+
+    pub async fn write(&mut self, bytes: &[u8]) {
+        self.s.write_all(bytes).await.unwrap();
+    }
+
+    pub async fn send(&mut self, sid: u16, req: impl Into<Request>) {
+        let mut b = BytesMut::new();
+        req.into().encode(StreamId::from_u16(sid), &mut b);
+        self.write(&b).await;
+    }
+
+    /// The next frame, or `None` once the server closed the link.
+    pub async fn next(&mut self) -> Option<(StreamId, Response)> {
+        loop {
+            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
+                return Some((f.header.streamid, Response::decode(f).unwrap()));
+            }
+            let n = tokio::time::timeout(GUARD, self.s.read_buf(&mut self.buf))
+                .await
+                .expect("server answers within the guard")
+                .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+        }
+    }
+
+    pub async fn expect(&mut self) -> (StreamId, Response) {
+        self.next().await.expect("a response, not a closed link")
+    }
+
+    /// Expects a `kXR_error` with `code`, and returns its message.
+    pub async fn expect_error(&mut self, code: ErrorCode) -> String {
+        match self.expect().await.1 {
+            Response::Error(e) if e.code == code => e.message_lossy().into_owned(),
+            other => panic!("expected {code}, got {other:?}"),
+        }
+    }
+
+    pub async fn expect_closed(&mut self) {
+        assert!(
+            self.next().await.is_none(),
+            "the server should close the link"
+        );
+    }
+
+    /// Handshake and `kXR_protocol` with `expect`.
+    pub async fn hello(addr: SocketAddr, expect: u8) -> Raw {
+        let mut r = Raw::connect(addr).await;
+        let mut b = BytesMut::new();
+        ClientHandshake.encode(&mut b);
+        r.write(&b).await;
+        let proto = Protocol {
+            clientpv: 0x511,
+            expect: xroot::proto::request::Expect(expect),
+            ..Default::default()
+        };
+        r.send(0, proto).await;
+        let (_, Response::Ok(hs)) = r.expect().await else {
+            panic!("handshake reply")
+        };
+        let hs = ServerHandshake::from_body(&hs).unwrap();
+        assert_eq!((hs.protover, hs.server_type.0), (0x511, 1));
+        let (_, Response::Ok(p)) = r.expect().await else {
+            panic!("protocol reply")
+        };
+        let p = ProtocolResponse::decode(p).unwrap();
+        assert_eq!((p.pval, p.flags.0), (0x511, 0x0030_0001));
+        r
+    }
+
+    /// A logged-in session; returns it with its session id.
+    pub async fn login(addr: SocketAddr) -> (Raw, [u8; 16]) {
+        let mut r = Raw::hello(addr, 3).await;
+        r.send(0, login_request()).await;
+        let (_, Response::Ok(body)) = r.expect().await else {
+            panic!("login reply")
+        };
+        let reply = LoginResponse::decode(body).unwrap();
+        assert_eq!(reply.sec, None);
+        (r, reply.sessid)
+    }
+
+    /// Opens `path` for reading; returns the handle.
+    pub async fn open(&mut self, path: &str) -> FHandle {
+        self.open_with(path, OpenOptions::READ).await
+    }
+
+    /// Opens `path` with `options`; returns the handle.
+    pub async fn open_with(&mut self, path: &str, options: OpenOptions) -> FHandle {
+        self.send(9, open_request(path, options)).await;
+        match self.expect().await {
+            (_, Response::Ok(b)) => FHandle(b[..4].try_into().unwrap()),
+            other => panic!("open: {other:?}"),
+        }
+    }
+
+    /// Every frame up to and including the final answer to `sid`, with
+    /// the frames to other streamids that came in between.
+    pub async fn until_final(&mut self, sid: u16) -> Vec<(StreamId, Response)> {
+        let mut out = Vec::new();
+        loop {
+            let (s, r) = self.expect().await;
+            let last = s == StreamId::from_u16(sid) && is_final(&r);
+            out.push((s, r));
+            if last {
+                return out;
+            }
+        }
+    }
+}
+
+/// Whether `r` ends the answer to its request (not `kXR_oksofar`, a
+/// Partial `kXR_status`, `kXR_waitresp` or `kXR_attn`).
+pub fn is_final(r: &Response) -> bool {
+    match r {
+        Response::OkSoFar(_) | Response::WaitResp(_) | Response::Attn(_) => false,
+        Response::Status(s) => s.is_final(),
+        _ => true,
+    }
+}
+
+/// A `kXR_open` of `path` with `options`.
+pub fn open_request(path: &str, options: OpenOptions) -> Open {
+    Open {
+        options,
+        mode: xroot::proto::request::Mode(0o644),
+        path: Bytes::copy_from_slice(path.as_bytes()),
+        ..Default::default()
+    }
+}
+
+pub fn login_request() -> Login {
+    Login {
+        pid: 1,
+        username: Login::pack_username("tester"),
+        capver: xroot::proto::request::Capver(0x85),
+        ..Default::default()
+    }
+}
