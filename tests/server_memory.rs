@@ -1,0 +1,277 @@
+//! Memory is bounded by configuration, not by what requests ask: our
+//! `serve` (a separate process, so that its resident set can be read)
+//! receives vector reads and pgreads of 2 GiB that the client never reads,
+//! and hostile frames before login; its peak resident set stays within its
+//! budget (64 MiB for the whole server by default) and a fixed overhead.
+//! Also the deadlines that make a connection cheap before login: no login
+//! in time, or a frame that stalls midway, closes the link.
+
+mod support;
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::BytesMut;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
+use xroot::proto::request::{Pgread, Readv};
+use xroot::proto::response::Response;
+use xroot::proto::{ClientHandshake, ErrorCode, ReadListEntry, RequestHeader, RequestId};
+use xroot::server::{Config, LocalFs, Server};
+
+use support::example::example_bin;
+use support::raw::Raw;
+
+/// What the server may hold beyond its budget: the binary, the runtime's
+/// threads and buffers, the allocator's slack.
+const OVERHEAD: u64 = 100 << 20;
+
+/// Our `serve` of `dir` as its own process; killed on drop.
+struct Serve {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Serve {
+    fn start(dir: &std::path::Path) -> Serve {
+        let mut child = Command::new(example_bin("serve"))
+            .args(["--port", "0"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("serve listening on ")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("serve did not start: {line:?}"));
+        Serve { child, addr }
+    }
+
+    /// Peak resident set so far, bytes (`VmHWM`).
+    fn peak_rss(&self) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        let kb: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("VmHWM in /proc/PID/status");
+        kb << 10
+    }
+
+    /// Watches the peak for `span`, failing as soon as it passes `limit`.
+    async fn stays_under(&self, limit: u64, span: Duration, what: &str) -> u64 {
+        let start = Instant::now();
+        loop {
+            let peak = self.peak_rss();
+            assert!(
+                peak <= limit,
+                "{what}: the server's peak resident set reached {} MiB (limit {} MiB)",
+                peak >> 20,
+                limit >> 20
+            );
+            if start.elapsed() >= span {
+                return peak;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A directory with a sparse file of 2 GiB (no disk used).
+fn big_file() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let f = std::fs::File::create(dir.path().join("big.bin")).unwrap();
+    f.set_len(2 << 30).unwrap();
+    dir
+}
+
+/// A readv of exactly 2 GiB with its element headers (1024 × 2,097,136).
+fn readv_2gib(fh: xroot::proto::FHandle) -> Readv {
+    Readv {
+        list: (0..1024)
+            .map(|i| ReadListEntry {
+                fhandle: fh,
+                rlen: 2_097_136,
+                offset: i * 2_097_136,
+            })
+            .collect(),
+        ..Default::default()
+    }
+}
+
+fn pgread_2gib(fh: xroot::proto::FHandle) -> Pgread {
+    Pgread {
+        fhandle: fh,
+        offset: 0,
+        rlen: i32::MAX,
+        args: None,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gib_reads_nobody_reads_hold_only_the_budget() {
+    let dir = big_file();
+    let serve = Serve::start(dir.path());
+    let base = serve.peak_rss();
+    // 8 readv and 8 pgread of 2 GiB on one link, the same on 3 more links;
+    // none of them reads a byte of its answers
+    let mut links = Vec::new();
+    for _ in 0..4 {
+        let (mut r, _) = Raw::login(serve.addr).await;
+        let fh = r.open("/big.bin").await;
+        for i in 0..8 {
+            r.send(100 + i, readv_2gib(fh)).await;
+            r.send(200 + i, pgread_2gib(fh)).await;
+        }
+        links.push(r);
+    }
+    let limit = base + (64 << 20) + OVERHEAD;
+    let peak = serve
+        .stays_under(limit, Duration::from_secs(3), "64 GiB asked, unread")
+        .await;
+    eprintln!(
+        "peak resident set {} MiB (at start {} MiB)",
+        peak >> 20,
+        base >> 20
+    );
+    // once its client reads, the link streams on: 256 MiB of answers, each
+    // request's frames in offset order
+    let r = &mut links[0];
+    let mut next: std::collections::HashMap<u16, i64> = Default::default();
+    let mut got = 0usize;
+    while got < 256 << 20 {
+        let (sid, resp) = r.expect().await;
+        let sid = u16::from_be_bytes(sid.0);
+        let at = next.entry(sid).or_default();
+        match resp {
+            Response::OkSoFar(b) => {
+                got += b.len();
+                for e in xroot::proto::response::ReadvIter::new(b) {
+                    let (e, data) = e.unwrap();
+                    assert_eq!((e.offset, data.len()), (*at, 2_097_136));
+                    *at += 2_097_136;
+                }
+            }
+            Response::Status(s) => {
+                let frame = xroot::proto::response::PgReadFrame::from_status(&s).unwrap();
+                assert_eq!(frame.offset as i64, *at);
+                *at += frame.data_len().unwrap() as i64;
+                got += frame.data_len().unwrap() as usize;
+            }
+            other => panic!("answer to {sid}: {other:?}"),
+        }
+    }
+    serve
+        .stays_under(limit, Duration::ZERO, "after 256 MiB read")
+        .await;
+}
+
+/// The first bytes of a request whose header claims `dlen` bytes.
+fn header(dlen: i32) -> BytesMut {
+    let mut b = BytesMut::new();
+    ClientHandshake.encode(&mut b);
+    RequestHeader {
+        streamid: xroot::proto::StreamId::from_u16(1),
+        requestid: RequestId::LOGIN,
+        params: [0; 16],
+        dlen,
+    }
+    .encode(&mut b);
+    b
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn before_login_a_connection_is_cheap() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start(dir.path());
+    let base = serve.peak_rss();
+    // 300 connections announce a 16 MiB login: refused at the header
+    for _ in 0..300 {
+        let mut r = Raw::connect(serve.addr).await;
+        r.write(&header(16 << 20)).await;
+        r.write(&vec![b'x'; 64 << 10]).await;
+        let _handshake = r.expect().await;
+        assert_eq!(
+            r.expect_error(ErrorCode::ARG_TOO_LONG).await,
+            "Request argument is too long"
+        );
+        r.expect_closed().await;
+    }
+    // 500 connections each hold the largest partial frame a login may be
+    let mut held = Vec::new();
+    for _ in 0..500 {
+        let mut s = TcpStream::connect(serve.addr).await.unwrap();
+        s.write_all(&header(32 << 10)).await.unwrap();
+        s.write_all(&vec![b'x'; (32 << 10) - 1]).await.unwrap();
+        held.push(s);
+    }
+    let peak = serve
+        .stays_under(
+            base + OVERHEAD,
+            Duration::from_secs(1),
+            "500 partial logins",
+        )
+        .await;
+    eprintln!(
+        "peak resident set {} MiB (at start {} MiB)",
+        peak >> 20,
+        base >> 20
+    );
+}
+
+async fn serve_with(config: Config) -> (SocketAddr, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = Server::bind("127.0.0.1:0", LocalFs::new(dir.path()).unwrap(), config)
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    (addr, dir)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_login_in_time_or_a_stalled_frame_closes_the_link() {
+    let config = Config {
+        login_timeout: Duration::from_millis(300),
+        frame_timeout: Duration::from_millis(300),
+        ..Config::default()
+    };
+    let (addr, _dir) = serve_with(config).await;
+    // handshake and protocol, then nothing
+    let mut idle = Raw::hello(addr, 3).await;
+    idle.expect_closed().await;
+    // logged in, then half a request
+    let (mut stalled, _) = Raw::login(addr).await;
+    let mut b = BytesMut::new();
+    RequestHeader {
+        streamid: xroot::proto::StreamId::from_u16(5),
+        requestid: RequestId::MKDIR,
+        params: [0; 16],
+        dlen: 100,
+    }
+    .encode(&mut b);
+    stalled.write(&b).await;
+    stalled.write(b"/half").await;
+    stalled.expect_closed().await;
+    // a logged-in link that sends nothing more stays up
+    let (mut quiet, _) = Raw::login(addr).await;
+    tokio::time::sleep(Duration::from_millis(900)).await;
+    quiet.send(6, xroot::proto::request::Ping::default()).await;
+    assert!(matches!(quiet.expect().await.1, Response::Ok(_)));
+}
