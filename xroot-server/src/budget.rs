@@ -1,19 +1,32 @@
 //! The memory budget: what bounds the bytes a link, and the server as a
 //! whole, hold for requests, whatever those requests ask.
 //!
-//! A request's payload counts from when it is read off the link until its
-//! task ends; answer data counts from before it is read from the backend
+//! A request's payload counts against its link's budget from when it is
+//! read off the link until its task ends. Answer data counts against the
+//! link's budget and the server's from before it is read from the backend
 //! until the link's writer has written it to the socket. Taking a share
-//! waits while the link's or the server's budget is spent, so a client that
-//! does not read its answers, or asks for more than the budget at once,
-//! meets back-pressure instead of growing the server: its requests wait,
-//! and its link is not read further. Shares are taken link first, then
-//! server, always in that order, and freed by the writer, which never
-//! waits for a share: budgets cannot deadlock.
+//! waits while the link's budget is spent, so a client that does not read
+//! its answers, or asks for more than the budget at once, meets
+//! back-pressure instead of growing the server: its requests wait, and its
+//! link is not read further.
+//!
+//! The server's budget cannot be monopolized: when it is spent, a link
+//! still takes up to a small floor of its own ([`FLOOR`], one piece of an
+//! answer), so that clients that stopped reading slow the others down but
+//! never stop them. What the server holds is therefore at most its budget
+//! plus a floor per link that waits on it.
+//!
+//! Shares are taken link first, then server, always in that order, and
+//! freed by the writer, which never waits for a share: budgets cannot
+//! deadlock.
 
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// What a link may hold of answer data when the server's budget is spent:
+/// one piece (a 2 MiB pgread piece as read and as framed, a readv batch).
+pub(crate) const FLOOR: usize = (4 << 20) + (512 << 10);
 
 /// One budget: a byte count shared by whoever draws on it.
 #[derive(Debug, Clone)]
@@ -36,37 +49,70 @@ impl Pool {
     pub(crate) fn max(&self) -> usize {
         self.max as usize
     }
+
+    async fn take(&self, n: u32) -> OwnedSemaphorePermit {
+        let n = n.min(self.max);
+        let permit = self.bytes.clone().acquire_many_owned(n).await;
+        permit.expect("budget never closed")
+    }
 }
 
-/// A link's budget and the server's.
+/// A link's budget, its floor, and the server's.
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
-    pub(crate) link: Pool,
-    pub(crate) server: Pool,
+    link: Pool,
+    floor: Pool,
+    server: Pool,
 }
 
 /// A share of the budget, returned when dropped.
 #[derive(Debug)]
 pub(crate) struct Share {
     _link: OwnedSemaphorePermit,
-    _server: OwnedSemaphorePermit,
+    _server: Option<OwnedSemaphorePermit>,
 }
 
 impl Budget {
-    /// The most one share may be: the smaller budget.
-    pub(crate) fn largest(&self) -> usize {
-        self.link.max().min(self.server.max())
+    /// A link's budget of `link` bytes within the server's `server`.
+    pub(crate) fn new(link: usize, server: Pool) -> Budget {
+        Budget {
+            floor: Pool::new(FLOOR.min(link)),
+            link: Pool::new(link),
+            server,
+        }
     }
 
-    /// Takes `bytes` (at most [`Budget::largest`]: a larger ask takes the
-    /// whole budget), waiting while it is spent.
+    /// The most one share may be: the link's budget.
+    pub(crate) fn largest(&self) -> usize {
+        self.link.max()
+    }
+
+    /// Takes `bytes` of the link's budget only, for a request's payload
+    /// (at most [`Budget::largest`]: a larger ask takes the whole budget),
+    /// waiting while it is spent.
+    pub(crate) async fn take_payload(&self, bytes: usize) -> Share {
+        Share {
+            _link: self.link.take(bytes.min(self.largest()) as u32).await,
+            _server: None,
+        }
+    }
+
+    /// Takes `bytes` of answer data (at most [`Budget::largest`]) from the
+    /// link's budget and the server's, or the link's floor while the
+    /// server's is spent; waits while they are.
     pub(crate) async fn take(&self, bytes: usize) -> Share {
         let n = bytes.min(self.largest()) as u32;
-        let link = self.link.bytes.clone().acquire_many_owned(n).await;
-        let server = self.server.bytes.clone().acquire_many_owned(n).await;
+        let link = self.link.take(n).await;
+        let server = match self.server.bytes.clone().try_acquire_many_owned(n) {
+            Ok(p) => p,
+            Err(_) => tokio::select! {
+                p = self.server.take(n) => p,
+                p = self.floor.take(n) => p,
+            },
+        };
         Share {
-            _link: link.expect("budget never closed"),
-            _server: server.expect("budget never closed"),
+            _link: link,
+            _server: Some(server),
         }
     }
 }
@@ -90,24 +136,37 @@ mod tests {
     #[test]
     fn a_spent_budget_waits_until_a_share_returns() {
         let server = Pool::new(1 << 20);
-        let a = Budget {
-            link: Pool::new(768 << 10),
-            server: server.clone(),
-        };
-        let b = Budget {
-            link: Pool::new(768 << 10),
-            server,
-        };
+        let a = Budget::new(768 << 10, server.clone());
+        let b = Budget::new(768 << 10, server);
         let first = now(&a, 600 << 10).unwrap();
         assert!(now(&a, 200 << 10).is_none(), "the link has 168 KiB left");
-        assert!(now(&b, 500 << 10).is_none(), "the server has 424 KiB left");
         let second = now(&b, 400 << 10).unwrap();
-        drop(first);
-        assert!(
-            now(&a, 5 << 20).is_none(),
-            "clamped to 768 KiB, 624 KiB free"
-        );
-        drop(second);
-        assert!(now(&a, 5 << 20).is_some());
+        // the server has 24 KiB left: b's floor (its whole 768 KiB) serves
+        let third = now(&b, 300 << 10).unwrap();
+        assert!(now(&b, 100 << 10).is_none(), "b's link has 68 KiB left");
+        drop((first, second, third));
+        assert!(now(&a, 5 << 20).is_some(), "clamped to the link's 768 KiB");
+    }
+
+    #[test]
+    fn a_link_that_holds_the_server_budget_does_not_stop_the_others() {
+        let server = Pool::new(16 << 20);
+        let greedy = Budget::new(64 << 20, server.clone());
+        let other = Budget::new(64 << 20, server);
+        let held: Vec<Share> = (0..4).map(|_| now(&greedy, 4 << 20).unwrap()).collect();
+        // the server's 16 MiB are spent; greedy's floor still takes a piece
+        let floor = now(&greedy, FLOOR).unwrap();
+        assert!(now(&greedy, 1).is_none(), "greedy's floor is spent too");
+        let piece = now(&other, 2 << 20).unwrap();
+        let payload = now_payload(&other, 1 << 20).unwrap();
+        drop((held, floor, piece, payload));
+    }
+
+    fn now_payload(b: &Budget, bytes: usize) -> Option<Share> {
+        let mut f = pin!(b.take_payload(bytes));
+        match f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+            Poll::Ready(s) => Some(s),
+            Poll::Pending => None,
+        }
     }
 }

@@ -47,8 +47,11 @@ pub struct Config {
     /// client that does not read its answers). At least 64 KiB; a request
     /// payload of up to `max_request_dlen` always fits.
     pub link_budget: usize,
-    /// Bytes the whole server may hold for requests, as `link_budget`
-    /// counts them, over all links (64 MiB).
+    /// Bytes of answer data the whole server may hold over all links
+    /// (32 MiB). When it is spent, each link may still hold one piece of an
+    /// answer (4.5 MiB) of its own, so that clients that stopped reading
+    /// slow the others down but never stop them: the server holds at most
+    /// this plus 4.5 MiB per link waiting on it.
     pub server_budget: usize,
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).
@@ -80,7 +83,7 @@ impl Default for Config {
             max_request_dlen: DEFAULT_MAX_REQUEST_DLEN,
             max_login_dlen: 32 << 10,
             link_budget: 16 << 20,
-            server_budget: 64 << 20,
+            server_budget: 32 << 20,
             read_chunk: MAX_TRANSFER,
             handshake_timeout: Duration::from_secs(30),
             login_timeout: Duration::from_secs(30),

@@ -59,9 +59,10 @@ fn extents(list: &[ReadListEntry]) -> Vec<(u64, usize)> {
         .collect()
 }
 
-/// Most data bytes one backend call of a readv asks for (8 MiB, at most
-/// half the budget, at least one frame).
-const BATCH: usize = 8 << 20;
+/// Most data bytes one backend call of a readv asks for (4 MiB, within a
+/// link's floor of the budget; at most half the link's budget, at least one
+/// frame).
+const BATCH: usize = 4 << 20;
 
 /// `kXR_readv`: the elements with their 16-byte headers in request order,
 /// in frames of at most 2 MiB that never split an element

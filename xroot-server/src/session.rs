@@ -67,7 +67,7 @@ use xroot_proto::{
     ServerHandshake, ServerType, StreamId,
 };
 
-use crate::budget::{Budget, Pool};
+use crate::budget::Budget;
 use crate::dispatch::{self, Ctx};
 use crate::files::FileTable;
 use crate::fs::{File, FileSystem};
@@ -248,10 +248,7 @@ pub(crate) async fn run<F: FileSystem>(
     let mut conn = Conn {
         limit: Arc::new(Semaphore::new(cfg.max_requests_per_link.max(1))),
         readv_limit: Arc::new(Semaphore::new(cfg.max_readv_per_link.max(1))),
-        budget: Budget {
-            link: Pool::new(cfg.link_budget),
-            server: shared.budget.clone(),
-        },
+        budget: Budget::new(cfg.link_budget, shared.budget.clone()),
         shared: shared.clone(),
         link,
         peer,
@@ -510,7 +507,7 @@ impl<F: FileSystem> Conn<F> {
         let room = async {
             let server = self.shared.limit.clone().acquire_owned().await;
             let link = self.limit.clone().acquire_owned().await;
-            let share = self.budget.take(payload).await;
+            let share = self.budget.take_payload(payload).await;
             (server, link, share)
         };
         let room = tokio::select! {
