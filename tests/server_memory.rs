@@ -151,6 +151,20 @@ async fn two_gib_reads_nobody_reads_hold_only_the_budget() {
         peak >> 20,
         base >> 20
     );
+    // meanwhile another client is served
+    let (mut other, _) = Raw::login(serve.addr).await;
+    let fh = other.open("/big.bin").await;
+    let read = xroot::proto::request::Read {
+        fhandle: fh,
+        offset: 4096,
+        rlen: 1000,
+        args: None,
+    };
+    other.send(7, read).await;
+    match other.expect().await.1 {
+        Response::Ok(b) => assert_eq!(b.len(), 1000),
+        r => panic!("another client's read while the budget is held: {r:?}"),
+    }
     // once its client reads, the link streams on: 256 MiB of answers, each
     // request's frames in offset order
     let r = &mut links[0];

@@ -18,6 +18,25 @@
 //! - Dispatch: requests on one link run concurrently, each frame written
 //!   whole; partial answers chunked as the reference chunks them; slow
 //!   backend calls deferred with `kXR_waitresp` + `kXR_attn`.
+//! - **Per-handle order.** Requests naming an open file are admitted in
+//!   arrival order before they run: a `kXR_close`, a `kXR_truncate` by
+//!   handle, and (for the writes) a `kXR_sync` or stat by handle complete
+//!   only after every request on that handle that arrived before them;
+//!   writes apply in arrival order where they overlap, reads see the writes
+//!   sent before them and not those sent after; a request that arrives
+//!   after the close gets `kXR_FileNotOpen`. Requests that cannot disturb
+//!   each other (reads, disjoint writes) still run concurrently.
+//! - **Bounded memory.** Read, pgread, readv and pgreadv answers are read
+//!   and sent frame by frame within a memory budget per link and per server
+//!   ([`Config::link_budget`], [`Config::server_budget`]); a client that
+//!   does not read its answers meets back-pressure. Before login a
+//!   connection is cheap ([`Config::max_login_dlen`],
+//!   [`Config::login_timeout`], [`Config::frame_timeout`]).
+//! - **Sessions end cleanly**: a session's requests in flight finish before
+//!   its files are closed and unlocked; `kXR_endsess` answers `kXR_wait`
+//!   until then. A file open for writing is locked against other opens
+//!   (`kXR_FileLocked`, as the reference); one opened with `kXR_posc` and
+//!   never closed is removed when its session ends.
 //! - Vector reads overlap on a link, follow their `pathid` to a bound
 //!   substream, and are bounded per file by the backend
 //!   ([`ReadvConcurrency`]), per link and per server ([`Config`]).
