@@ -243,6 +243,78 @@ async fn a_posc_file_never_closed_is_removed_when_its_session_ends() {
     }
 }
 
+/// Opens for reading and writing from three sessions: what each open got.
+async fn lock_sequence(addr: std::net::SocketAddr) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sessions = Vec::new();
+    for _ in 0..3 {
+        sessions.push(Raw::login(addr).await.0);
+    }
+    let steps = [
+        (0, OpenOptions::READ),
+        (1, OpenOptions::UPDATE),
+        (2, OpenOptions::READ),
+    ];
+    for (who, options) in steps {
+        let r = &mut sessions[who];
+        r.send(9, support::raw::open_request("/l.bin", options))
+            .await;
+        out.push(match r.expect().await.1 {
+            Response::Ok(_) => "ok".to_string(),
+            Response::Error(e) => format!("{}: {}", e.code, e.message_lossy()),
+            other => format!("{other:?}"),
+        });
+    }
+    // the readers go (their sessions end), then a writer and a reader
+    sessions.truncate(0);
+    let (mut w, _) = Raw::login(addr).await;
+    let (mut r, _) = Raw::login(addr).await;
+    let start = std::time::Instant::now();
+    loop {
+        w.send(9, support::raw::open_request("/l.bin", OpenOptions::UPDATE))
+            .await;
+        match w.expect().await.1 {
+            Response::Ok(_) => break,
+            Response::Error(e) if e.code == ErrorCode::FILE_LOCKED => {}
+            other => panic!("open for update: {other:?}"),
+        }
+        assert!(start.elapsed() < GUARD, "the readers' sessions do not end");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    r.send(9, support::raw::open_request("/l.bin", OpenOptions::READ))
+        .await;
+    out.push(match r.expect().await.1 {
+        Response::Error(e) => format!("{}: {}", e.code, e.message_lossy()),
+        other => format!("{other:?}"),
+    });
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn locks_answer_as_the_stock_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let l = dir.path().join("l.bin");
+    std::fs::write(&l, b"locked").unwrap();
+    std::fs::set_permissions(&l, std::os::unix::fs::PermissionsExt::from_mode(0o666)).unwrap();
+    let (ours, _) = serve(dir.path()).await;
+    let got = lock_sequence(ours).await;
+    assert_eq!(
+        got,
+        [
+            "ok",
+            "kXR_FileLocked(3003): Output file /l.bin is already opened by 1 reader; open denied.",
+            "ok",
+            "kXR_FileLocked(3003): Input file /l.bin is already opened by 1 writer; open denied."
+        ]
+    );
+    let Some(stock) = support::stock::StockServer::start(dir.path(), &[]) else {
+        eprintln!("SKIPPED (the stock side): xrootd is not installed");
+        return;
+    };
+    let addr = std::net::SocketAddr::from(([127, 0, 0, 1], stock.port));
+    assert_eq!(lock_sequence(addr).await, got, "the stock server's answers");
+}
+
 /// The stock `xrdcp --posc` killed midway through an upload: the partial
 /// file goes away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
