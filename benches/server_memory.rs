@@ -25,6 +25,9 @@ mod common;
 #[allow(dead_code)]
 #[path = "../tests/support/example.rs"]
 mod example;
+#[allow(dead_code)]
+#[path = "../tests/support/ours.rs"]
+mod ours;
 #[allow(dead_code, unused_imports)]
 #[path = "../tests/support/raw.rs"]
 mod raw;
@@ -32,9 +35,7 @@ mod raw;
 #[path = "../tests/support/stock.rs"]
 mod stock;
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use bytes::BytesMut;
@@ -43,6 +44,7 @@ use tokio::net::TcpStream;
 use xroot::proto::request::{Pgread, Readv, Request};
 use xroot::proto::{ClientHandshake, FHandle, ReadListEntry, RequestHeader, RequestId, StreamId};
 
+use ours::ServeProcess;
 use raw::Raw;
 use stock::StockServer;
 
@@ -51,66 +53,35 @@ const HOLD: Duration = Duration::from_secs(3);
 
 /// A server under test: our `serve` process or the stock xrootd.
 enum Peer {
-    Ours(Child, SocketAddr),
+    Ours(ServeProcess),
     Stock(StockServer),
 }
 
 impl Peer {
-    fn ours(dir: &std::path::Path) -> Peer {
-        let mut child = Command::new(example::example_bin("serve"))
-            .args(["--port", "0"])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("serve listening on ")
-            .and_then(|a| a.parse().ok())
-            .expect("serve's address");
-        Peer::Ours(child, addr)
-    }
-
     fn addr(&self) -> SocketAddr {
         match self {
-            Peer::Ours(_, a) => *a,
+            Peer::Ours(p) => p.addr,
             Peer::Stock(s) => SocketAddr::from(([127, 0, 0, 1], s.port)),
         }
     }
 
     fn pid(&self) -> u32 {
         match self {
-            Peer::Ours(c, _) => c.id(),
+            Peer::Ours(p) => p.pid(),
             Peer::Stock(s) => s.server_pid().expect("the stock server's pid"),
         }
     }
 
     /// Peak resident set, MiB.
     fn peak_mib(&self) -> f64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        let kb: f64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM");
-        kb / 1024.0
+        ours::peak_rss(self.pid()) as f64 / (1 << 20) as f64
     }
 }
 
 impl Drop for Peer {
     fn drop(&mut self) {
-        match self {
-            Peer::Ours(c, _) => {
-                let _ = c.kill();
-                let _ = c.wait();
-            }
-            Peer::Stock(s) => s.kill(),
+        if let Peer::Stock(s) = self {
+            s.kill();
         }
     }
 }
@@ -188,7 +159,7 @@ async fn main() {
     drop(big);
     // the stock server runs as another user when this runs as root
     let start_stock = || Peer::Stock(StockServer::start(dir.path(), &[]).expect("stock xrootd"));
-    let start_ours = || Peer::ours(dir.path());
+    let start_ours = || Peer::Ours(ServeProcess::start(dir.path()));
 
     println!("peak resident set, MiB (a fresh server per row; clients never read)\n");
     println!("{:<28} {:>8} {:>8} {:>7}", "", "ours", "stock", "ratio");

@@ -14,9 +14,10 @@ use xroot::cache::{CacheConfig, CacheFs, Store};
 use xroot::client::Client;
 use xroot::proto::request::Readv;
 use xroot::proto::{ErrorCode, ReadListEntry};
-use xroot::server::{Config, FileSystem, LocalFs, Server};
+use xroot::server::LocalFs;
 
 use support::our_cache::run_ok;
+use support::ours::serve;
 use support::raw::Raw;
 use support::stock::xrootd_available;
 
@@ -56,15 +57,6 @@ fn file(dir: &std::path::Path) {
     for i in 0..1024u64 {
         f.write_all_at(&i.to_be_bytes(), i * ELEMENT).unwrap();
     }
-}
-
-async fn serve<F: FileSystem>(fs: F) -> SocketAddr {
-    let server = Server::bind("127.0.0.1:0", fs, Config::default())
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    tokio::spawn(server.serve());
-    addr
 }
 
 async fn python_readv(addr: SocketAddr) -> String {

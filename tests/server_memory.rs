@@ -9,9 +9,6 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -20,77 +17,31 @@ use tokio::net::TcpStream;
 use xroot::proto::request::{Pgread, Readv};
 use xroot::proto::response::Response;
 use xroot::proto::{ClientHandshake, ErrorCode, ReadListEntry, RequestHeader, RequestId};
-use xroot::server::{Config, LocalFs, Server};
+use xroot::server::{Config, LocalFs};
 
-use support::example::example_bin;
+use support::ours::{peak_rss, serve_with, ServeProcess};
 use support::raw::Raw;
 
 /// What the server may hold beyond its budget: the binary, the runtime's
 /// threads and buffers, the allocator's slack.
 const OVERHEAD: u64 = 40 << 20;
 
-/// Our `serve` of `dir` as its own process; killed on drop.
-struct Serve {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Serve {
-    fn start(dir: &std::path::Path) -> Serve {
-        let mut child = Command::new(example_bin("serve"))
-            .args(["--port", "0"])
-            .arg(dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn serve");
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("serve listening on ")
-            .and_then(|a| a.parse().ok())
-            .unwrap_or_else(|| panic!("serve did not start: {line:?}"));
-        Serve { child, addr }
-    }
-
-    /// Peak resident set so far, bytes (`VmHWM`).
-    fn peak_rss(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let kb: u64 = status
-            .lines()
-            .find_map(|l| l.strip_prefix("VmHWM:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-            .expect("VmHWM in /proc/PID/status");
-        kb << 10
-    }
-
-    /// Watches the peak for `span`, failing as soon as it passes `limit`.
-    async fn stays_under(&self, limit: u64, span: Duration, what: &str) -> u64 {
-        let start = Instant::now();
-        loop {
-            let peak = self.peak_rss();
-            assert!(
-                peak <= limit,
-                "{what}: the server's peak resident set reached {} MiB (limit {} MiB)",
-                peak >> 20,
-                limit >> 20
-            );
-            if start.elapsed() >= span {
-                return peak;
-            }
-            tokio::time::sleep(Duration::from_millis(50)).await;
+/// Watches `serve`'s peak resident set for `span`, failing as soon as it
+/// passes `limit`; returns the last reading.
+async fn stays_under(serve: &ServeProcess, limit: u64, span: Duration, what: &str) -> u64 {
+    let start = Instant::now();
+    loop {
+        let peak = peak_rss(serve.pid());
+        assert!(
+            peak <= limit,
+            "{what}: the server's peak resident set reached {} MiB (limit {} MiB)",
+            peak >> 20,
+            limit >> 20
+        );
+        if start.elapsed() >= span {
+            return peak;
         }
-    }
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -128,8 +79,8 @@ fn pgread_2gib(fh: xroot::proto::FHandle) -> Pgread {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_gib_reads_nobody_reads_hold_only_the_budget() {
     let dir = big_file();
-    let serve = Serve::start(dir.path());
-    let base = serve.peak_rss();
+    let serve = ServeProcess::start(dir.path());
+    let base = peak_rss(serve.pid());
     // 8 readv and 8 pgread of 2 GiB on one link, the same on 3 more links;
     // none of them reads a byte of its answers
     let mut links = Vec::new();
@@ -143,9 +94,13 @@ async fn two_gib_reads_nobody_reads_hold_only_the_budget() {
         links.push(r);
     }
     let limit = base + (32 << 20) + 4 * (9 << 19) + OVERHEAD;
-    let peak = serve
-        .stays_under(limit, Duration::from_secs(3), "64 GiB asked, unread")
-        .await;
+    let peak = stays_under(
+        &serve,
+        limit,
+        Duration::from_secs(3),
+        "64 GiB asked, unread",
+    )
+    .await;
     eprintln!(
         "peak resident set {} MiB (at start {} MiB)",
         peak >> 20,
@@ -192,9 +147,7 @@ async fn two_gib_reads_nobody_reads_hold_only_the_budget() {
             other => panic!("answer to {sid}: {other:?}"),
         }
     }
-    serve
-        .stays_under(limit, Duration::ZERO, "after 256 MiB read")
-        .await;
+    stays_under(&serve, limit, Duration::ZERO, "after 256 MiB read").await;
 }
 
 /// The first bytes of a request whose header claims `dlen` bytes.
@@ -214,8 +167,8 @@ fn header(dlen: i32) -> BytesMut {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn before_login_a_connection_is_cheap() {
     let dir = tempfile::tempdir().unwrap();
-    let serve = Serve::start(dir.path());
-    let base = serve.peak_rss();
+    let serve = ServeProcess::start(dir.path());
+    let base = peak_rss(serve.pid());
     // 300 connections announce a 16 MiB login: refused at the header
     for _ in 0..300 {
         let mut r = Raw::connect(serve.addr).await;
@@ -236,28 +189,18 @@ async fn before_login_a_connection_is_cheap() {
         s.write_all(&vec![b'x'; (32 << 10) - 1]).await.unwrap();
         held.push(s);
     }
-    let peak = serve
-        .stays_under(
-            base + OVERHEAD,
-            Duration::from_secs(1),
-            "500 partial logins",
-        )
-        .await;
+    let peak = stays_under(
+        &serve,
+        base + OVERHEAD,
+        Duration::from_secs(1),
+        "500 partial logins",
+    )
+    .await;
     eprintln!(
         "peak resident set {} MiB (at start {} MiB)",
         peak >> 20,
         base >> 20
     );
-}
-
-async fn serve_with(config: Config) -> (SocketAddr, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let server = Server::bind("127.0.0.1:0", LocalFs::new(dir.path()).unwrap(), config)
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    tokio::spawn(server.serve());
-    (addr, dir)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -267,7 +210,8 @@ async fn no_login_in_time_or_a_stalled_frame_closes_the_link() {
         frame_timeout: Duration::from_millis(300),
         ..Config::default()
     };
-    let (addr, _dir) = serve_with(config).await;
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve_with(LocalFs::new(dir.path()).unwrap(), config).await;
     // handshake and protocol, then nothing
     let mut idle = Raw::hello(addr, 3).await;
     idle.expect_closed().await;

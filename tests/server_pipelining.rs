@@ -20,9 +20,10 @@ use xroot::client::Client;
 use xroot::proto::request::{Close, OpenOptions, Pgread, Read, Readv, Request, Write};
 use xroot::proto::response::{PgReadFrame, ReadvIter, Response};
 use xroot::proto::{ErrorCode, FHandle, ReadListEntry, StreamId};
-use xroot::server::{Config, FileSystem, LocalFs, Server};
+use xroot::server::LocalFs;
 
 use support::our_cache::content;
+use support::ours::serve;
 use support::raw::Raw;
 use support::stock::StockServer;
 
@@ -260,15 +261,6 @@ fn gist_op(op: Option<&Op>) -> String {
         Some(Op::Readv(list)) => format!("readv {list:?}"),
         Some(Op::Write(at, d)) => format!("write {}@{at}", d.len()),
     }
-}
-
-async fn serve<F: FileSystem>(fs: F) -> SocketAddr {
-    let server = Server::bind("127.0.0.1:0", fs, Config::default())
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    tokio::spawn(server.serve());
-    addr
 }
 
 /// Repetitions of random scenarios of 1 to 24 requests then a close, each

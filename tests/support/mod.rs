@@ -18,6 +18,7 @@ pub mod corrupt_proxy;
 pub mod delay_proxy;
 pub mod example;
 pub mod our_cache;
+pub mod ours;
 pub mod raw;
 pub mod scripted;
 pub mod stock;

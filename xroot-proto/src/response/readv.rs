@@ -183,20 +183,25 @@ impl ReadvEncoder {
         let mut parts = Vec::with_capacity(1 + 2 * elements.len());
         parts.push(heads.split().freeze());
         for (entry, data) in elements {
-            let fhandle = match self.crc32c {
-                true => FHandle(crc32c(data).to_be_bytes()),
-                false => entry.fhandle,
-            };
-            ReadListEntry {
-                fhandle,
-                rlen: data.len() as i32,
-                offset: entry.offset,
-            }
-            .encode(&mut heads);
+            self.element_head(entry, data).encode(&mut heads);
             parts.push(heads.split().freeze());
             parts.push(data.clone());
         }
         parts
+    }
+
+    /// The 16-byte header of an element with `data`: its `fhandle` (or the
+    /// data's crc32c) and `offset`, `rlen` the data's length.
+    fn element_head(&self, entry: &ReadListEntry, data: &[u8]) -> ReadListEntry {
+        let fhandle = match self.crc32c {
+            true => FHandle(crc32c(data).to_be_bytes()),
+            false => entry.fhandle,
+        };
+        ReadListEntry {
+            fhandle,
+            rlen: data.len() as i32,
+            offset: entry.offset,
+        }
     }
 
     /// Appends one frame of a readv answer holding `elements` whole:
@@ -213,16 +218,7 @@ impl ReadvEncoder {
         encode_frame(streamid, status, buf, |buf| {
             buf.reserve(elements.iter().map(|(_, d)| 16 + d.len()).sum());
             for (entry, data) in elements {
-                let fhandle = match self.crc32c {
-                    true => FHandle(crc32c(data).to_be_bytes()),
-                    false => entry.fhandle,
-                };
-                ReadListEntry {
-                    fhandle,
-                    rlen: data.len() as i32,
-                    offset: entry.offset,
-                }
-                .encode(buf);
+                self.element_head(entry, data).encode(buf);
                 buf.put_slice(data);
             }
         });

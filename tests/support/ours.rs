@@ -1,0 +1,81 @@
+//! Our server for a test or bench: in-process on the caller's runtime
+//! ([`serve`], [`serve_with`]) or as the `serve` example's own process
+//! ([`ServeProcess`], whose resident memory can be read).
+
+use std::io::{BufRead, BufReader};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+
+use xroot::server::{Config, FileSystem, Server};
+
+use super::example::example_bin;
+
+/// Serves `fs` with the default [`Config`] on a free loopback port, on a
+/// task of the caller's runtime; returns the address.
+pub async fn serve<F: FileSystem>(fs: F) -> SocketAddr {
+    serve_with(fs, Config::default()).await
+}
+
+/// As [`serve`], with `config`.
+pub async fn serve_with<F: FileSystem>(fs: F, config: Config) -> SocketAddr {
+    let server = Server::bind("127.0.0.1:0", fs, config).await.unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    addr
+}
+
+/// `serve --port 0 DIR` as its own process; killed on drop.
+pub struct ServeProcess {
+    child: Child,
+    /// The address it listens on (from its first stdout line).
+    pub addr: SocketAddr,
+}
+
+impl ServeProcess {
+    /// Starts it and waits for its `serve listening on ADDR` line.
+    pub fn start(dir: &Path) -> ServeProcess {
+        let mut child = Command::new(example_bin("serve"))
+            .args(["--port", "0"])
+            .arg(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn serve");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .trim()
+            .strip_prefix("serve listening on ")
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("serve did not start: {line:?}"));
+        ServeProcess { child, addr }
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for ServeProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The peak resident set of process `pid` so far, bytes (`VmHWM` in
+/// `/proc/PID/status`).
+pub fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM in /proc/PID/status");
+    kb << 10
+}
