@@ -340,6 +340,18 @@ async fn queries_locate_prepare_and_ping() {
     let address = String::from_utf8(at[0].address.to_vec()).unwrap();
     assert!(address.ends_with(&format!(":{}", server.port)), "{address}");
     assert_code(fs.locate("/missing").await, ErrorCode::NOT_FOUND);
+    // the documented `*path` (any server that could hold it) and `*` (any
+    // server) forms go as they are: the stock server refuses `/*` and
+    // `/*/big.bin` as missing files
+    for any in ["*/big.bin", "*"] {
+        let at = fs
+            .locate(any)
+            .await
+            .unwrap_or_else(|e| panic!("locate {any}: {e}"));
+        assert_eq!(at.len(), 1, "{any}: {at:?}");
+        let address = String::from_utf8(at[0].address.to_vec()).unwrap();
+        assert!(address.ends_with(&format!(":{}", server.port)), "{address}");
+    }
 
     let id = fs
         .prepare(&["/big.bin", "/small.bin"], PrepareOptions::STAGE)

@@ -77,6 +77,17 @@ impl FileSystem {
         url
     }
 
+    /// [`FileSystem::at`] for `kXR_locate`, whose `*path` and `*` forms
+    /// keep their `*` first (no `/` in front).
+    fn locate_at(&self, path: &str) -> Url {
+        let mut url = self.at(path);
+        let bare = path.split_once('?').map_or(path, |(p, _)| p);
+        if bare.starts_with('*') {
+            url.path = bare.to_string();
+        }
+        url
+    }
+
     /// Runs `req`, a request about the path of `url`, through the driver
     /// (`url` also names the server and is what a redirect rewrites).
     async fn run(&self, url: &Url, req: Request) -> Result<Reply> {
@@ -304,7 +315,8 @@ impl FileSystem {
 
     /// The servers holding `path`, with `options` (`kXR_refresh`,
     /// `kXR_nowait`, `kXR_prefname`, ...). `path` may be `*path` (any
-    /// server that could hold it) or `*` (any server).
+    /// server that could hold it) or `*` (any server), sent as they are
+    /// (PROTOCOL.md §7.5); any other path gets its leading `/`.
     ///
     /// Errors: [`Error::Server`]: `kXR_NotFound`; [`Error::UnexpectedResponse`]
     /// for an answer that does not parse.
@@ -313,7 +325,7 @@ impl FileSystem {
         path: &str,
         options: LocateOptions,
     ) -> Result<Vec<LocateEntry>> {
-        let url = self.at(path);
+        let url = self.locate_at(path);
         let req = Locate {
             options,
             path: wire(&url),
@@ -502,5 +514,14 @@ mod tests {
             &fs.path_lines(&["/a", "b"]).unwrap()[..],
             b"/a?authz=t\n/b?authz=t"
         );
+        // locate's `*path` and `*` keep their star first
+        for (path, sent) in [
+            ("*/f", "*/f?authz=t"),
+            ("*", "*?authz=t"),
+            ("*?x=1", "*?authz=t&x=1"),
+            ("f", "/f?authz=t"),
+        ] {
+            assert_eq!(&wire(&fs.locate_at(path))[..], sent.as_bytes(), "{path}");
+        }
     }
 }
