@@ -236,7 +236,11 @@ async fn error_at_the_data_server_is_retried_at_the_manager_with_tried() {
     let Request::Open(again) = &opens[1].request else {
         unreachable!()
     };
-    assert_eq!(&again.path[..], b"/f?a=1&tried=127.0.0.1");
+    assert_eq!(
+        &again.path[..],
+        b"/f?a=1&tried=127.0.0.1&triedrc=enoent",
+        "the host tried and why (XrdCl's UpdateTriedCGI)"
+    );
     assert!(
         again.options.contains(OpenOptions::REFRESH),
         "{:?}",

@@ -3,8 +3,8 @@
 //! `kXR_status` frames until the final response, resends after `kXR_wait`,
 //! waits out `kXR_waitresp` for its `kXR_attn` asynresp, follows
 //! `kXR_redirect` (to another channel whenever the channel key differs) up
-//! to the hop limit, retries at the load balancer with `tried=` after the
-//! errors the reference retries, and turns `kXR_error` into
+//! to the hop limit, retries at the load balancer with `tried=` and
+//! `triedrc=` after the errors the reference retries, and turns `kXR_error` into
 //! [`Error::Server`]. The whole exchange runs under the request deadline.
 
 use std::sync::Arc;
@@ -217,6 +217,20 @@ fn retry_at_load_balancer(code: ErrorCode) -> bool {
     )
 }
 
+/// The reason a retry at the load balancer reports in `triedrc=`, as
+/// XrdCl's `UpdateTriedCGI` names it (the values a cmsd manager reads,
+/// `kYR_tryMISS`... in `YProtocol.hh`); `None` for the errors it gives no
+/// reason for (`kXR_Overloaded`, `kXR_NoMemory`).
+fn tried_reason(code: ErrorCode) -> Option<&'static str> {
+    match code {
+        ErrorCode::NOT_FOUND => Some("enoent"),
+        ErrorCode::IO_ERROR => Some("ioerr"),
+        ErrorCode::FS_ERROR => Some("fserr"),
+        ErrorCode::SERVER_ERROR => Some("srverr"),
+        _ => None,
+    }
+}
+
 /// Runs a path-based request at `url`: redirects, waits and load-balancer
 /// retries included, under the request deadline.
 pub(crate) async fn execute(client: &Client, url: &Url, req: Request) -> Result<Answered> {
@@ -233,7 +247,10 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
     let limit = client.config().redirect_limit;
     let mut hops = 0u32;
     let mut load_balancer: Option<Url> = None;
+    // the hosts tried and why, comma-separated in the CGI as XrdCl merges
+    // them (`tried=h1,h2&triedrc=enoent,ioerr`)
     let mut tried: Vec<String> = Vec::new();
+    let mut reasons: Vec<&str> = Vec::new();
     loop {
         let channel = client.channel(&ChannelKey::of(&url));
         let link = channel.link().await?;
@@ -274,6 +291,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
                     return Err(err);
                 }
                 tried.push(url.host.clone());
+                reasons.extend(code.and_then(tried_reason));
                 let mut next = lb;
                 next.path = url.path.clone();
                 next.cgi = url
@@ -283,6 +301,9 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
                     .cloned()
                     .collect();
                 next.cgi.push(("tried".into(), tried.join(",")));
+                if !reasons.is_empty() {
+                    next.cgi.push(("triedrc".into(), reasons.join(",")));
+                }
                 if code == Some(ErrorCode::NOT_FOUND) || code == Some(ErrorCode::OVERLOADED) {
                     if let Request::Open(o) = &mut req {
                         o.options |= OpenOptions::REFRESH;
@@ -364,6 +385,32 @@ mod tests {
             redirect_target(&r, &from()),
             Err(Error::ForeignRedirect(_))
         ));
+    }
+
+    #[test]
+    fn tried_reasons_as_xrdcl_names_them() {
+        let named: Vec<_> = [
+            ErrorCode::NOT_FOUND,
+            ErrorCode::IO_ERROR,
+            ErrorCode::FS_ERROR,
+            ErrorCode::SERVER_ERROR,
+            ErrorCode::OVERLOADED,
+            ErrorCode::NO_MEMORY,
+        ]
+        .into_iter()
+        .map(tried_reason)
+        .collect();
+        assert_eq!(
+            named,
+            [
+                Some("enoent"),
+                Some("ioerr"),
+                Some("fserr"),
+                Some("srverr"),
+                None,
+                None
+            ]
+        );
     }
 
     #[test]
