@@ -603,3 +603,49 @@ async fn urls_share_a_connection_iff_their_channel_keys_are_equal() {
     assert_eq!(peer.connections(), 3);
     assert_eq!(client.channels().len(), 3);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_reach_an_ipv6_host_in_each_form() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipping: no IPv6 loopback here");
+        return;
+    }
+    let data = content(3000);
+    let v6 = Peer::start_with(
+        Options {
+            ip: std::net::Ipv6Addr::LOCALHOST.into(),
+            ..Options::serving(data.clone())
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let port = v6.port;
+    // the host field of each path's redirect, and its port field
+    let forms = move |path: &[u8]| -> Option<(String, u16)> {
+        Some(match path {
+            b"/zero-bracketed" => (format!("[::1]:{port}"), 0),
+            b"/bare" => ("::1".to_string(), port),
+            b"/bracketed" => ("[::1]".to_string(), port),
+            _ => return None,
+        })
+    };
+    let redirector = Peer::start(move |call| match &call.request {
+        Request::Open(o) => match forms(&o.path) {
+            Some((host, port)) => vec![Step::Reply(Response::Redirect(Redirect::to_host(
+                host, port,
+            )))],
+            None => call.serve(),
+        },
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    for path in ["/zero-bracketed", "/bare", "/bracketed"] {
+        let f = open(&client, &redirector.url(None, path)).await;
+        let at = f.server_url().unwrap();
+        assert_eq!((at.host.as_str(), at.port), ("::1", v6.port), "{path}");
+        assert_eq!(guard(f.read_at(0, 3000)).await.unwrap(), data, "{path}");
+    }
+    assert_eq!(v6.requests_of(RequestId::OPEN).len(), 3);
+    assert_eq!(v6.logins().len(), 1, "one channel to [::1]:{}", v6.port);
+}

@@ -14,6 +14,7 @@
 //! Everything the peer saw is recorded ([`Peer::requests`],
 //! [`Peer::logins`], [`Peer::connections`], [`Peer::client_closes`]).
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -91,6 +92,8 @@ pub struct Options {
     pub security: Vec<String>,
     /// `kXR_protocol` flags: a data server by default.
     pub flags: ProtocolFlags,
+    /// The loopback address to listen on: 127.0.0.1 by default.
+    pub ip: IpAddr,
 }
 
 impl Default for Options {
@@ -99,6 +102,7 @@ impl Default for Options {
             content: Bytes::new(),
             security: Vec::new(),
             flags: ProtocolFlags::IS_SERVER | ProtocolFlags::SUPPGRW,
+            ip: Ipv4Addr::LOCALHOST.into(),
         }
     }
 }
@@ -267,8 +271,9 @@ struct Shared {
 
 /// A running scripted peer; stopped (every connection closed) on drop.
 pub struct Peer {
-    /// TCP port on 127.0.0.1.
+    /// TCP port on [`Options::ip`] (127.0.0.1 unless set).
     pub port: u16,
+    ip: IpAddr,
     shared: Arc<Shared>,
 }
 
@@ -283,7 +288,8 @@ impl Peer {
         options: Options,
         script: impl Fn(&Call) -> Vec<Step> + Send + Sync + 'static,
     ) -> Peer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = TcpListener::bind((options.ip, 0)).await.expect("bind");
+        let ip = options.ip;
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared::default());
         let script: Arc<Script> = Arc::new(script);
@@ -306,13 +312,14 @@ impl Peer {
             }
         });
         shared.tasks.lock().unwrap().push(accept.abort_handle());
-        Peer { port, shared }
+        Peer { port, ip, shared }
     }
 
-    /// `root://[user@]127.0.0.1:PORT//path`.
+    /// `root://[user@]127.0.0.1:PORT//path` (`[::1]` for a peer on the
+    /// IPv6 loopback).
     pub fn url(&self, user: Option<&str>, path: &str) -> String {
         let user = user.map(|u| format!("{u}@")).unwrap_or_default();
-        format!("root://{user}127.0.0.1:{}/{path}", self.port)
+        format!("root://{user}{}/{path}", SocketAddr::new(self.ip, self.port))
     }
 
     /// Every request received, in arrival order.

@@ -7,14 +7,15 @@
 //! `triedrc=` after the errors the reference retries, and turns `kXR_error` into
 //! [`Error::Server`]. The whole exchange runs under the request deadline.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use xroot_proto::request::{OpenOptions, QueryCode, Request};
 use xroot_proto::response::{RedirectMode, Response, StatusResponse};
-use xroot_proto::url::{parse_cgi, Url};
-use xroot_proto::{ErrorCode, RequestId};
+use xroot_proto::url::{parse_cgi, Url, DEFAULT_PORT};
+use xroot_proto::{DecodeError, ErrorCode, RequestId};
 
 use crate::channel::{InFlight, Link};
 use crate::client::Client;
@@ -101,7 +102,9 @@ async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
                 flight.resend(req)?;
             }
             Response::WaitResp(_) => {}
-            Response::Redirect(r) => return redirect_target(&r, from).map(Step::Redirect),
+            Response::Redirect(r) => {
+                return redirect_target(&r, from, &link.endpoint).map(Step::Redirect)
+            }
             other => {
                 return Err(Error::unexpected(req.id(), format!("{other:?}")));
             }
@@ -111,31 +114,43 @@ async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
 
 /// The URL a redirect points at, keeping the original's user and the
 /// `xrdcl.*` CGI (which select the channel), and `roots` when the redirect
-/// says `root` (PROTOCOL.md §8.3).
-fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url) -> Result<Url> {
-    let host = String::from_utf8_lossy(&r.host).into_owned();
+/// says `root` (PROTOCOL.md §8.3). The host field takes every form a
+/// server sends: with a port in the port field, a host name, an IPv4
+/// address or an IPv6 address bare or in brackets; with port 0, the same
+/// or any of them followed by `:port` (bare IPv6 takes none), the default
+/// port 1094 when there is none; with port −1 (or flags), a URL. As in
+/// XrdCl's URL parser, `[::a.b.c.d]` (IPv4 in IPv6 notation, not
+/// `::ffff:`) is the IPv4 address. Errors: [`Error::Protocol`] (naming
+/// `endpoint`, the server that sent it) for a host field of none of these
+/// forms; [`Error::ForeignRedirect`] for a URL of another scheme.
+fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url, endpoint: &str) -> Result<Url> {
+    let field = String::from_utf8_lossy(&r.host).into_owned();
+    let malformed = |detail: String| Error::Protocol {
+        endpoint: endpoint.to_string(),
+        source: DecodeError::malformed("kXR_redirect host", detail),
+    };
+    let at = |(host, port): (String, u16)| Url {
+        host,
+        port,
+        ..from.clone()
+    };
     let mut url = match r.mode() {
-        RedirectMode::HostPort(port) => Url {
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
-            port: port as u16,
-            ..from.clone()
-        },
-        RedirectMode::HostAsIs => match host.rsplit_once(':') {
-            Some((h, p)) if p.parse::<u16>().is_ok() => Url {
-                host: h.to_string(),
-                port: p.parse().unwrap(),
-                ..from.clone()
-            },
-            _ => Url {
-                host,
-                ..from.clone()
-            },
-        },
+        RedirectMode::HostPort(port) => {
+            let port = u16::try_from(port)
+                .map_err(|_| malformed(format!("port {port} is not 1..65535")))?;
+            at(host_and_port(&field, Some(port)).map_err(malformed)?)
+        }
+        RedirectMode::HostAsIs => at(host_and_port(&field, None).map_err(malformed)?),
         RedirectMode::Url | RedirectMode::Flags(_) => {
-            let mut u = Url::parse(&host).map_err(|_| Error::ForeignRedirect(host.clone()))?;
+            let scheme = field.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            let mut u = match scheme.as_deref() {
+                // no scheme: XrdCl's URL reads it as root://
+                None => at(host_and_port(&field, None).map_err(malformed)?),
+                Some("root" | "roots" | "xroot" | "xroots") => {
+                    Url::parse(&field).map_err(|e| malformed(e.to_string()))?
+                }
+                Some(_) => return Err(Error::ForeignRedirect(field)),
+            };
             if from.is_tls() && !u.is_tls() {
                 u.scheme = "roots".into();
             }
@@ -164,6 +179,66 @@ fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url) -> Result<Ur
         }
     }
     Ok(url)
+}
+
+/// The host and port a redirect's host `field` names: `host`, `[v6]` or a
+/// bare IPv6 address, and when `port` (the port field) is `None`, any of
+/// them but the bare IPv6 one followed by `:port`; the port is `port`, else
+/// the field's, else 1094. The host comes without brackets, and
+/// `::a.b.c.d` (IPv4 in IPv6 notation, not `::ffff:`) as `a.b.c.d`, as
+/// XrdCl's URL parser reads it. Errors: what is wrong, for any other form.
+fn host_and_port(field: &str, port: Option<u16>) -> Result<(String, u16), String> {
+    let (host, field_port) = if let Some(rest) = field.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("{field:?}: '[' without ']'"))?;
+        if host.parse::<Ipv6Addr>().is_err() {
+            return Err(format!("{field:?}: {host:?} is not an IPv6 address"));
+        }
+        match after {
+            "" => (host, None),
+            _ => match after.strip_prefix(':') {
+                Some(p) => (host, Some(p)),
+                None => return Err(format!("{field:?}: {after:?} after ']'")),
+            },
+        }
+    } else if field.matches(':').count() > 1 {
+        if field.parse::<Ipv6Addr>().is_err() {
+            return Err(format!(
+                "{field:?} is neither host:port nor an IPv6 address"
+            ));
+        }
+        (field, None)
+    } else {
+        match field.split_once(':') {
+            Some((host, p)) => (host, Some(p)),
+            None => (field, None),
+        }
+    };
+    if host.is_empty()
+        || host.chars().any(|c| {
+            c.is_whitespace() || c.is_control() || matches!(c, '/' | '?' | '@' | '[' | ']')
+        })
+    {
+        return Err(format!("{field:?}: {host:?} is not a host"));
+    }
+    let port = match (port, field_port) {
+        (Some(_), Some(_)) => {
+            return Err(format!("{field:?} has a port and the port field another"))
+        }
+        (Some(p), None) => p,
+        (None, None) => DEFAULT_PORT,
+        (None, Some(p)) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("{field:?}: port {p:?} is not 1..65535"))?,
+    };
+    let host = match host.strip_prefix("::") {
+        Some(v4) if v4.parse::<Ipv4Addr>().is_ok() => v4,
+        _ => host,
+    };
+    Ok((host.to_string(), port))
 }
 
 /// The path field of a request that names a path, for rewriting on redirect.
@@ -355,7 +430,7 @@ mod tests {
     #[test]
     fn redirect_forms() {
         let r = Redirect::to_host("ds1", 2094).with_opaque("cms.tried=x");
-        let u = redirect_target(&r, &from()).unwrap();
+        let u = redirect_target(&r, &from(), "mgr:1094").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("ds1", 2094));
         assert_eq!(u.user.as_deref(), Some("alice"));
         assert_eq!(u.path, "/store/f.root");
@@ -363,7 +438,7 @@ mod tests {
         assert_eq!(u.cgi_value("cms.tried"), Some("x"));
 
         let r = Redirect::to_url("root://bob@ds2:3000//other", Default::default());
-        let u = redirect_target(&r, &from()).unwrap();
+        let u = redirect_target(&r, &from(), "mgr:1094").unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.user.as_deref()),
             ("ds2", 3000, Some("bob"))
@@ -374,17 +449,79 @@ mod tests {
         let r = Redirect::to_host("ds1", 2094)
             .with_opaque("x=2&org=b")
             .with_token("authz=t");
-        let u = redirect_target(&r, &from()).unwrap();
+        let u = redirect_target(&r, &from(), "mgr:1094").unwrap();
         assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=b&authz=t");
         let r = Redirect::to_host("ds2", 2094).with_opaque("org=c");
-        let u = redirect_target(&r, &u).unwrap();
+        let u = redirect_target(&r, &u, "mgr:1094").unwrap();
         assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=c&authz=t");
 
         let r = Redirect::to_url("http://web/x", Default::default());
         assert!(matches!(
-            redirect_target(&r, &from()),
+            redirect_target(&r, &from(), "mgr:1094"),
             Err(Error::ForeignRedirect(_))
         ));
+    }
+
+    /// `(host, port)` of the redirect with port field `port` and host
+    /// field `field`, or the error.
+    fn target(port: i32, field: &str) -> Result<(String, u16)> {
+        let r = Redirect::decode(Bytes::from(
+            [&port.to_be_bytes()[..], field.as_bytes()].concat(),
+        ))
+        .unwrap();
+        redirect_target(&r, &from(), "mgr:1094").map(|u| (u.host, u.port))
+    }
+
+    #[test]
+    fn every_host_form_of_a_redirect() {
+        let ok = |host: &str, port| Ok::<_, ()>((host.to_string(), port));
+        for (port, field, want) in [
+            // a port in the port field: the field is a host
+            (2094, "ds1", ok("ds1", 2094)),
+            (2094, "[::1]", ok("::1", 2094)),
+            (2094, "::1", ok("::1", 2094)),
+            (2094, "fe80::1:2", ok("fe80::1:2", 2094)),
+            (2094, "[::127.0.0.1]", ok("127.0.0.1", 2094)),
+            (2094, "[::ffff:127.0.0.1]", ok("::ffff:127.0.0.1", 2094)),
+            // port 0: the field as it is, the default port when it has none
+            (0, "ds1", ok("ds1", 1094)),
+            (0, "ds1:2000", ok("ds1", 2000)),
+            (0, "[::1]", ok("::1", 1094)),
+            (0, "[::1]:2000", ok("::1", 2000)),
+            (0, "::1", ok("::1", 1094)),
+            (0, "2001:db8::7", ok("2001:db8::7", 1094)),
+            (0, "[::127.0.0.1]:2000", ok("127.0.0.1", 2000)),
+            // -1: a URL
+            (-1, "root://[::1]:2000//x", ok("::1", 2000)),
+            (-1, "root://ds1//x", ok("ds1", 1094)),
+        ] {
+            assert_eq!(
+                target(port, field).map_err(|_| ()),
+                want,
+                "port {port}, host field {field:?}"
+            );
+        }
+        for (port, field) in [
+            (2094, "ds1:2000"),   // two ports
+            (2094, "[::1]:2000"), // two ports
+            (0, "ds1:0"),
+            (0, "ds1:99999"),
+            (0, "ds1:x"),
+            (0, "[::1"),
+            (0, "[::1]x"),
+            (0, "[]:2000"),
+            (0, ":2000"),
+            (0, "a:b:c"), // neither an IPv6 address nor host:port
+            (70_000, "ds1"),
+            (0, "d s"),
+            (-1, "root://[::1//x"),
+        ] {
+            assert!(
+                matches!(target(port, field), Err(Error::Protocol { .. })),
+                "port {port}, host field {field:?}: {:?}",
+                target(port, field)
+            );
+        }
     }
 
     #[test]
