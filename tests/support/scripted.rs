@@ -319,7 +319,10 @@ impl Peer {
     /// IPv6 loopback).
     pub fn url(&self, user: Option<&str>, path: &str) -> String {
         let user = user.map(|u| format!("{u}@")).unwrap_or_default();
-        format!("root://{user}{}/{path}", SocketAddr::new(self.ip, self.port))
+        format!(
+            "root://{user}{}/{path}",
+            SocketAddr::new(self.ip, self.port)
+        )
     }
 
     /// Every request received, in arrival order.
