@@ -649,3 +649,32 @@ async fn redirects_reach_an_ipv6_host_in_each_form() {
     assert_eq!(v6.requests_of(RequestId::OPEN).len(), 3);
     assert_eq!(v6.logins().len(), 1, "one channel to [::1]:{}", v6.port);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readv_answer_for_another_file_handle_is_refused() {
+    use xroot::proto::FHandle;
+    let data = content(100_000);
+    // the first readv is answered with the elements of handle 9, not 7
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Readv(r) if call.nth == 0 => {
+            let mut list = r.list.clone();
+            for e in &mut list {
+                e.fhandle = FHandle([0, 0, 0, 9]);
+            }
+            vec![Step::Raw(call.readv_frames(&list))]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = open(&client, &peer.url(None, "/f")).await;
+    let ranges = [(10u64, 100usize), (5000, 300)];
+    let err = guard(f.readv(&ranges)).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::UnexpectedResponse { request: "kXR_readv", detail } if detail.contains("handle")),
+        "{err:?}"
+    );
+    // the same readv answered right
+    let got = guard(f.readv(&ranges)).await.unwrap();
+    assert_eq!(got, [data.slice(10..110), data.slice(5000..5300)]);
+}

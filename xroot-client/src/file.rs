@@ -190,6 +190,15 @@ impl File {
     /// connection was lost. Reads go with the pathid of the
     /// least-loaded substream ([`Link::route_read`]).
     pub(crate) async fn call(&self, make: impl Fn(FHandle) -> Request) -> Result<Reply> {
+        Ok(self.call_with_handle(make).await?.0)
+    }
+
+    /// [`File::call`], also returning the file handle the answered request
+    /// carried (a re-open may change it).
+    pub(crate) async fn call_with_handle(
+        &self,
+        make: impl Fn(FHandle) -> Request,
+    ) -> Result<(Reply, FHandle)> {
         let h = self.handle().await?;
         let (req, _path) = h.link.route_read(make(h.fhandle));
         match driver::execute_on(&self.client, &h.link, &h.url, &req).await {
@@ -198,9 +207,10 @@ impl File {
             Err(Error::ConnectionLost { .. } | Error::Timeout { what: "stream", .. }) => {
                 let h = self.handle().await?;
                 let (req, _path) = h.link.route_read(make(h.fhandle));
-                driver::execute_on(&self.client, &h.link, &h.url, &req).await
+                let reply = driver::execute_on(&self.client, &h.link, &h.url, &req).await?;
+                Ok((reply, h.fhandle))
             }
-            other => other,
+            other => other.map(|reply| (reply, h.fhandle)),
         }
     }
 
