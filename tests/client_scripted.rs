@@ -678,3 +678,162 @@ async fn a_readv_answer_for_another_file_handle_is_refused() {
     let got = guard(f.readv(&ranges)).await.unwrap();
     assert_eq!(got, [data.slice(10..110), data.slice(5000..5300)]);
 }
+
+/// `n` copies of `response` on the streamid of `call`, as one raw step.
+fn repeated(call: &support::scripted::Call, response: Response, n: usize) -> Step {
+    let mut one = bytes::BytesMut::new();
+    response.encode(call.streamid, &mut one);
+    Step::Raw(one.repeat(n).into())
+}
+
+/// Panics unless `result` is the client's refusal of an answer to
+/// `request` that does not fit it.
+fn assert_refused<T>(result: Result<T, Error>, request: &str) {
+    match result {
+        Err(Error::UnexpectedResponse { request: r, .. }) if r == request => {}
+        Err(e) => panic!("expected {request}'s answer refused: {e:?}"),
+        Ok(_) => panic!("{request}'s answer was taken"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_answered_with_more_than_asked_is_refused() {
+    let data = content(1000);
+    // /one: one kXR_ok of 150 bytes; /two: 60 + 60; /exact: the 100 asked
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(r) => match call.nth {
+            0 => vec![Step::ok(call.slice(r.offset, 150))],
+            1 => vec![
+                Step::Reply(Response::OkSoFar(call.slice(r.offset, 60))),
+                Step::ok(call.slice(r.offset + 60, 60)),
+            ],
+            _ => call.serve(),
+        },
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(10));
+    let f = open(&client, &peer.url(None, "/f")).await;
+    assert_refused(guard(f.read_at(0, 100)).await, "kXR_read");
+    assert_refused(guard(f.read_at(0, 100)).await, "kXR_read");
+    assert_eq!(guard(f.read_at(0, 100)).await.unwrap(), data.slice(..100));
+    assert_eq!(peer.logins().len(), 1, "the connection stays");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_answers_are_refused_at_once() {
+    use xroot::proto::codes::ResponseType;
+    use xroot::proto::response::StatusResponse;
+
+    let data = content(100_000);
+    let page = {
+        let mut b = bytes::BytesMut::new();
+        xroot::proto::page::encode_pages(0, &data[..4096], &mut b);
+        b.freeze()
+    };
+    // answers that never end: each runs past what its request can get,
+    // and no final frame ever follows
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        let frames = match &call.request {
+            // 1.25 MiB of 64-byte chunks for a read of 1 MiB
+            Request::Read(_) if call.nth == 0 => {
+                repeated(call, Response::OkSoFar(Bytes::from(vec![7u8; 64])), 20_480)
+            }
+            // empty chunks
+            Request::Read(_) => repeated(call, Response::OkSoFar(Bytes::new()), 100_000),
+            // the first element again and again, in kXR_oksofar frames
+            Request::Readv(r) => {
+                let mut one = bytes::BytesMut::from(&call.readv_frames(&r.list[..1])[..]);
+                let frame = xroot::proto::ResponseDecoder::new()
+                    .decode(&mut one)
+                    .unwrap()
+                    .unwrap();
+                repeated(call, Response::OkSoFar(frame.body), 5000)
+            }
+            // the first page again and again, then empty partial frames
+            Request::Pgread(_) => {
+                let status = |data: Bytes| {
+                    Response::Status(StatusResponse::with_offset(
+                        xroot::proto::RequestId::PGREAD,
+                        ResponseType::PARTIAL,
+                        0,
+                        data,
+                    ))
+                };
+                match call.nth {
+                    0 => repeated(call, status(page.clone()), 1000),
+                    _ => repeated(call, status(Bytes::new()), 100_000),
+                }
+            }
+            _ => return call.serve(),
+        };
+        vec![frames]
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(10));
+    let f = open(&client, &peer.url(None, "/f")).await;
+    assert_refused(guard(f.read_at(0, 1 << 20)).await, "kXR_read");
+    assert_refused(guard(f.read_at(0, 1 << 20)).await, "kXR_read");
+    let ranges: Vec<(u64, usize)> = (0..4).map(|i| (i * 20_000, 10_000)).collect();
+    assert_refused(guard(f.readv(&ranges)).await, "kXR_readv");
+    assert_refused(guard(f.pgread(0, 8192)).await, "kXR_pgread");
+    assert_refused(guard(f.pgread(0, 8192)).await, "kXR_pgread");
+    // the connection is still good for answers that end
+    assert_eq!(guard(f.stat()).await.unwrap().size, 100_000);
+    assert_eq!(peer.logins().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_and_queries_are_bounded() {
+    use xroot::proto::request::QueryCode;
+    let names = |n: usize| -> Bytes {
+        (0..n)
+            .map(|i| format!("name-{i:05}\n"))
+            .collect::<String>()
+            .into()
+    };
+    let peer = Peer::start(move |call| {
+        let endless = |body: Bytes| vec![repeated(call, Response::OkSoFar(body), 10_000)];
+        match &call.request {
+            // /big: 200 kB of names in 100-name chunks, then the end
+            Request::Dirlist(d) if &d.path[..] == b"/big" => {
+                let mut steps = vec![repeated(call, Response::OkSoFar(names(100)), 180)];
+                steps.push(Step::ok(Bytes::from_static(b"last\0")));
+                steps
+            }
+            // /many: 5000 chunks of one name, then the end
+            Request::Dirlist(d) if &d.path[..] == b"/many" => {
+                let mut steps = vec![repeated(call, Response::OkSoFar(names(1)), 5000)];
+                steps.push(Step::ok(Bytes::from_static(b"last\0")));
+                steps
+            }
+            Request::Dirlist(d) if &d.path[..] == b"/small" => {
+                vec![
+                    Step::Reply(Response::OkSoFar(names(3))),
+                    Step::ok(Bytes::from_static(b"last\0")),
+                ]
+            }
+            Request::Dirlist(_) => endless(names(10)),
+            Request::Query(q) if q.infotype == QueryCode::CKSUM => endless(Bytes::new()),
+            Request::Query(_) => endless(Bytes::from_static(b"0123456789")),
+            _ => call.serve(),
+        }
+    })
+    .await;
+    let client = config(|c| {
+        c.request_timeout = Duration::from_secs(10);
+        c.max_answer_len = 100_000;
+        c.max_answer_frames = 1000;
+    });
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    // over the byte bound, over the frame bound, endless
+    assert_refused(guard(fs.dirlist("/big", false)).await, "kXR_dirlist");
+    assert_refused(guard(fs.dirlist("/many", false)).await, "kXR_dirlist");
+    assert_refused(guard(fs.dirlist("/endless", false)).await, "kXR_dirlist");
+    assert_refused(guard(fs.query_checksum("/f", None)).await, "kXR_query");
+    assert_refused(guard(fs.query_config(&["version"])).await, "kXR_query");
+    // within the bounds
+    let listed = guard(fs.dirlist("/small", false)).await.unwrap();
+    assert_eq!(listed.len(), 4);
+    assert_eq!(peer.logins().len(), 1);
+}

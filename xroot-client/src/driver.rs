@@ -11,14 +11,16 @@ use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use xroot_proto::limits::READ_LIST_LEN;
 use xroot_proto::request::{OpenOptions, QueryCode, Request};
 use xroot_proto::response::{RedirectMode, Response, StatusResponse};
 use xroot_proto::url::{parse_cgi, Url, DEFAULT_PORT};
-use xroot_proto::{DecodeError, ErrorCode, RequestId};
+use xroot_proto::{page, DecodeError, ErrorCode, RequestId};
 
 use crate::channel::{InFlight, Link};
 use crate::client::Client;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::key::ChannelKey;
 
@@ -71,12 +73,165 @@ enum Step {
     Failed(Error),
 }
 
+/// Most empty partial frames (a `kXR_oksofar` without a body, a partial
+/// `kXR_status` without data) one answer may have. Servers send none; a
+/// few are let pass.
+pub(crate) const MAX_EMPTY_FRAMES: u64 = 16;
+
+/// What one answer may hold, over all its frames: the request's bound on
+/// data, and on frames that carry data or end the answer (empty partial
+/// frames are bounded by [`MAX_EMPTY_FRAMES`] besides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AnswerLimit {
+    /// Bytes: the bodies of `kXR_oksofar` and `kXR_ok`, the data (`bdy.dlen`)
+    /// of `kXR_status` frames.
+    pub(crate) bytes: u64,
+    /// Non-empty partial frames plus the final one.
+    pub(crate) frames: u64,
+}
+
+impl AnswerLimit {
+    /// The most a well-formed answer to `req` can hold (PROTOCOL.md §6):
+    /// - `kXR_read`: `rlen` bytes; `kXR_readv`: each element's 16-byte
+    ///   header and `rlen` bytes, at least one element a frame;
+    /// - `kXR_pgread`: `rlen` bytes and a crc32c per page, at least one page
+    ///   a frame; `kXR_pgreadv` the same summed over its extents;
+    /// - `kXR_pgwrite`: one CSE block naming each page at most once;
+    /// - anything else (listings, queries, stat, open...), whose answer the
+    ///   request does not size: `cfg.max_answer_len` bytes in
+    ///   `cfg.max_answer_frames` frames.
+    pub(crate) fn of(req: &Request, cfg: &Config) -> AnswerLimit {
+        let len = |n: i32| u64::try_from(n).unwrap_or(0);
+        let at = |o: i64| u64::try_from(o).unwrap_or(0);
+        let paged = |list: &[xroot_proto::ReadListEntry]| {
+            list.iter().fold((0, 0), |(bytes, pages), e| {
+                let (o, l) = (at(e.offset), len(e.rlen));
+                (bytes + page::wire_len(o, l), pages + page::page_count(o, l))
+            })
+        };
+        let (bytes, frames) = match req {
+            Request::Read(r) => (len(r.rlen), len(r.rlen)),
+            Request::Readv(r) => (
+                r.list
+                    .iter()
+                    .map(|e| READ_LIST_LEN as u64 + len(e.rlen))
+                    .sum(),
+                r.list.len() as u64,
+            ),
+            Request::Pgread(r) => (
+                page::wire_len(at(r.offset), len(r.rlen)),
+                page::page_count(at(r.offset), len(r.rlen)),
+            ),
+            Request::PgReadv(r) => paged(&r.list),
+            Request::Pgwrite(w) => {
+                let pages = (w.payload.len() / page::PAGE_UNIT) as u64 + 2;
+                (8 + 8 * pages, pages)
+            }
+            _ => {
+                return AnswerLimit {
+                    bytes: cfg.max_answer_len as u64,
+                    frames: cfg.max_answer_frames as u64,
+                }
+            }
+        };
+        AnswerLimit {
+            bytes,
+            frames: frames + 1,
+        }
+    }
+}
+
+/// Data frames shorter than this are joined once an answer has
+/// [`MANY_CHUNKS`] of them: many tiny frames cost a copy each, not a
+/// buffer each.
+const SMALL_CHUNK: usize = 4096;
+const MANY_CHUNKS: usize = 64;
+
+/// An answer as it arrives, checked against its [`AnswerLimit`] frame by
+/// frame.
+struct Answer {
+    id: RequestId,
+    limit: AnswerLimit,
+    bytes: u64,
+    frames: u64,
+    empty: u64,
+    chunks: Vec<Bytes>,
+    /// Small chunks joined (see [`SMALL_CHUNK`]), after `chunks`.
+    tail: BytesMut,
+    statuses: Vec<StatusResponse>,
+}
+
+impl Answer {
+    fn new(id: RequestId, limit: AnswerLimit) -> Answer {
+        Answer {
+            id,
+            limit,
+            bytes: 0,
+            frames: 0,
+            empty: 0,
+            chunks: Vec::new(),
+            tail: BytesMut::new(),
+            statuses: Vec::new(),
+        }
+    }
+
+    /// Counts a frame of `len` bytes. Errors: [`Error::UnexpectedResponse`]
+    /// when the answer passes its limit with it.
+    fn count(&mut self, len: usize, last: bool) -> Result<()> {
+        self.bytes += len as u64;
+        let over = if self.bytes > self.limit.bytes {
+            format!("more than the {} bytes it can hold", self.limit.bytes)
+        } else if len == 0 && !last {
+            self.empty += 1;
+            match self.empty > MAX_EMPTY_FRAMES {
+                true => format!("more than {MAX_EMPTY_FRAMES} empty partial frames"),
+                false => return Ok(()),
+            }
+        } else {
+            self.frames += 1;
+            match self.frames > self.limit.frames {
+                true => format!("more than the {} frames it can have", self.limit.frames),
+                false => return Ok(()),
+            }
+        };
+        Err(Error::unexpected(self.id, format!("an answer of {over}")))
+    }
+
+    /// A `kXR_oksofar` (`last` false) or `kXR_ok` body.
+    fn data(&mut self, b: Bytes, last: bool) -> Result<()> {
+        self.count(b.len(), last)?;
+        if b.is_empty() {
+        } else if b.len() < SMALL_CHUNK && self.chunks.len() >= MANY_CHUNKS {
+            self.tail.extend_from_slice(&b);
+        } else {
+            if !self.tail.is_empty() {
+                self.chunks.push(self.tail.split().freeze());
+            }
+            self.chunks.push(b);
+        }
+        Ok(())
+    }
+
+    fn status(&mut self, s: StatusResponse) -> Result<()> {
+        self.count(s.data.len(), s.is_final())?;
+        self.statuses.push(s);
+        Ok(())
+    }
+
+    fn into_data(mut self) -> Reply {
+        if !self.tail.is_empty() {
+            self.chunks.push(self.tail.freeze());
+        }
+        Reply::Data(self.chunks)
+    }
+}
+
 /// Runs one request on one link until its final response; `kXR_wait` is
-/// handled here (same link, same streamid).
-async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
+/// handled here (same link, same streamid). The answer is refused as soon
+/// as it passes `limit`.
+async fn exchange(link: &Arc<Link>, req: &Request, from: &Url, limit: AnswerLimit) -> Result<Step> {
     let mut flight: InFlight = link.send(req)?;
-    let mut chunks = Vec::new();
-    let mut statuses = Vec::new();
+    let mut answer = Answer::new(req.id(), limit);
     loop {
         let frame = flight.next().await?;
         let resp = Response::decode(frame).map_err(|source| Error::Protocol {
@@ -84,22 +239,24 @@ async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
             source,
         })?;
         match resp {
-            Response::OkSoFar(b) => chunks.push(b),
+            Response::OkSoFar(b) => answer.data(b, false)?,
             Response::Ok(b) => {
-                chunks.push(b);
-                return Ok(Step::Done(Reply::Data(chunks)));
+                answer.data(b, true)?;
+                return Ok(Step::Done(answer.into_data()));
             }
             Response::Status(s) => {
                 let last = s.is_final();
-                statuses.push(s);
+                answer.status(s)?;
                 if last {
-                    return Ok(Step::Done(Reply::Status(statuses)));
+                    return Ok(Step::Done(Reply::Status(answer.statuses)));
                 }
             }
             Response::Error(e) => return Ok(Step::Failed(crate::channel::login::server_error(e))),
             Response::Wait(w) => {
                 tokio::time::sleep(Duration::from_secs(w.seconds.max(0) as u64)).await;
                 flight.resend(req)?;
+                // the whole answer comes again
+                answer = Answer::new(req.id(), limit);
             }
             Response::WaitResp(_) => {}
             Response::Redirect(r) => {
@@ -320,6 +477,7 @@ pub(crate) async fn execute(client: &Client, url: &Url, req: Request) -> Result<
 
 async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered> {
     let limit = client.config().redirect_limit;
+    let bound = AnswerLimit::of(&req, client.config());
     let mut hops = 0u32;
     let mut load_balancer: Option<Url> = None;
     // the hosts tried and why, comma-separated in the CGI as XrdCl merges
@@ -337,7 +495,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
         {
             load_balancer = Some(url.clone());
         }
-        match exchange(&link, &req, &url).await? {
+        match exchange(&link, &req, &url, bound).await? {
             Step::Done(reply) => return Ok(Answered { reply, link, url }),
             Step::Redirect(next) => {
                 hops += 1;
@@ -402,7 +560,8 @@ pub(crate) async fn execute_on(
     req: &Request,
 ) -> Result<Reply> {
     let deadline = client.config().request_timeout;
-    let step = tokio::time::timeout(deadline, exchange(link, req, url))
+    let bound = AnswerLimit::of(req, client.config());
+    let step = tokio::time::timeout(deadline, exchange(link, req, url, bound))
         .await
         .map_err(|_| Error::Timeout {
             what: "request",
@@ -522,6 +681,88 @@ mod tests {
                 target(port, field)
             );
         }
+    }
+
+    #[test]
+    fn answers_are_bounded_by_what_the_request_can_get() {
+        use xroot_proto::request::{Dirlist, Pgread, Read, Readv};
+        use xroot_proto::{FHandle, ReadListEntry};
+        let cfg = Config {
+            max_answer_len: 5000,
+            max_answer_frames: 7,
+            ..Config::default()
+        };
+        let limit = |req: Request| {
+            let l = AnswerLimit::of(&req, &cfg);
+            (l.bytes, l.frames)
+        };
+        let read = Read {
+            fhandle: FHandle::default(),
+            offset: 10,
+            rlen: 100,
+            args: None,
+        };
+        assert_eq!(limit(read.into()), (100, 101));
+        let entry = |offset, rlen| ReadListEntry {
+            fhandle: FHandle::default(),
+            rlen,
+            offset,
+        };
+        let readv = Readv {
+            list: vec![entry(0, 10), entry(100, 5)],
+            ..Default::default()
+        };
+        assert_eq!(limit(readv.into()), (16 + 10 + 16 + 5, 3));
+        // PROTOCOL.md §6.5: 3 pages of 3096, 4096 and 2808 bytes
+        let pgread = Pgread {
+            fhandle: FHandle::default(),
+            offset: 1000,
+            rlen: 10_000,
+            args: None,
+        };
+        assert_eq!(limit(pgread.into()), (10_012, 4));
+        assert_eq!(limit(Dirlist::default().into()), (5000, 7));
+    }
+
+    #[test]
+    fn an_answer_is_refused_at_the_frame_that_passes_its_limit() {
+        let limit = AnswerLimit {
+            bytes: 10_000,
+            frames: 1001,
+        };
+        let mut a = Answer::new(RequestId::READ, limit);
+        for _ in 0..999 {
+            a.data(Bytes::from_static(&[7; 10]), false).unwrap();
+        }
+        // tiny frames are joined, not kept one by one
+        assert!(a.chunks.len() <= MANY_CHUNKS, "{}", a.chunks.len());
+        a.data(Bytes::from_static(&[7; 10]), true).unwrap();
+        let Reply::Data(chunks) = a.into_data() else {
+            unreachable!()
+        };
+        assert_eq!(chunks.concat(), [7; 10_000]);
+
+        let mut a = Answer::new(RequestId::READ, limit);
+        a.data(Bytes::from(vec![1; 9_999]), false).unwrap();
+        assert!(a.data(Bytes::from_static(&[1, 2]), false).is_err(), "bytes");
+
+        let mut a = Answer::new(RequestId::READ, limit);
+        for _ in 0..MAX_EMPTY_FRAMES {
+            a.data(Bytes::new(), false).unwrap();
+        }
+        assert!(a.data(Bytes::new(), false).is_err(), "empty frames");
+
+        let mut a = Answer::new(
+            RequestId::READ,
+            AnswerLimit {
+                bytes: 100,
+                frames: 3,
+            },
+        );
+        for _ in 0..3 {
+            a.data(Bytes::from_static(b"x"), false).unwrap();
+        }
+        assert!(a.data(Bytes::from_static(b"x"), true).is_err(), "frames");
     }
 
     #[test]

@@ -215,7 +215,9 @@ impl File {
     }
 
     /// Reads up to `len` bytes at `offset`; fewer only at end of file.
-    /// Errors: [`Error::InvalidArgument`] for `len` over `i32::MAX`, and the
+    /// Errors: [`Error::InvalidArgument`] for `len` over `i32::MAX`;
+    /// [`Error::UnexpectedResponse`] as soon as the answer brings more than
+    /// `len` bytes (or more than a few empty `kXR_oksofar` frames); the
     /// server's and connection's errors.
     pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         let rlen = i32::try_from(len)

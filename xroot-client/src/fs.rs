@@ -6,8 +6,10 @@
 //! `kXR_oksofar` chunks, `kXR_wait`, `kXR_waitresp` + asynresp and redirects
 //! are handled there. A refusal by the server is [`Error::Server`] with the
 //! server's code and message kept ([`Error::kind`] maps it to an
-//! [`std::io::ErrorKind`]); a well-formed answer of the wrong shape is
-//! [`Error::UnexpectedResponse`]. Every call can also fail with the
+//! [`std::io::ErrorKind`]); a well-formed answer of the wrong shape, or one
+//! past [`Config::max_answer_len`](crate::Config::max_answer_len) bytes or
+//! [`Config::max_answer_frames`](crate::Config::max_answer_frames) frames,
+//! is [`Error::UnexpectedResponse`]. Every call can also fail with the
 //! connection errors ([`Error::Io`], [`Error::ConnectionLost`],
 //! [`Error::Timeout`], [`Error::RedirectLimit`], ...), not repeated below.
 //!

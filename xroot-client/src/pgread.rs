@@ -140,8 +140,9 @@ impl File {
     ///
     /// Errors: [`Error::PageChecksum`] naming the pages still bad after the
     /// retries; [`Error::InvalidArgument`] for a range past `i64::MAX`;
-    /// [`Error::UnexpectedResponse`] for frames that do not add up; the
-    /// server's and connection's errors.
+    /// [`Error::UnexpectedResponse`] for frames that do not add up, as soon
+    /// as the answer brings more data or frames than `len` bytes can have;
+    /// the server's and connection's errors.
     ///
     /// [`Config::pgread_retries`]: crate::Config::pgread_retries
     #[doc(alias = "kXR_pgread")]

@@ -28,7 +28,8 @@ impl File {
     /// extends past end of file fails the whole call, as in the reference
     /// (`kXR_FSError` "illegal seek" from xrootd 5.5.3);
     /// [`Error::UnexpectedResponse`] when the answer's elements do not match
-    /// the request's offsets and lengths; connection errors.
+    /// the request's offsets, lengths and file handle, or it brings more
+    /// than the elements asked; connection errors.
     #[doc(alias = "kXR_readv")]
     pub async fn readv(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>> {
         if let Some(empty) = vector_prologue(ranges)? {
