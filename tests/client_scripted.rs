@@ -837,3 +837,31 @@ async fn listings_and_queries_are_bounded() {
     assert_eq!(listed.len(), 4);
     assert_eq!(peer.logins().len(), 1);
 }
+
+/// On tokio's paused clock: virtual time, no wall-clock dependence.
+#[tokio::test]
+async fn a_silent_connection_is_dead_at_the_stream_timeout_after_the_request() {
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) => vec![], // never answered
+        _ => call.serve(),
+    })
+    .await;
+    let timeout = Duration::from_secs(60);
+    let client = config(|c| c.stream_timeout = timeout);
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    fs.ping().await.unwrap(); // connected, logged in, answered
+    tokio::time::pause();
+    // idle with nothing outstanding a little past the timeout, so that the
+    // request goes out just after a check that found nothing to time out
+    tokio::time::sleep(timeout + Duration::from_millis(500)).await;
+    let sent = tokio::time::Instant::now();
+    let err = fs.stat("/f").await.unwrap_err();
+    let after = sent.elapsed();
+    assert_timed_out(&err, "stream");
+    // the timer wheel rounds a deadline up to its millisecond
+    assert!(
+        after >= timeout && after <= timeout + Duration::from_millis(10),
+        "declared dead {after:?} after the request, not the stream timeout ({timeout:?})"
+    );
+    assert_eq!(peer.connections(), 1);
+}
