@@ -865,3 +865,48 @@ async fn a_silent_connection_is_dead_at_the_stream_timeout_after_the_request() {
     );
     assert_eq!(peer.connections(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_ends_the_old_session_first_and_obeys_its_wait() {
+    let data = content(1000);
+    // connection 0 drops at the first read; connection 1's endsess is
+    // answered with a wait, then ok
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(_) if call.conn == 0 => vec![Step::Close],
+        Request::Endsess(_) if call.nth == 0 => vec![Step::wait(0)],
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = open(&client, &peer.url(None, "/f")).await;
+    assert_eq!(guard(f.read_at(0, 1000)).await.unwrap(), data);
+    let on_second: Vec<_> = peer
+        .requests()
+        .into_iter()
+        .filter(|s| s.conn == 1)
+        .map(|s| s.request)
+        .collect();
+    let ids: Vec<RequestId> = on_second.iter().map(Request::id).collect();
+    assert_eq!(
+        ids,
+        [
+            RequestId::PROTOCOL,
+            RequestId::LOGIN,
+            RequestId::ENDSESS,
+            RequestId::ENDSESS,
+            RequestId::OPEN,
+            RequestId::READ
+        ],
+        "the old session ended (after the wait) before the re-open"
+    );
+    // the scripted peer's session ids are the connection's index + 1
+    let Request::Endsess(e) = &on_second[2] else {
+        unreachable!()
+    };
+    assert_eq!(e.sessid[..8], 1u64.to_be_bytes(), "connection 0's session");
+    // no endsess on the first connection of a channel
+    assert!(peer
+        .requests_of(RequestId::ENDSESS)
+        .iter()
+        .all(|s| s.conn == 1));
+}

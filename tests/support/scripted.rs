@@ -142,7 +142,7 @@ impl Call {
     /// security token of [`Options::security`]), auth, bind (pathid 1), open
     /// (with retstat),
     /// stat, read, readv (frames of 64 kB at most), close, sync, write,
-    /// truncate and ping succeed; anything else is `kXR_Unsupported`.
+    /// truncate, endsess and ping succeed; anything else is `kXR_Unsupported`.
     pub fn serve(&self) -> Vec<Step> {
         let o = &self.options;
         let mut body = BytesMut::new();
@@ -189,6 +189,7 @@ impl Call {
             | Request::Sync(_)
             | Request::Write(_)
             | Request::Truncate(_)
+            | Request::Endsess(_)
             | Request::Ping(_) => {}
             other => {
                 return vec![Step::error(
