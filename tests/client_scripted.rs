@@ -910,3 +910,105 @@ async fn a_reconnection_ends_the_old_session_first_and_obeys_its_wait() {
         .iter()
         .all(|s| s.conn == 1));
 }
+
+/// A redirector that sends every open to the data server on `port`, with
+/// `org=a` for it; a manager when `manager`.
+async fn redirector(port: Arc<AtomicU16>, manager: bool) -> Peer {
+    let flags = match manager {
+        true => ProtocolFlags::IS_MANAGER,
+        false => ProtocolFlags::IS_SERVER,
+    };
+    Peer::start_with(
+        Options {
+            flags,
+            ..Default::default()
+        },
+        move |call| match &call.request {
+            r if is_open(r) => vec![Step::Reply(Response::Redirect(
+                Redirect::to_host("127.0.0.1", port.load(Ordering::SeqCst)).with_opaque("org=a"),
+            ))],
+            _ => call.serve(),
+        },
+    )
+    .await
+}
+
+/// A data server serving `data` that drops its first connection at the
+/// first read.
+async fn dropping_data_server(data: Bytes) -> Peer {
+    Peer::start_with(Options::serving(data), |call| match &call.request {
+        Request::Read(_) if call.conn == 0 => vec![Step::Close],
+        _ => call.serve(),
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_reopens_at_the_data_server_when_the_redirector_is_gone() {
+    let data = content(5000);
+    let ds = dropping_data_server(data.clone()).await;
+    let to = Arc::new(AtomicU16::new(ds.port));
+    let rdr = redirector(to, false).await;
+    let client = Client::new();
+    let f = open(&client, &rdr.url(None, "/store/f")).await;
+    assert_eq!(f.server_url().unwrap().port, ds.port);
+    drop(rdr); // the redirector is gone; the data server stays
+               // the read's connection drops; the file is opened again where it was
+               // (the last URL: the redirect's CGI kept), and the read done there
+    assert_eq!(
+        guard(f.read_at(100, 1000)).await.unwrap(),
+        data.slice(100..1100)
+    );
+    let opens = ds.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 2, "opened again at the data server");
+    assert_eq!(opens[1].conn, 1);
+    let Request::Open(o) = &opens[1].request else {
+        unreachable!()
+    };
+    assert_eq!(&o.path[..], b"/store/f?org=a");
+    assert_eq!(f.server_url().unwrap().port, ds.port);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_file_goes_back_to_the_load_balancer_when_its_server_is_gone() {
+    let data = content(5000);
+    let first = Peer::start_with(Options::serving(data.clone()), |call| call.serve()).await;
+    let second = Peer::start_with(Options::serving(data.clone()), |call| call.serve()).await;
+    let to = Arc::new(AtomicU16::new(first.port));
+    let manager = redirector(Arc::clone(&to), true).await;
+    let client = Client::new();
+    let f = open(&client, &manager.url(None, "/store/f")).await;
+    let w = guard(client.open(&manager.url(None, "/store/w"), OpenFlags::UPDATE))
+        .await
+        .unwrap();
+    assert_eq!(f.server_url().unwrap().port, first.port);
+    assert_eq!(w.server_url().unwrap().port, first.port);
+    // the data server goes; the manager sends opens to another one now
+    to.store(second.port, Ordering::SeqCst);
+    drop(first);
+    // the read-only file cannot be opened again where it was: the manager
+    // is asked, told which host failed and why (a connection error is
+    // XrdCl's srverr)
+    assert_eq!(
+        guard(f.read_at(100, 1000)).await.unwrap(),
+        data.slice(100..1100)
+    );
+    assert_eq!(f.server_url().unwrap().port, second.port);
+    let opens = manager.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 3, "f, w, then f again");
+    let Request::Open(again) = &opens[2].request else {
+        unreachable!()
+    };
+    assert_eq!(&again.path[..], b"/store/f?tried=127.0.0.1&triedrc=srverr");
+    // a file open for writing is opened again only where it was (XrdCl's
+    // recovery), not on whatever server the manager picks now
+    let err = guard(w.write_at(0, Bytes::from_static(b"x")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Io { .. } | Error::ConnectionLost { .. }),
+        "{err:?}"
+    );
+    assert_eq!(manager.requests_of(RequestId::OPEN).len(), 3);
+    assert!(second.requests_of(RequestId::WRITE).is_empty());
+}

@@ -64,6 +64,9 @@ pub(crate) struct Answered {
     pub(crate) link: Arc<Link>,
     /// The URL of the server that answered, after redirects.
     pub(crate) url: Url,
+    /// The load balancer met on the way (the first `kXR_isManager` server),
+    /// as the request was sent to it.
+    pub(crate) load_balancer: Option<Url>,
 }
 
 /// What one exchange on one link ended in.
@@ -437,7 +440,7 @@ fn retarget(req: &mut Request, url: &Url) {
 }
 
 /// Errors after which the reference retries at the load balancer (PROTOCOL.md §12.2).
-fn retry_at_load_balancer(code: ErrorCode) -> bool {
+pub(crate) fn retry_at_load_balancer(code: ErrorCode) -> bool {
     matches!(
         code,
         ErrorCode::FS_ERROR
@@ -453,7 +456,7 @@ fn retry_at_load_balancer(code: ErrorCode) -> bool {
 /// XrdCl's `UpdateTriedCGI` names it (the values a cmsd manager reads,
 /// `kYR_tryMISS`... in `YProtocol.hh`); `None` for the errors it gives no
 /// reason for (`kXR_Overloaded`, `kXR_NoMemory`).
-fn tried_reason(code: ErrorCode) -> Option<&'static str> {
+pub(crate) fn tried_reason(code: ErrorCode) -> Option<&'static str> {
     match code {
         ErrorCode::NOT_FOUND => Some("enoent"),
         ErrorCode::IO_ERROR => Some("ioerr"),
@@ -496,7 +499,14 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
             load_balancer = Some(url.clone());
         }
         match exchange(&link, &req, &url, bound).await? {
-            Step::Done(reply) => return Ok(Answered { reply, link, url }),
+            Step::Done(reply) => {
+                return Ok(Answered {
+                    reply,
+                    link,
+                    url,
+                    load_balancer,
+                })
+            }
             Step::Redirect(next) => {
                 hops += 1;
                 if hops > limit {

@@ -2,9 +2,15 @@
 //! writes with crc32c, sync, truncate, stat and close (PROTOCOL.md §6).
 //!
 //! A file handle lives on the connection that opened it. When that
-//! connection dies, the next call re-opens the file at the URL it was opened
-//! from (without `new`/`delete`, so nothing is recreated) and retries once,
-//! as the reference client's recovery does.
+//! connection dies, the next call re-opens the file (without `new`/`delete`,
+//! so nothing is recreated) and retries once, as the reference client's
+//! recovery (XrdCl's `FileStateHandler`) does: at the data server that held
+//! it, the last URL after redirects, even when the redirector that sent the
+//! client there is gone; a file open only for reading whose data server
+//! cannot take it back (a connection error, or an error the reference
+//! retries at a load balancer) is opened at the load balancer met on the
+//! way instead (else at the URL it was opened with), with `tried=` and
+//! `triedrc=` naming the server that failed.
 
 use std::sync::{Arc, Mutex};
 
@@ -70,6 +76,18 @@ impl OpenFlags {
         }
     }
 
+    /// Whether a file opened with these flags is only read (no
+    /// `kXR_open_updt`, `kXR_open_wrto`, `kXR_open_apnd`, `kXR_new`,
+    /// `kXR_delete`).
+    fn read_only(self) -> bool {
+        let writes = OpenOptions::UPDATE
+            | OpenOptions::WRITE_ONLY
+            | OpenOptions::APPEND
+            | OpenOptions::NEW
+            | OpenOptions::DELETE;
+        self.options.0 & writes.0 == 0
+    }
+
     /// The flags a re-open after a lost connection uses: nothing created or
     /// truncated again.
     fn for_reopen(self) -> OpenFlags {
@@ -90,6 +108,8 @@ pub(crate) struct Handle {
     pub(crate) link: Arc<Link>,
     /// The server that holds the handle (after redirects).
     pub(crate) url: Url,
+    /// The load balancer the open met on the way, if any.
+    pub(crate) load_balancer: Option<Url>,
 }
 
 /// An open file. Dropping it without [`File::close`] leaves the handle open
@@ -144,9 +164,8 @@ impl File {
         match current {
             None => Err(Error::NotOpen),
             Some(h) if !h.link.is_dead() => Ok(h),
-            Some(_) => {
-                tracing::debug!(url = %self.url, "connection lost: re-opening");
-                let (h, stat) = open_at(&self.client, &self.url, self.flags.for_reopen()).await?;
+            Some(lost) => {
+                let (h, stat) = self.reopen(&lost).await?;
                 *self.handle.lock().unwrap() = Some(h.clone());
                 if stat.is_some() {
                     *self.stat.lock().unwrap() = stat;
@@ -154,6 +173,41 @@ impl File {
                 Ok(h)
             }
         }
+    }
+
+    /// Opens the file again after the connection of `lost` died: at its
+    /// data server, or, for a file only read that the data server cannot
+    /// take back, at the load balancer (see the module docs).
+    async fn reopen(&self, lost: &Handle) -> Result<(Handle, Option<StatInfo>)> {
+        let flags = self.flags.for_reopen();
+        let mut server = lost.url.clone();
+        server.cgi.retain(|(k, _)| k != "tried" && k != "triedrc");
+        tracing::debug!(url = %server, "connection lost: re-opening at the data server");
+        let err = match open_at(&self.client, &server, flags).await {
+            Err(e) if self.flags.read_only() => e,
+            done => return done,
+        };
+        let reason = match &err {
+            Error::Io { .. } | Error::ConnectionLost { .. } | Error::Timeout { .. } => "srverr",
+            Error::Server { code, .. } if driver::retry_at_load_balancer(*code) => {
+                driver::tried_reason(*code).unwrap_or("")
+            }
+            _ => return Err(err),
+        };
+        let mut back = lost
+            .load_balancer
+            .clone()
+            .unwrap_or_else(|| self.url.clone());
+        if back.host_port() == server.host_port() {
+            return Err(err);
+        }
+        back.cgi.retain(|(k, _)| k != "tried" && k != "triedrc");
+        back.cgi.push(("tried".into(), server.host.clone()));
+        if !reason.is_empty() {
+            back.cgi.push(("triedrc".into(), reason.into()));
+        }
+        tracing::debug!(error = %err, url = %back, "re-opening at the load balancer");
+        open_at(&self.client, &back, flags).await
     }
 
     /// What the server holding the handle says about its readv limits and
@@ -328,6 +382,7 @@ async fn open_at(
             fhandle: open.fhandle,
             link: answered.link,
             url: answered.url,
+            load_balancer: answered.load_balancer,
         },
         open.stat,
     ))
