@@ -1012,3 +1012,96 @@ async fn a_read_only_file_goes_back_to_the_load_balancer_when_its_server_is_gone
     assert_eq!(manager.requests_of(RequestId::OPEN).len(), 3);
     assert!(second.requests_of(RequestId::WRITE).is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_waits_for_the_calls_in_flight_and_refuses_later_ones() {
+    use std::sync::atomic::AtomicBool;
+    let data = content(10_000);
+    // reads are answered once the test opens the gate; a close that comes
+    // while the gate is shut would leave a read to be answered on a handle
+    // the server may reuse
+    let (gate, shut) = tokio::sync::watch::channel(false);
+    let early_close = Arc::new(AtomicBool::new(false));
+    let early = Arc::clone(&early_close);
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        match &call.request {
+            Request::Read(r) => vec![
+                Step::Gate(shut.clone()),
+                Step::ok(call.slice(r.offset, r.rlen as i64)),
+            ],
+            Request::Close(_) => {
+                if !*shut.borrow() {
+                    early.store(true, Ordering::SeqCst);
+                }
+                call.serve()
+            }
+            _ => call.serve(),
+        }
+    })
+    .await;
+    let client = Client::new();
+    let f = Arc::new(open(&client, &peer.url(None, "/f")).await);
+    let f2 = Arc::clone(&f);
+    let reading = tokio::spawn(async move { f2.read_at(100, 5000).await });
+    eventually(|| peer.requests_of(RequestId::READ).len() == 1).await;
+    let f2 = Arc::clone(&f);
+    let closing = tokio::spawn(async move { f2.close().await });
+    // once close has begun, new calls fail at once, with nothing sent
+    guard(async {
+        loop {
+            match f.stat().await {
+                Err(Error::NotOpen) => break,
+                Ok(_) => tokio::task::yield_now().await,
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    })
+    .await;
+    assert!(matches!(guard(f.read_at(0, 10)).await, Err(Error::NotOpen)));
+    assert!(matches!(guard(f.close()).await, Err(Error::NotOpen)));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!closing.is_finished(), "close waits for the read");
+    gate.send_replace(true);
+    assert_eq!(
+        guard(reading).await.unwrap().unwrap(),
+        data.slice(100..5100)
+    );
+    guard(closing).await.unwrap().unwrap();
+    assert!(
+        !early_close.load(Ordering::SeqCst),
+        "kXR_close went before the read in flight was answered"
+    );
+    assert_eq!(peer.requests_of(RequestId::CLOSE).len(), 1);
+    assert_eq!(peer.requests_of(RequestId::READ).len(), 1);
+    assert!(matches!(guard(f.read_at(0, 10)).await, Err(Error::NotOpen)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_abandoned_while_it_waits_leaves_the_file_open() {
+    let data = content(1000);
+    let (gate, shut) = tokio::sync::watch::channel(false);
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        match &call.request {
+            Request::Read(r) => vec![
+                Step::Gate(shut.clone()),
+                Step::ok(call.slice(r.offset, r.rlen as i64)),
+            ],
+            _ => call.serve(),
+        }
+    })
+    .await;
+    let client = Client::new();
+    let f = Arc::new(open(&client, &peer.url(None, "/f")).await);
+    let f2 = Arc::clone(&f);
+    let reading = tokio::spawn(async move { f2.read_at(0, 1000).await });
+    eventually(|| peer.requests_of(RequestId::READ).len() == 1).await;
+    // the read cannot end while the gate is shut: the close waits, and
+    // is dropped
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), f.close()).await;
+    assert!(gave_up.is_err(), "{gave_up:?}");
+    assert_eq!(guard(f.stat()).await.unwrap().size, 1000, "still open");
+    gate.send_replace(true);
+    assert_eq!(guard(reading).await.unwrap().unwrap(), data);
+    guard(f.close()).await.unwrap();
+    assert_eq!(peer.requests_of(RequestId::CLOSE).len(), 1);
+}

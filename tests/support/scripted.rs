@@ -22,7 +22,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::AbortHandle;
 use xroot::proto::codes::version;
 use xroot::proto::request::{OpenOptions, Request};
@@ -47,6 +47,8 @@ pub enum Step {
     Raw(Bytes),
     /// Wait before the next step.
     Sleep(Duration),
+    /// Wait until the test sets this gate to `true`.
+    Gate(watch::Receiver<bool>),
     /// Close the connection (both directions).
     Close,
 }
@@ -478,6 +480,10 @@ async fn run_steps(streamid: StreamId, steps: Vec<Step>, tx: mpsc::UnboundedSend
             Step::Raw(b) => out.extend_from_slice(&b),
             Step::Sleep(d) => {
                 tokio::time::sleep(d).await;
+                continue;
+            }
+            Step::Gate(mut open) => {
+                let _ = open.wait_for(|o| *o).await;
                 continue;
             }
             Step::Close => {

@@ -12,9 +12,11 @@
 //! way instead (else at the URL it was opened with), with `tried=` and
 //! `triedrc=` naming the server that failed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use tokio::sync::watch;
 use xroot_proto::request::{
     Close, Mode, Open, OpenOptions, Read, Request, Stat, Sync, Truncate, Write,
 };
@@ -114,13 +116,28 @@ pub(crate) struct Handle {
 
 /// An open file. Dropping it without [`File::close`] leaves the handle open
 /// on the server until the connection ends.
+///
+/// Calls and close: [`File::close`] waits until every call begun before it
+/// on this `File` (from any task: reads, writes, stat, ...) has ended, then
+/// sends `kXR_close`, so that no answer to them can come from a handle the
+/// server has since given to another file; a call begun once close has
+/// begun fails with [`Error::NotOpen`] at once, without a request. A call
+/// ends when its future completes or is dropped: one kept unpolled keeps
+/// close waiting.
 #[derive(Debug)]
 pub struct File {
     pub(crate) client: Client,
     /// The URL as opened (before redirects), used to re-open.
     url: Url,
     flags: OpenFlags,
+    /// `None` once closed. Its lock also orders [`File::begin`] against
+    /// the start of [`File::close`].
     handle: Mutex<Option<Handle>>,
+    /// Set (under the `handle` lock) when close begins: no call begins
+    /// after it.
+    closing: AtomicBool,
+    /// Calls in progress ([`Op`]); close waits for 0.
+    calls: watch::Sender<usize>,
     stat: Mutex<Option<StatInfo>>,
     /// The server's readv limits and extensions, asked once per connection.
     server: ConfigSlot,
@@ -137,6 +154,8 @@ impl File {
             url: url.clone(),
             flags,
             handle: Mutex::new(Some(handle)),
+            closing: AtomicBool::new(false),
+            calls: watch::channel(0).0,
             stat: Mutex::new(stat),
             server: ConfigSlot::default(),
         })
@@ -155,6 +174,19 @@ impl File {
     /// The stat the server returned at open (or the last [`File::stat`]).
     pub fn cached_stat(&self) -> Option<StatInfo> {
         self.stat.lock().unwrap().clone()
+    }
+
+    /// Begins a call on the handle: [`File::close`] waits until the
+    /// returned [`Op`] is dropped. Every public call holds one for its
+    /// whole run; what it calls inside does not take another. Errors:
+    /// [`Error::NotOpen`] once close has begun.
+    pub(crate) fn begin(&self) -> Result<Op<'_>> {
+        let handle = self.handle.lock().unwrap();
+        if handle.is_none() || self.closing.load(Ordering::Acquire) {
+            return Err(Error::NotOpen);
+        }
+        self.calls.send_modify(|n| *n += 1);
+        Ok(Op(self))
     }
 
     /// The current handle, re-opening first if its connection died.
@@ -229,6 +261,7 @@ impl File {
     /// stock limits and no `kXR_pgreadv`).
     #[doc(alias = "kXR_Qconfig")]
     pub async fn read_support(&self) -> Result<ReadSupport> {
+        let _op = self.begin()?;
         let pgread = self.supports_pgrw().await?;
         Ok(ReadSupport::new(pgread, &self.server_config().await?))
     }
@@ -269,11 +302,18 @@ impl File {
     }
 
     /// Reads up to `len` bytes at `offset`; fewer only at end of file.
-    /// Errors: [`Error::InvalidArgument`] for `len` over `i32::MAX`;
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for `len` over `i32::MAX`;
     /// [`Error::UnexpectedResponse`] as soon as the answer brings more than
     /// `len` bytes (or more than a few empty `kXR_oksofar` frames); the
     /// server's and connection's errors.
     pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let _op = self.begin()?;
+        self.read_at_in_op(offset, len).await
+    }
+
+    /// [`File::read_at`] within a call already begun.
+    pub(crate) async fn read_at_in_op(&self, offset: u64, len: usize) -> Result<Bytes> {
         let rlen = i32::try_from(len)
             .map_err(|_| Error::InvalidArgument(format!("read of {len} bytes")))?;
         let offset = to_offset(offset)?;
@@ -291,7 +331,15 @@ impl File {
     }
 
     /// Writes `data` at `offset` (plain `kXR_write`).
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for an offset past `i64::MAX`; the server's and connection's errors.
     pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<()> {
+        let _op = self.begin()?;
+        self.write_at_in_op(offset, data).await
+    }
+
+    /// [`File::write_at`] within a call already begun.
+    pub(crate) async fn write_at_in_op(&self, offset: u64, data: Bytes) -> Result<()> {
         let offset = to_offset(offset)?;
         self.call(|fhandle| {
             Write {
@@ -307,13 +355,19 @@ impl File {
     }
 
     /// Flushes the file to stable storage on the server.
+    /// Errors: [`Error::NotOpen`] after close; the server's and
+    /// connection's errors.
     pub async fn sync(&self) -> Result<()> {
+        let _op = self.begin()?;
         self.call(|fhandle| Sync { fhandle }.into()).await?;
         Ok(())
     }
 
     /// Sets the file's size to `size` bytes.
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for a size past `i64::MAX`; the server's and connection's errors.
     pub async fn truncate(&self, size: u64) -> Result<()> {
+        let _op = self.begin()?;
         let offset = to_offset(size)?;
         self.call(|fhandle| {
             Truncate {
@@ -328,7 +382,11 @@ impl File {
     }
 
     /// Asks the server for the file's stat (by handle).
+    /// Errors: [`Error::NotOpen`] after close; [`Error::UnexpectedResponse`]
+    /// for an answer that does not parse; the server's and connection's
+    /// errors.
     pub async fn stat(&self) -> Result<StatInfo> {
+        let _op = self.begin()?;
         let body = self
             .call(|fhandle| {
                 Stat {
@@ -345,9 +403,30 @@ impl File {
         Ok(st)
     }
 
-    /// Closes the file. A second close is [`Error::NotOpen`].
+    /// Closes the file: refuses calls from now on, waits until the calls
+    /// in progress on this `File` have ended, then sends `kXR_close` (see
+    /// [`File`]). A close abandoned while it waits (its future dropped)
+    /// leaves the file open.
+    ///
+    /// Errors: [`Error::NotOpen`] for a second close (or one begun while
+    /// another waits); the server's (`kXR_ChkSumErr` for pgwrite pages left
+    /// bad, ...) and connection's errors. A handle whose connection died is
+    /// closed with it: no request, `Ok`.
     pub async fn close(&self) -> Result<()> {
-        let h = self.handle.lock().unwrap().take().ok_or(Error::NotOpen)?;
+        {
+            let handle = self.handle.lock().unwrap();
+            if handle.is_none() || self.closing.swap(true, Ordering::AcqRel) {
+                return Err(Error::NotOpen);
+            }
+        }
+        let mut waiting = Closing {
+            file: self,
+            abandoned: true,
+        };
+        let _ = self.calls.subscribe().wait_for(|n| *n == 0).await;
+        let h = self.handle.lock().unwrap().take();
+        waiting.abandoned = false;
+        let h = h.ok_or(Error::NotOpen)?;
         if h.link.is_dead() {
             return Ok(()); // the server closed it with the connection
         }
@@ -359,6 +438,32 @@ impl File {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// A call in progress on a [`File`]'s handle ([`File::begin`]).
+#[derive(Debug)]
+pub(crate) struct Op<'a>(&'a File);
+
+impl Drop for Op<'_> {
+    fn drop(&mut self) {
+        self.0.calls.send_modify(|n| *n -= 1);
+    }
+}
+
+/// A [`File::close`] waiting for the calls in progress; dropped before it
+/// takes the handle (the close abandoned), it lets calls begin again.
+struct Closing<'a> {
+    file: &'a File,
+    abandoned: bool,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        if self.abandoned {
+            let _handle = self.file.handle.lock().unwrap();
+            self.file.closing.store(false, Ordering::Release);
+        }
     }
 }
 

@@ -23,8 +23,9 @@ impl File {
     /// the answer is unusable). Empty ranges, and an empty `ranges`, are
     /// answered without a request.
     ///
-    /// Errors: [`Error::InvalidArgument`] for a range past `i64::MAX`;
-    /// [`Error::Server`] when the server refuses the readv — a range that
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for a range past `i64::MAX`; [`Error::Server`] when the server
+    /// refuses the readv — a range that
     /// extends past end of file fails the whole call, as in the reference
     /// (`kXR_FSError` "illegal seek" from xrootd 5.5.3);
     /// [`Error::UnexpectedResponse`] when the answer's elements do not match
@@ -32,6 +33,7 @@ impl File {
     /// than the elements asked; connection errors.
     #[doc(alias = "kXR_readv")]
     pub async fn readv(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>> {
+        let _op = self.begin()?;
         if let Some(empty) = vector_prologue(ranges)? {
             return Ok(empty);
         }
