@@ -731,6 +731,12 @@ mod tests {
             args: None,
         };
         assert_eq!(limit(pgread.into()), (10_012, 4));
+        // the same extent twice, and one page
+        let pgreadv = xroot_proto::request::PgReadv {
+            list: vec![entry(1000, 10_000), entry(1000, 10_000), entry(8192, 4096)],
+            ..Default::default()
+        };
+        assert_eq!(limit(pgreadv.into()), (2 * 10_012 + 4100, 3 + 3 + 1 + 1));
         assert_eq!(limit(Dirlist::default().into()), (5000, 7));
     }
 
