@@ -453,6 +453,11 @@ async fn connection(
             }
         }
         tokio::select! {
+            // the peer's own close first: it is signalled before the
+            // socket closes, so the client's end of stream that follows
+            // is not counted as the client closing
+            biased;
+            _ = stop_reader.notified() => break 'read,
             n = rd.read_buf(&mut buf) => match n {
                 Ok(0) | Err(_) => {
                     shared.client_closes.fetch_add(1, Ordering::SeqCst);
@@ -460,7 +465,6 @@ async fn connection(
                 }
                 Ok(_) => {}
             },
-            _ = stop_reader.notified() => break 'read,
         }
     }
     let _ = tx.send(Out::Close);
