@@ -27,8 +27,8 @@
 //! server threads serve it.
 //!
 //! `--cksum ALG` computes the checksum over the bytes copied and compares it
-//! with what every remote side answers to `kXR_query` checksum; a mismatch
-//! fails the copy. The value is printed on standard error in the stock
+//! with what every remote side answers to `kXR_query` checksum, as values
+//! (`0x91E01DE` is `091e01de`); a mismatch fails the copy. The value is printed on standard error in the stock
 //! tool's form, `adler32: 091e01de TARGET SIZE`. `--cksum ALG:print` only
 //! prints the locally computed value.
 //!
@@ -373,7 +373,7 @@ async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()>
         )
         .into());
     }
-    if !server.eq_ignore_ascii_case(value) {
+    if !same_value(&server, value) {
         return Err(format!(
             "checksum mismatch: {} of the bytes copied is {value}, {url} reports {server}",
             alg.name()
@@ -381,6 +381,26 @@ async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()>
         .into());
     }
     Ok(())
+}
+
+/// Whether two checksums written in hex are the same value: an optional
+/// `0x` prefix, the case of the digits and leading zeros do not count
+/// (servers write adler32 `91e01de`, `0x091E01DE`...; the stock xrdcp
+/// ignores case and, for adler32 and crc32, leading zeros). Text that is
+/// not hex matches nothing.
+fn same_value(a: &str, b: &str) -> bool {
+    fn digits(v: &str) -> Option<String> {
+        let v = v.trim();
+        let v = v
+            .strip_prefix("0x")
+            .or_else(|| v.strip_prefix("0X"))
+            .unwrap_or(v);
+        if v.is_empty() || !v.bytes().all(|c| c.is_ascii_hexdigit()) {
+            return None;
+        }
+        Some(v.trim_start_matches('0').to_ascii_lowercase())
+    }
+    matches!((digits(a), digits(b)), (Some(a), Some(b)) if a == b)
 }
 
 fn progress(ctx: &Ctx, size: Option<u64>, dst: &Place) -> ProgressBar {

@@ -202,16 +202,29 @@ fn absolute(path: &str) -> String {
 }
 
 /// `ls [-l] path`: a file names itself; a directory lists its entries as
-/// full paths, sorted by path (bytewise), as the stock tool does.
+/// full paths, sorted by path (bytewise), as the stock tool does. The CGI
+/// of `path` (`/dir?authz=...`) goes on every request, not into the
+/// children's paths (`/dir/name`). With `-l`, an entry the listing gave no
+/// stat for (a server that ignores `kXR_dstat`) is stat'ed on its own, as
+/// the stock tool does, with the CGI of `path`.
 async fn ls(fs: &FileSystem, path: &str, long: bool, out: &mut impl Write) -> Result<(), Failure> {
     let st = fs.stat(path).await?;
     let mut entries: Vec<(String, Option<StatInfo>)> = if st.is_dir() {
-        let dir = path.trim_end_matches('/');
-        fs.dirlist(path, long)
-            .await?
-            .into_iter()
-            .map(|DirEntry { name, stat }| (format!("{dir}/{name}"), stat))
-            .collect()
+        let (dir, cgi) = match path.split_once('?') {
+            Some((dir, cgi)) => (dir, format!("?{cgi}")),
+            None => (path, String::new()),
+        };
+        let dir = dir.trim_end_matches('/');
+        let mut entries = Vec::new();
+        for DirEntry { name, stat } in fs.dirlist(path, long).await? {
+            let child = format!("{dir}/{name}");
+            let stat = match (stat, long) {
+                (None, true) => fs.stat(&format!("{child}{cgi}")).await.ok(),
+                (stat, _) => stat,
+            };
+            entries.push((child, stat));
+        }
+        entries
     } else {
         vec![(path.to_string(), Some(st))]
     };

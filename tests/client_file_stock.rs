@@ -1,7 +1,8 @@
 //! xroot-client's `File` I/O against a live stock xrootd 5.5.3: readv,
 //! pgread, pgreadv (fallback), pgwrite and the AsyncRead + AsyncSeek
-//! adapter, every byte compared with the file on disk; and pgread / pgwrite
-//! through a relay that spoils page data (tests/support/corrupt_proxy.rs).
+//! adapter, every byte compared with the file on disk; pgread / pgwrite
+//! through a relay that spoils page data (tests/support/corrupt_proxy.rs);
+//! and a write whose answer a relay loses (tests/support/cut_proxy.rs).
 
 mod support;
 
@@ -13,6 +14,7 @@ use support::corrupt_proxy::{CorruptProxy, Spoil};
 use support::stock::StockServer;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use xroot::client::{Client, Config, Error, File, FileReader, OpenFlags};
+use xroot::proto::request::Request;
 use xroot::proto::{ErrorCode, RequestId};
 
 /// Byte `i` of every test file is `(i * 7) % 251`.
@@ -317,5 +319,52 @@ async fn pgread_gives_up_on_a_page_that_stays_bad() {
     assert_eq!(
         &f.read_at(1000, 10_000).await.unwrap()[..],
         &content[1000..11_000]
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_whose_answer_is_lost_is_redone_after_ending_the_old_session() {
+    use support::cut_proxy::CutProxy;
+    let Some((server, _, _dir)) = serve("other.bin", 1) else {
+        return;
+    };
+    // the first write reaches the server, its answer never comes back and
+    // the client's connection closes; the server keeps the session, with
+    // the file open for writing
+    let proxy = CutProxy::start(server.port, RequestId::WRITE).await;
+    let client = Client::new();
+    let f = open(&client, proxy.port, "/up.bin", OpenFlags::NEW).await;
+    let data = Bytes::from(pattern(3 << 20));
+    for at in [0, 1 << 20, 2 << 20] {
+        f.write_at(at as u64, data.slice(at..at + (1 << 20)))
+            .await
+            .unwrap_or_else(|e| panic!("write at {at}: {e}\n{}", server.log_tail()));
+    }
+    f.close().await.unwrap();
+    assert_eq!(proxy.cuts(), 1);
+    assert!(on_disk(&server, "/up.bin") == data, "the bytes on disk");
+
+    // the new connection ended the old session before it opened again
+    let ids: Vec<RequestId> = proxy.requests(1).iter().map(Request::id).collect();
+    let endsess = ids.iter().position(|&id| id == RequestId::ENDSESS);
+    let reopen = ids.iter().position(|&id| id == RequestId::OPEN);
+    assert!(
+        matches!((endsess, reopen), (Some(e), Some(o)) if e < o),
+        "{ids:?}"
+    );
+    assert_eq!(&ids[..2], [RequestId::PROTOCOL, RequestId::LOGIN]);
+    // (the stock server answers kXR_wait "session still active" first:
+    // the request is sent again after the wait, before the open)
+    let ended: Vec<[u8; 16]> = proxy
+        .requests(1)
+        .iter()
+        .filter_map(|r| match r {
+            Request::Endsess(e) => Some(e.sessid),
+            _ => None,
+        })
+        .collect();
+    assert!(
+        ended.iter().all(|&id| id == ended[0] && id != [0; 16]),
+        "{ended:?}"
     );
 }

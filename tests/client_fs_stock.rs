@@ -1,7 +1,8 @@
 //! `FileSystem` against a live stock xrootd 5.5.3 data server: every call,
 //! its result compared with the exported directory on disk (std::fs), the
 //! server's error codes kept; and the `xrdfs` example against the stock
-//! `xrdfs` on the same server, output compared byte for byte.
+//! `xrdfs` on the same server, output compared byte for byte (and against a
+//! scripted peer for what the stock server cannot show).
 
 mod support;
 
@@ -340,6 +341,18 @@ async fn queries_locate_prepare_and_ping() {
     let address = String::from_utf8(at[0].address.to_vec()).unwrap();
     assert!(address.ends_with(&format!(":{}", server.port)), "{address}");
     assert_code(fs.locate("/missing").await, ErrorCode::NOT_FOUND);
+    // the documented `*path` (any server that could hold it) and `*` (any
+    // server) forms go as they are: the stock server refuses `/*` and
+    // `/*/big.bin` as missing files
+    for any in ["*/big.bin", "*"] {
+        let at = fs
+            .locate(any)
+            .await
+            .unwrap_or_else(|e| panic!("locate {any}: {e}"));
+        assert_eq!(at.len(), 1, "{any}: {at:?}");
+        let address = String::from_utf8(at[0].address.to_vec()).unwrap();
+        assert!(address.ends_with(&format!(":{}", server.port)), "{address}");
+    }
 
     let id = fs
         .prepare(&["/big.bin", "/small.bin"], PrepareOptions::STAGE)
@@ -395,6 +408,12 @@ async fn xrdfs_example_prints_what_the_stock_xrdfs_prints() {
         &["ls", "-l", "/many"],
         &["ls", "-l", "/big.bin"],
         &["ls", "/empty"],
+        // CGI on the path goes on the requests, not into the children's names
+        &["ls", "/dir?x=1"],
+        &["ls", "-l", "/dir?x=1&y=2"],
+        &["ls", "/dir/?x=1"],
+        &["ls", "/?x=1"],
+        &["ls", "-l", "/big.bin?x=1"],
         &["stat", "/big.bin"],
         &["stat", "/dir"],
         &["query", "checksum", "/big.bin"],
@@ -450,4 +469,56 @@ async fn xrdfs_example_prints_what_the_stock_xrdfs_prints() {
         .await
         .expect_err("bad URL");
     assert_eq!(bad.code, 50, "{}", bad.message);
+}
+
+/// A server that ignores `kXR_dstat` (a scripted peer): `xrdfs ls -l` of a
+/// directory with CGI stats each child on its own, with the CGI, and prints
+/// the children as `dir/name`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xrdfs_ls_stats_each_child_when_the_listing_has_no_stat() {
+    use bytes::BytesMut;
+    use support::scripted::{Peer, Step};
+    use xroot::proto::request::Request;
+    use xroot::proto::response::DirList;
+    use xroot::proto::RequestId;
+
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(s) if s.path.starts_with(b"/dir?") => {
+            let mut body = BytesMut::new();
+            StatInfo {
+                flags: StatFlags::IS_DIR | StatFlags::READABLE,
+                ..call.stat()
+            }
+            .encode(&mut body);
+            vec![Step::ok(body.freeze())]
+        }
+        Request::Dirlist(_) => DirList::Plain(vec!["b.bin".into(), "a.bin".into()])
+            .responses()
+            .into_iter()
+            .map(Step::Reply)
+            .collect(),
+        _ => call.serve(),
+    })
+    .await;
+    let url = format!("root://127.0.0.1:{}", peer.port);
+    let out = example(&url, &["ls", "-l", "/dir?authz=t"])
+        .await
+        .unwrap_or_else(|f| panic!("{f:?}"));
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 2, "{out}");
+    assert!(lines[0].ends_with(" /dir/a.bin"), "{out}");
+    assert!(lines[1].ends_with(" /dir/b.bin"), "{out}");
+    assert!(lines.iter().all(|l| l.starts_with("-r--")), "{out}");
+    let stats: Vec<String> = peer
+        .requests_of(RequestId::STAT)
+        .into_iter()
+        .map(|s| match s.request {
+            Request::Stat(st) => String::from_utf8(st.path.to_vec()).unwrap(),
+            _ => unreachable!(),
+        })
+        .collect();
+    assert_eq!(
+        stats,
+        ["/dir?authz=t", "/dir/b.bin?authz=t", "/dir/a.bin?authz=t"]
+    );
 }

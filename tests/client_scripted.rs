@@ -236,7 +236,11 @@ async fn error_at_the_data_server_is_retried_at_the_manager_with_tried() {
     let Request::Open(again) = &opens[1].request else {
         unreachable!()
     };
-    assert_eq!(&again.path[..], b"/f?a=1&tried=127.0.0.1");
+    assert_eq!(
+        &again.path[..],
+        b"/f?a=1&tried=127.0.0.1&triedrc=enoent",
+        "the host tried and why (XrdCl's UpdateTriedCGI)"
+    );
     assert!(
         again.options.contains(OpenOptions::REFRESH),
         "{:?}",
@@ -598,4 +602,506 @@ async fn urls_share_a_connection_iff_their_channel_keys_are_equal() {
     assert_eq!(peer.logins().len(), 3, "same keys share again");
     assert_eq!(peer.connections(), 3);
     assert_eq!(client.channels().len(), 3);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn redirects_reach_an_ipv6_host_in_each_form() {
+    if std::net::TcpListener::bind("[::1]:0").is_err() {
+        eprintln!("skipping: no IPv6 loopback here");
+        return;
+    }
+    let data = content(3000);
+    let v6 = Peer::start_with(
+        Options {
+            ip: std::net::Ipv6Addr::LOCALHOST.into(),
+            ..Options::serving(data.clone())
+        },
+        |call| call.serve(),
+    )
+    .await;
+    let port = v6.port;
+    // the host field of each path's redirect, and its port field
+    let forms = move |path: &[u8]| -> Option<(String, u16)> {
+        Some(match path {
+            b"/zero-bracketed" => (format!("[::1]:{port}"), 0),
+            b"/bare" => ("::1".to_string(), port),
+            b"/bracketed" => ("[::1]".to_string(), port),
+            _ => return None,
+        })
+    };
+    let redirector = Peer::start(move |call| match &call.request {
+        Request::Open(o) => match forms(&o.path) {
+            Some((host, port)) => vec![Step::Reply(Response::Redirect(Redirect::to_host(
+                host, port,
+            )))],
+            None => call.serve(),
+        },
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    for path in ["/zero-bracketed", "/bare", "/bracketed"] {
+        let f = open(&client, &redirector.url(None, path)).await;
+        let at = f.server_url().unwrap();
+        assert_eq!((at.host.as_str(), at.port), ("::1", v6.port), "{path}");
+        assert_eq!(guard(f.read_at(0, 3000)).await.unwrap(), data, "{path}");
+    }
+    assert_eq!(v6.requests_of(RequestId::OPEN).len(), 3);
+    assert_eq!(v6.logins().len(), 1, "one channel to [::1]:{}", v6.port);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_readv_answer_for_another_file_handle_is_refused() {
+    use xroot::proto::FHandle;
+    let data = content(100_000);
+    // the first readv is answered with the elements of handle 9, not 7
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Readv(r) if call.nth == 0 => {
+            let mut list = r.list.clone();
+            for e in &mut list {
+                e.fhandle = FHandle([0, 0, 0, 9]);
+            }
+            vec![Step::Raw(call.readv_frames(&list))]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = open(&client, &peer.url(None, "/f")).await;
+    let ranges = [(10u64, 100usize), (5000, 300)];
+    let err = guard(f.readv(&ranges)).await.unwrap_err();
+    assert!(
+        matches!(&err, Error::UnexpectedResponse { request: "kXR_readv", detail } if detail.contains("handle")),
+        "{err:?}"
+    );
+    // the same readv answered right
+    let got = guard(f.readv(&ranges)).await.unwrap();
+    assert_eq!(got, [data.slice(10..110), data.slice(5000..5300)]);
+}
+
+/// `n` copies of `response` on the streamid of `call`, as one raw step.
+fn repeated(call: &support::scripted::Call, response: Response, n: usize) -> Step {
+    let mut one = bytes::BytesMut::new();
+    response.encode(call.streamid, &mut one);
+    Step::Raw(one.repeat(n).into())
+}
+
+/// Panics unless `result` is the client's refusal of an answer to
+/// `request` that does not fit it.
+fn assert_refused<T>(result: Result<T, Error>, request: &str) {
+    match result {
+        Err(Error::UnexpectedResponse { request: r, .. }) if r == request => {}
+        Err(e) => panic!("expected {request}'s answer refused: {e:?}"),
+        Ok(_) => panic!("{request}'s answer was taken"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_answered_with_more_than_asked_is_refused() {
+    let data = content(1000);
+    // /one: one kXR_ok of 150 bytes; /two: 60 + 60; /exact: the 100 asked
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(r) => match call.nth {
+            0 => vec![Step::ok(call.slice(r.offset, 150))],
+            1 => vec![
+                Step::Reply(Response::OkSoFar(call.slice(r.offset, 60))),
+                Step::ok(call.slice(r.offset + 60, 60)),
+            ],
+            _ => call.serve(),
+        },
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(10));
+    let f = open(&client, &peer.url(None, "/f")).await;
+    assert_refused(guard(f.read_at(0, 100)).await, "kXR_read");
+    assert_refused(guard(f.read_at(0, 100)).await, "kXR_read");
+    assert_eq!(guard(f.read_at(0, 100)).await.unwrap(), data.slice(..100));
+    assert_eq!(peer.logins().len(), 1, "the connection stays");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn endless_answers_are_refused_at_once() {
+    use xroot::proto::codes::ResponseType;
+    use xroot::proto::response::StatusResponse;
+
+    let data = content(100_000);
+    let page = {
+        let mut b = bytes::BytesMut::new();
+        xroot::proto::page::encode_pages(0, &data[..4096], &mut b);
+        b.freeze()
+    };
+    // answers that never end: each runs past what its request can get,
+    // and no final frame ever follows
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        let frames = match &call.request {
+            // 1.25 MiB of 64-byte chunks for a read of 1 MiB
+            Request::Read(_) if call.nth == 0 => {
+                repeated(call, Response::OkSoFar(Bytes::from(vec![7u8; 64])), 20_480)
+            }
+            // empty chunks
+            Request::Read(_) => repeated(call, Response::OkSoFar(Bytes::new()), 100_000),
+            // the first element again and again, in kXR_oksofar frames
+            Request::Readv(r) => {
+                let mut one = bytes::BytesMut::from(&call.readv_frames(&r.list[..1])[..]);
+                let frame = xroot::proto::ResponseDecoder::new()
+                    .decode(&mut one)
+                    .unwrap()
+                    .unwrap();
+                repeated(call, Response::OkSoFar(frame.body), 5000)
+            }
+            // the first page again and again, then empty partial frames
+            Request::Pgread(_) => {
+                let status = |data: Bytes| {
+                    Response::Status(StatusResponse::with_offset(
+                        xroot::proto::RequestId::PGREAD,
+                        ResponseType::PARTIAL,
+                        0,
+                        data,
+                    ))
+                };
+                match call.nth {
+                    0 => repeated(call, status(page.clone()), 1000),
+                    _ => repeated(call, status(Bytes::new()), 100_000),
+                }
+            }
+            _ => return call.serve(),
+        };
+        vec![frames]
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(10));
+    let f = open(&client, &peer.url(None, "/f")).await;
+    assert_refused(guard(f.read_at(0, 1 << 20)).await, "kXR_read");
+    assert_refused(guard(f.read_at(0, 1 << 20)).await, "kXR_read");
+    let ranges: Vec<(u64, usize)> = (0..4).map(|i| (i * 20_000, 10_000)).collect();
+    assert_refused(guard(f.readv(&ranges)).await, "kXR_readv");
+    assert_refused(guard(f.pgread(0, 8192)).await, "kXR_pgread");
+    assert_refused(guard(f.pgread(0, 8192)).await, "kXR_pgread");
+    // the connection is still good for answers that end
+    assert_eq!(guard(f.stat()).await.unwrap().size, 100_000);
+    assert_eq!(peer.logins().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listings_and_queries_are_bounded() {
+    use xroot::proto::request::QueryCode;
+    let names = |n: usize| -> Bytes {
+        (0..n)
+            .map(|i| format!("name-{i:05}\n"))
+            .collect::<String>()
+            .into()
+    };
+    let peer = Peer::start(move |call| {
+        let endless = |body: Bytes| vec![repeated(call, Response::OkSoFar(body), 10_000)];
+        match &call.request {
+            // /big: 200 kB of names in 100-name chunks, then the end
+            Request::Dirlist(d) if &d.path[..] == b"/big" => {
+                let mut steps = vec![repeated(call, Response::OkSoFar(names(100)), 180)];
+                steps.push(Step::ok(Bytes::from_static(b"last\0")));
+                steps
+            }
+            // /many: 5000 chunks of one name, then the end
+            Request::Dirlist(d) if &d.path[..] == b"/many" => {
+                let mut steps = vec![repeated(call, Response::OkSoFar(names(1)), 5000)];
+                steps.push(Step::ok(Bytes::from_static(b"last\0")));
+                steps
+            }
+            Request::Dirlist(d) if &d.path[..] == b"/small" => {
+                vec![
+                    Step::Reply(Response::OkSoFar(names(3))),
+                    Step::ok(Bytes::from_static(b"last\0")),
+                ]
+            }
+            Request::Dirlist(_) => endless(names(10)),
+            Request::Query(q) if q.infotype == QueryCode::CKSUM => endless(Bytes::new()),
+            Request::Query(_) => endless(Bytes::from_static(b"0123456789")),
+            _ => call.serve(),
+        }
+    })
+    .await;
+    let client = config(|c| {
+        c.request_timeout = Duration::from_secs(10);
+        c.max_answer_len = 100_000;
+        c.max_answer_frames = 1000;
+    });
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    // over the byte bound, over the frame bound, endless
+    assert_refused(guard(fs.dirlist("/big", false)).await, "kXR_dirlist");
+    assert_refused(guard(fs.dirlist("/many", false)).await, "kXR_dirlist");
+    assert_refused(guard(fs.dirlist("/endless", false)).await, "kXR_dirlist");
+    assert_refused(guard(fs.query_checksum("/f", None)).await, "kXR_query");
+    assert_refused(guard(fs.query_config(&["version"])).await, "kXR_query");
+    // within the bounds
+    let listed = guard(fs.dirlist("/small", false)).await.unwrap();
+    assert_eq!(listed.len(), 4);
+    assert_eq!(peer.logins().len(), 1);
+}
+
+/// On tokio's paused clock: virtual time, no wall-clock dependence.
+#[tokio::test]
+async fn a_silent_connection_is_dead_at_the_stream_timeout_after_the_request() {
+    let peer = Peer::start(|call| match &call.request {
+        Request::Stat(_) => vec![], // never answered
+        _ => call.serve(),
+    })
+    .await;
+    let timeout = Duration::from_secs(60);
+    let client = config(|c| c.stream_timeout = timeout);
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    fs.ping().await.unwrap(); // connected, logged in, answered
+    tokio::time::pause();
+    // idle with nothing outstanding a little past the timeout, so that the
+    // request goes out just after a check that found nothing to time out
+    tokio::time::sleep(timeout + Duration::from_millis(500)).await;
+    let sent = tokio::time::Instant::now();
+    let err = fs.stat("/f").await.unwrap_err();
+    let after = sent.elapsed();
+    assert_timed_out(&err, "stream");
+    // the timer wheel rounds a deadline up to its millisecond
+    assert!(
+        after >= timeout && after <= timeout + Duration::from_millis(10),
+        "declared dead {after:?} after the request, not the stream timeout ({timeout:?})"
+    );
+    assert_eq!(peer.connections(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reconnection_ends_the_old_session_first_and_obeys_its_wait() {
+    let data = content(1000);
+    // connection 0 drops at the first read; connection 1's endsess is
+    // answered with a wait, then ok
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(_) if call.conn == 0 => vec![Step::Close],
+        Request::Endsess(_) if call.nth == 0 => vec![Step::wait(0)],
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = open(&client, &peer.url(None, "/f")).await;
+    assert_eq!(guard(f.read_at(0, 1000)).await.unwrap(), data);
+    let on_second: Vec<_> = peer
+        .requests()
+        .into_iter()
+        .filter(|s| s.conn == 1)
+        .map(|s| s.request)
+        .collect();
+    let ids: Vec<RequestId> = on_second.iter().map(Request::id).collect();
+    assert_eq!(
+        ids,
+        [
+            RequestId::PROTOCOL,
+            RequestId::LOGIN,
+            RequestId::ENDSESS,
+            RequestId::ENDSESS,
+            RequestId::OPEN,
+            RequestId::READ
+        ],
+        "the old session ended (after the wait) before the re-open"
+    );
+    // the scripted peer's session ids are the connection's index + 1
+    let Request::Endsess(e) = &on_second[2] else {
+        unreachable!()
+    };
+    assert_eq!(e.sessid[..8], 1u64.to_be_bytes(), "connection 0's session");
+    // no endsess on the first connection of a channel
+    assert!(peer
+        .requests_of(RequestId::ENDSESS)
+        .iter()
+        .all(|s| s.conn == 1));
+}
+
+/// A redirector that sends every open to the data server on `port`, with
+/// `org=a` for it; a manager when `manager`.
+async fn redirector(port: Arc<AtomicU16>, manager: bool) -> Peer {
+    let flags = match manager {
+        true => ProtocolFlags::IS_MANAGER,
+        false => ProtocolFlags::IS_SERVER,
+    };
+    Peer::start_with(
+        Options {
+            flags,
+            ..Default::default()
+        },
+        move |call| match &call.request {
+            r if is_open(r) => vec![Step::Reply(Response::Redirect(
+                Redirect::to_host("127.0.0.1", port.load(Ordering::SeqCst)).with_opaque("org=a"),
+            ))],
+            _ => call.serve(),
+        },
+    )
+    .await
+}
+
+/// A data server serving `data` that drops its first connection at the
+/// first read.
+async fn dropping_data_server(data: Bytes) -> Peer {
+    Peer::start_with(Options::serving(data), |call| match &call.request {
+        Request::Read(_) if call.conn == 0 => vec![Step::Close],
+        _ => call.serve(),
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn recovery_reopens_at_the_data_server_when_the_redirector_is_gone() {
+    let data = content(5000);
+    let ds = dropping_data_server(data.clone()).await;
+    let to = Arc::new(AtomicU16::new(ds.port));
+    let rdr = redirector(to, false).await;
+    let client = Client::new();
+    let f = open(&client, &rdr.url(None, "/store/f")).await;
+    assert_eq!(f.server_url().unwrap().port, ds.port);
+    drop(rdr); // the redirector is gone; the data server stays
+               // the read's connection drops; the file is opened again where it was
+               // (the last URL: the redirect's CGI kept), and the read done there
+    assert_eq!(
+        guard(f.read_at(100, 1000)).await.unwrap(),
+        data.slice(100..1100)
+    );
+    let opens = ds.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 2, "opened again at the data server");
+    assert_eq!(opens[1].conn, 1);
+    let Request::Open(o) = &opens[1].request else {
+        unreachable!()
+    };
+    assert_eq!(&o.path[..], b"/store/f?org=a");
+    assert_eq!(f.server_url().unwrap().port, ds.port);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_file_goes_back_to_the_load_balancer_when_its_server_is_gone() {
+    let data = content(5000);
+    let first = Peer::start_with(Options::serving(data.clone()), |call| call.serve()).await;
+    let second = Peer::start_with(Options::serving(data.clone()), |call| call.serve()).await;
+    let to = Arc::new(AtomicU16::new(first.port));
+    let manager = redirector(Arc::clone(&to), true).await;
+    let client = Client::new();
+    let f = open(&client, &manager.url(None, "/store/f")).await;
+    let w = guard(client.open(&manager.url(None, "/store/w"), OpenFlags::UPDATE))
+        .await
+        .unwrap();
+    assert_eq!(f.server_url().unwrap().port, first.port);
+    assert_eq!(w.server_url().unwrap().port, first.port);
+    // the data server goes; the manager sends opens to another one now
+    to.store(second.port, Ordering::SeqCst);
+    drop(first);
+    // the read-only file cannot be opened again where it was: the manager
+    // is asked, told which host failed and why (a connection error is
+    // XrdCl's srverr)
+    assert_eq!(
+        guard(f.read_at(100, 1000)).await.unwrap(),
+        data.slice(100..1100)
+    );
+    assert_eq!(f.server_url().unwrap().port, second.port);
+    let opens = manager.requests_of(RequestId::OPEN);
+    assert_eq!(opens.len(), 3, "f, w, then f again");
+    let Request::Open(again) = &opens[2].request else {
+        unreachable!()
+    };
+    assert_eq!(&again.path[..], b"/store/f?tried=127.0.0.1&triedrc=srverr");
+    // a file open for writing is opened again only where it was (XrdCl's
+    // recovery), not on whatever server the manager picks now
+    let err = guard(w.write_at(0, Bytes::from_static(b"x")))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, Error::Io { .. } | Error::ConnectionLost { .. }),
+        "{err:?}"
+    );
+    assert_eq!(manager.requests_of(RequestId::OPEN).len(), 3);
+    assert!(second.requests_of(RequestId::WRITE).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_waits_for_the_calls_in_flight_and_refuses_later_ones() {
+    use std::sync::atomic::AtomicBool;
+    let data = content(10_000);
+    // reads are answered once the test opens the gate; a close that comes
+    // while the gate is shut would leave a read to be answered on a handle
+    // the server may reuse
+    let (gate, shut) = tokio::sync::watch::channel(false);
+    let early_close = Arc::new(AtomicBool::new(false));
+    let early = Arc::clone(&early_close);
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        match &call.request {
+            Request::Read(r) => vec![
+                Step::Gate(shut.clone()),
+                Step::ok(call.slice(r.offset, r.rlen as i64)),
+            ],
+            Request::Close(_) => {
+                if !*shut.borrow() {
+                    early.store(true, Ordering::SeqCst);
+                }
+                call.serve()
+            }
+            _ => call.serve(),
+        }
+    })
+    .await;
+    let client = Client::new();
+    let f = Arc::new(open(&client, &peer.url(None, "/f")).await);
+    let f2 = Arc::clone(&f);
+    let reading = tokio::spawn(async move { f2.read_at(100, 5000).await });
+    eventually(|| peer.requests_of(RequestId::READ).len() == 1).await;
+    let f2 = Arc::clone(&f);
+    let closing = tokio::spawn(async move { f2.close().await });
+    // once close has begun, new calls fail at once, with nothing sent
+    guard(async {
+        loop {
+            match f.stat().await {
+                Err(Error::NotOpen) => break,
+                Ok(_) => tokio::task::yield_now().await,
+                Err(e) => panic!("{e:?}"),
+            }
+        }
+    })
+    .await;
+    assert!(matches!(guard(f.read_at(0, 10)).await, Err(Error::NotOpen)));
+    assert!(matches!(guard(f.close()).await, Err(Error::NotOpen)));
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert!(!closing.is_finished(), "close waits for the read");
+    gate.send_replace(true);
+    assert_eq!(
+        guard(reading).await.unwrap().unwrap(),
+        data.slice(100..5100)
+    );
+    guard(closing).await.unwrap().unwrap();
+    assert!(
+        !early_close.load(Ordering::SeqCst),
+        "kXR_close went before the read in flight was answered"
+    );
+    assert_eq!(peer.requests_of(RequestId::CLOSE).len(), 1);
+    assert_eq!(peer.requests_of(RequestId::READ).len(), 1);
+    assert!(matches!(guard(f.read_at(0, 10)).await, Err(Error::NotOpen)));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_abandoned_while_it_waits_leaves_the_file_open() {
+    let data = content(1000);
+    let (gate, shut) = tokio::sync::watch::channel(false);
+    let peer = Peer::start_with(Options::serving(data.clone()), move |call| {
+        match &call.request {
+            Request::Read(r) => vec![
+                Step::Gate(shut.clone()),
+                Step::ok(call.slice(r.offset, r.rlen as i64)),
+            ],
+            _ => call.serve(),
+        }
+    })
+    .await;
+    let client = Client::new();
+    let f = Arc::new(open(&client, &peer.url(None, "/f")).await);
+    let f2 = Arc::clone(&f);
+    let reading = tokio::spawn(async move { f2.read_at(0, 1000).await });
+    eventually(|| peer.requests_of(RequestId::READ).len() == 1).await;
+    // the read cannot end while the gate is shut: the close waits, and
+    // is dropped
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), f.close()).await;
+    assert!(gave_up.is_err(), "{gave_up:?}");
+    assert_eq!(guard(f.stat()).await.unwrap().size, 1000, "still open");
+    gate.send_replace(true);
+    assert_eq!(guard(reading).await.unwrap().unwrap(), data);
+    guard(f.close()).await.unwrap();
+    assert_eq!(peer.requests_of(RequestId::CLOSE).len(), 1);
 }

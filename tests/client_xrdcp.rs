@@ -5,7 +5,8 @@
 //! checksum` report; `-f` semantics; several sources into a directory with
 //! `--parallel`; `--connections` spreading one file over channels; a page
 //! spoiled in transit repaired by pgread; a checksum mismatch failing the
-//! copy.
+//! copy; and, against a scripted peer, a server's checksum written another
+//! way (no leading zeros, `0x`, upper case) compared as a value.
 //!
 //! The example binary is the one cargo builds next to this test
 //! (`target/<profile>/examples/xrdcp`); the test runs `cargo build
@@ -364,4 +365,46 @@ async fn connections_and_streams_spread_a_file() {
     assert!(std::fs::read(&down).unwrap() == content);
     assert_eq!(relay.requests(RequestId::LOGIN), 7);
     assert_eq!(relay.requests(RequestId::BIND), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn checksums_compare_as_values_not_text() {
+    use std::sync::{Arc, Mutex};
+    use support::scripted::{Options, Peer, Step};
+    use xroot::proto::request::{QueryCode, Request};
+
+    // adler32 of 1000 zero bytes is 0x03e80001: a leading zero to drop
+    let content = vec![0u8; 1000];
+    assert_eq!(support::adler32(&content), 0x03e8_0001);
+    let answer = Arc::new(Mutex::new(String::new()));
+    let said = Arc::clone(&answer);
+    let peer = Peer::start_with(
+        Options::serving(content.clone().into()),
+        move |call| match &call.request {
+            Request::Query(q) if q.infotype == QueryCode::CKSUM => {
+                vec![Step::ok(format!("adler32 {}\0", said.lock().unwrap()))]
+            }
+            _ => call.serve(),
+        },
+    )
+    .await;
+    let src = format!("root://127.0.0.1:{}//src.bin", peer.port);
+    let local = tempfile::tempdir().unwrap();
+    let down = local.path().join("d.bin");
+    let d = down.to_str().unwrap();
+    // how servers write the same value: no leading zeros, a 0x prefix, upper case
+    for value in ["3e80001", "0x03e80001", "03E80001", "0X3E80001", "03e80001"] {
+        *answer.lock().unwrap() = value.to_string();
+        let o = ours(0, &["-f", "--cksum", "adler32", &src, d]).await;
+        assert_ok(&o, &format!("the server says {value}"));
+        assert_eq!(printed_checksum(&o, "adler32"), "03e80001", "{value}");
+        assert!(std::fs::read(&down).unwrap() == content);
+    }
+    // another value is a mismatch, however it is written
+    for value in ["3e80002", "0x13e80001", "0x", "zz"] {
+        *answer.lock().unwrap() = value.to_string();
+        let o = ours(0, &["-f", "--cksum", "adler32", &src, d]).await;
+        assert!(!o.status.success(), "the server says {value}");
+        assert!(stderr(&o).contains("checksum mismatch"), "{}", stderr(&o));
+    }
 }

@@ -15,6 +15,7 @@
 
 pub mod cluster;
 pub mod corrupt_proxy;
+pub mod cut_proxy;
 pub mod delay_proxy;
 pub mod example;
 pub mod our_cache;

@@ -14,6 +14,7 @@
 //! Everything the peer saw is recorded ([`Peer::requests`],
 //! [`Peer::logins`], [`Peer::connections`], [`Peer::client_closes`]).
 
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,7 +22,7 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::AbortHandle;
 use xroot::proto::codes::version;
 use xroot::proto::request::{OpenOptions, Request};
@@ -46,6 +47,8 @@ pub enum Step {
     Raw(Bytes),
     /// Wait before the next step.
     Sleep(Duration),
+    /// Wait until the test sets this gate to `true`.
+    Gate(watch::Receiver<bool>),
     /// Close the connection (both directions).
     Close,
 }
@@ -91,6 +94,8 @@ pub struct Options {
     pub security: Vec<String>,
     /// `kXR_protocol` flags: a data server by default.
     pub flags: ProtocolFlags,
+    /// The loopback address to listen on: 127.0.0.1 by default.
+    pub ip: IpAddr,
 }
 
 impl Default for Options {
@@ -99,6 +104,7 @@ impl Default for Options {
             content: Bytes::new(),
             security: Vec::new(),
             flags: ProtocolFlags::IS_SERVER | ProtocolFlags::SUPPGRW,
+            ip: Ipv4Addr::LOCALHOST.into(),
         }
     }
 }
@@ -138,7 +144,7 @@ impl Call {
     /// security token of [`Options::security`]), auth, bind (pathid 1), open
     /// (with retstat),
     /// stat, read, readv (frames of 64 kB at most), close, sync, write,
-    /// truncate and ping succeed; anything else is `kXR_Unsupported`.
+    /// truncate, endsess and ping succeed; anything else is `kXR_Unsupported`.
     pub fn serve(&self) -> Vec<Step> {
         let o = &self.options;
         let mut body = BytesMut::new();
@@ -185,6 +191,7 @@ impl Call {
             | Request::Sync(_)
             | Request::Write(_)
             | Request::Truncate(_)
+            | Request::Endsess(_)
             | Request::Ping(_) => {}
             other => {
                 return vec![Step::error(
@@ -267,8 +274,9 @@ struct Shared {
 
 /// A running scripted peer; stopped (every connection closed) on drop.
 pub struct Peer {
-    /// TCP port on 127.0.0.1.
+    /// TCP port on [`Options::ip`] (127.0.0.1 unless set).
     pub port: u16,
+    ip: IpAddr,
     shared: Arc<Shared>,
 }
 
@@ -283,7 +291,8 @@ impl Peer {
         options: Options,
         script: impl Fn(&Call) -> Vec<Step> + Send + Sync + 'static,
     ) -> Peer {
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        let listener = TcpListener::bind((options.ip, 0)).await.expect("bind");
+        let ip = options.ip;
         let port = listener.local_addr().unwrap().port();
         let shared = Arc::new(Shared::default());
         let script: Arc<Script> = Arc::new(script);
@@ -306,13 +315,17 @@ impl Peer {
             }
         });
         shared.tasks.lock().unwrap().push(accept.abort_handle());
-        Peer { port, shared }
+        Peer { port, ip, shared }
     }
 
-    /// `root://[user@]127.0.0.1:PORT//path`.
+    /// `root://[user@]127.0.0.1:PORT//path` (`[::1]` for a peer on the
+    /// IPv6 loopback).
     pub fn url(&self, user: Option<&str>, path: &str) -> String {
         let user = user.map(|u| format!("{u}@")).unwrap_or_default();
-        format!("root://{user}127.0.0.1:{}/{path}", self.port)
+        format!(
+            "root://{user}{}/{path}",
+            SocketAddr::new(self.ip, self.port)
+        )
     }
 
     /// Every request received, in arrival order.
@@ -440,6 +453,11 @@ async fn connection(
             }
         }
         tokio::select! {
+            // the peer's own close first: it is signalled before the
+            // socket closes, so the client's end of stream that follows
+            // is not counted as the client closing
+            biased;
+            _ = stop_reader.notified() => break 'read,
             n = rd.read_buf(&mut buf) => match n {
                 Ok(0) | Err(_) => {
                     shared.client_closes.fetch_add(1, Ordering::SeqCst);
@@ -447,7 +465,6 @@ async fn connection(
                 }
                 Ok(_) => {}
             },
-            _ = stop_reader.notified() => break 'read,
         }
     }
     let _ = tx.send(Out::Close);
@@ -467,6 +484,10 @@ async fn run_steps(streamid: StreamId, steps: Vec<Step>, tx: mpsc::UnboundedSend
             Step::Raw(b) => out.extend_from_slice(&b),
             Step::Sleep(d) => {
                 tokio::time::sleep(d).await;
+                continue;
+            }
+            Step::Gate(mut open) => {
+                let _ = open.wait_for(|o| *o).await;
                 continue;
             }
             Step::Close => {

@@ -23,6 +23,17 @@ pub struct Config {
     /// Largest response body accepted, in bytes (plain reads arrive as one
     /// frame from the stock server, so this bounds the largest `read_at`).
     pub max_response_dlen: usize,
+    /// Most bytes of an answer whose length the request does not set
+    /// (`kXR_dirlist`, `kXR_query`, `kXR_locate`, `kXR_stat`, `kXR_open`...),
+    /// over all its frames: 256 MiB, a listing of some two million entries.
+    /// A read-type answer is bounded by what it asked instead. An answer
+    /// past its bound fails its call with
+    /// [`Error::UnexpectedResponse`](crate::Error::UnexpectedResponse) at once.
+    pub max_answer_len: usize,
+    /// Most frames (`kXR_oksofar` chunks and the final one) of such an
+    /// answer: 65,536, which at the stock server's 4 KiB listing chunks is
+    /// [`Config::max_answer_len`].
+    pub max_answer_frames: usize,
     /// Application name sent in the login CGI (`XRD_APPNAME`).
     pub app_name: String,
     /// TCP connections per channel toward a data server: the main stream
@@ -39,6 +50,8 @@ impl Default for Config {
             redirect_limit: 16,
             pgread_retries: 3,
             max_response_dlen: 256 << 20,
+            max_answer_len: 256 << 20,
+            max_answer_frames: 65_536,
             app_name: "xroot".to_string(),
             substreams: 1,
         }

@@ -3,21 +3,24 @@
 //! `kXR_status` frames until the final response, resends after `kXR_wait`,
 //! waits out `kXR_waitresp` for its `kXR_attn` asynresp, follows
 //! `kXR_redirect` (to another channel whenever the channel key differs) up
-//! to the hop limit, retries at the load balancer with `tried=` after the
-//! errors the reference retries, and turns `kXR_error` into
+//! to the hop limit, retries at the load balancer with `tried=` and
+//! `triedrc=` after the errors the reference retries, and turns `kXR_error` into
 //! [`Error::Server`]. The whole exchange runs under the request deadline.
 
+use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
+use xroot_proto::limits::READ_LIST_LEN;
 use xroot_proto::request::{OpenOptions, QueryCode, Request};
 use xroot_proto::response::{RedirectMode, Response, StatusResponse};
-use xroot_proto::url::{parse_cgi, Url};
-use xroot_proto::{ErrorCode, RequestId};
+use xroot_proto::url::{parse_cgi, Url, DEFAULT_PORT};
+use xroot_proto::{page, DecodeError, ErrorCode, RequestId};
 
 use crate::channel::{InFlight, Link};
 use crate::client::Client;
+use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::key::ChannelKey;
 
@@ -61,6 +64,9 @@ pub(crate) struct Answered {
     pub(crate) link: Arc<Link>,
     /// The URL of the server that answered, after redirects.
     pub(crate) url: Url,
+    /// The load balancer met on the way (the first `kXR_isManager` server),
+    /// as the request was sent to it.
+    pub(crate) load_balancer: Option<Url>,
 }
 
 /// What one exchange on one link ended in.
@@ -70,12 +76,165 @@ enum Step {
     Failed(Error),
 }
 
+/// Most empty partial frames (a `kXR_oksofar` without a body, a partial
+/// `kXR_status` without data) one answer may have. Servers send none; a
+/// few are let pass.
+pub(crate) const MAX_EMPTY_FRAMES: u64 = 16;
+
+/// What one answer may hold, over all its frames: the request's bound on
+/// data, and on frames that carry data or end the answer (empty partial
+/// frames are bounded by [`MAX_EMPTY_FRAMES`] besides).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct AnswerLimit {
+    /// Bytes: the bodies of `kXR_oksofar` and `kXR_ok`, the data (`bdy.dlen`)
+    /// of `kXR_status` frames.
+    pub(crate) bytes: u64,
+    /// Non-empty partial frames plus the final one.
+    pub(crate) frames: u64,
+}
+
+impl AnswerLimit {
+    /// The most a well-formed answer to `req` can hold (PROTOCOL.md §6):
+    /// - `kXR_read`: `rlen` bytes; `kXR_readv`: each element's 16-byte
+    ///   header and `rlen` bytes, at least one element a frame;
+    /// - `kXR_pgread`: `rlen` bytes and a crc32c per page, at least one page
+    ///   a frame; `kXR_pgreadv` the same summed over its extents;
+    /// - `kXR_pgwrite`: one CSE block naming each page at most once;
+    /// - anything else (listings, queries, stat, open...), whose answer the
+    ///   request does not size: `cfg.max_answer_len` bytes in
+    ///   `cfg.max_answer_frames` frames.
+    pub(crate) fn of(req: &Request, cfg: &Config) -> AnswerLimit {
+        let len = |n: i32| u64::try_from(n).unwrap_or(0);
+        let at = |o: i64| u64::try_from(o).unwrap_or(0);
+        let paged = |list: &[xroot_proto::ReadListEntry]| {
+            list.iter().fold((0, 0), |(bytes, pages), e| {
+                let (o, l) = (at(e.offset), len(e.rlen));
+                (bytes + page::wire_len(o, l), pages + page::page_count(o, l))
+            })
+        };
+        let (bytes, frames) = match req {
+            Request::Read(r) => (len(r.rlen), len(r.rlen)),
+            Request::Readv(r) => (
+                r.list
+                    .iter()
+                    .map(|e| READ_LIST_LEN as u64 + len(e.rlen))
+                    .sum(),
+                r.list.len() as u64,
+            ),
+            Request::Pgread(r) => (
+                page::wire_len(at(r.offset), len(r.rlen)),
+                page::page_count(at(r.offset), len(r.rlen)),
+            ),
+            Request::PgReadv(r) => paged(&r.list),
+            Request::Pgwrite(w) => {
+                let pages = (w.payload.len() / page::PAGE_UNIT) as u64 + 2;
+                (8 + 8 * pages, pages)
+            }
+            _ => {
+                return AnswerLimit {
+                    bytes: cfg.max_answer_len as u64,
+                    frames: cfg.max_answer_frames as u64,
+                }
+            }
+        };
+        AnswerLimit {
+            bytes,
+            frames: frames + 1,
+        }
+    }
+}
+
+/// Data frames shorter than this are joined once an answer has
+/// [`MANY_CHUNKS`] of them: many tiny frames cost a copy each, not a
+/// buffer each.
+const SMALL_CHUNK: usize = 4096;
+const MANY_CHUNKS: usize = 64;
+
+/// An answer as it arrives, checked against its [`AnswerLimit`] frame by
+/// frame.
+struct Answer {
+    id: RequestId,
+    limit: AnswerLimit,
+    bytes: u64,
+    frames: u64,
+    empty: u64,
+    chunks: Vec<Bytes>,
+    /// Small chunks joined (see [`SMALL_CHUNK`]), after `chunks`.
+    tail: BytesMut,
+    statuses: Vec<StatusResponse>,
+}
+
+impl Answer {
+    fn new(id: RequestId, limit: AnswerLimit) -> Answer {
+        Answer {
+            id,
+            limit,
+            bytes: 0,
+            frames: 0,
+            empty: 0,
+            chunks: Vec::new(),
+            tail: BytesMut::new(),
+            statuses: Vec::new(),
+        }
+    }
+
+    /// Counts a frame of `len` bytes. Errors: [`Error::UnexpectedResponse`]
+    /// when the answer passes its limit with it.
+    fn count(&mut self, len: usize, last: bool) -> Result<()> {
+        self.bytes += len as u64;
+        let over = if self.bytes > self.limit.bytes {
+            format!("more than the {} bytes it can hold", self.limit.bytes)
+        } else if len == 0 && !last {
+            self.empty += 1;
+            match self.empty > MAX_EMPTY_FRAMES {
+                true => format!("more than {MAX_EMPTY_FRAMES} empty partial frames"),
+                false => return Ok(()),
+            }
+        } else {
+            self.frames += 1;
+            match self.frames > self.limit.frames {
+                true => format!("more than the {} frames it can have", self.limit.frames),
+                false => return Ok(()),
+            }
+        };
+        Err(Error::unexpected(self.id, format!("an answer of {over}")))
+    }
+
+    /// A `kXR_oksofar` (`last` false) or `kXR_ok` body.
+    fn data(&mut self, b: Bytes, last: bool) -> Result<()> {
+        self.count(b.len(), last)?;
+        if b.is_empty() {
+        } else if b.len() < SMALL_CHUNK && self.chunks.len() >= MANY_CHUNKS {
+            self.tail.extend_from_slice(&b);
+        } else {
+            if !self.tail.is_empty() {
+                self.chunks.push(self.tail.split().freeze());
+            }
+            self.chunks.push(b);
+        }
+        Ok(())
+    }
+
+    fn status(&mut self, s: StatusResponse) -> Result<()> {
+        self.count(s.data.len(), s.is_final())?;
+        self.statuses.push(s);
+        Ok(())
+    }
+
+    fn into_data(mut self) -> Reply {
+        if !self.tail.is_empty() {
+            self.chunks.push(self.tail.freeze());
+        }
+        Reply::Data(self.chunks)
+    }
+}
+
 /// Runs one request on one link until its final response; `kXR_wait` is
-/// handled here (same link, same streamid).
-async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
+/// handled here (same link, same streamid). The answer is refused as soon
+/// as it passes `limit`.
+async fn exchange(link: &Arc<Link>, req: &Request, from: &Url, limit: AnswerLimit) -> Result<Step> {
     let mut flight: InFlight = link.send(req)?;
-    let mut chunks = Vec::new();
-    let mut statuses = Vec::new();
+    let mut answer = Answer::new(req.id(), limit);
     loop {
         let frame = flight.next().await?;
         let resp = Response::decode(frame).map_err(|source| Error::Protocol {
@@ -83,25 +242,29 @@ async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
             source,
         })?;
         match resp {
-            Response::OkSoFar(b) => chunks.push(b),
+            Response::OkSoFar(b) => answer.data(b, false)?,
             Response::Ok(b) => {
-                chunks.push(b);
-                return Ok(Step::Done(Reply::Data(chunks)));
+                answer.data(b, true)?;
+                return Ok(Step::Done(answer.into_data()));
             }
             Response::Status(s) => {
                 let last = s.is_final();
-                statuses.push(s);
+                answer.status(s)?;
                 if last {
-                    return Ok(Step::Done(Reply::Status(statuses)));
+                    return Ok(Step::Done(Reply::Status(answer.statuses)));
                 }
             }
             Response::Error(e) => return Ok(Step::Failed(crate::channel::login::server_error(e))),
             Response::Wait(w) => {
                 tokio::time::sleep(Duration::from_secs(w.seconds.max(0) as u64)).await;
                 flight.resend(req)?;
+                // the whole answer comes again
+                answer = Answer::new(req.id(), limit);
             }
             Response::WaitResp(_) => {}
-            Response::Redirect(r) => return redirect_target(&r, from).map(Step::Redirect),
+            Response::Redirect(r) => {
+                return redirect_target(&r, from, &link.endpoint).map(Step::Redirect)
+            }
             other => {
                 return Err(Error::unexpected(req.id(), format!("{other:?}")));
             }
@@ -111,31 +274,43 @@ async fn exchange(link: &Arc<Link>, req: &Request, from: &Url) -> Result<Step> {
 
 /// The URL a redirect points at, keeping the original's user and the
 /// `xrdcl.*` CGI (which select the channel), and `roots` when the redirect
-/// says `root` (PROTOCOL.md §8.3).
-fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url) -> Result<Url> {
-    let host = String::from_utf8_lossy(&r.host).into_owned();
+/// says `root` (PROTOCOL.md §8.3). The host field takes every form a
+/// server sends: with a port in the port field, a host name, an IPv4
+/// address or an IPv6 address bare or in brackets; with port 0, the same
+/// or any of them followed by `:port` (bare IPv6 takes none), the default
+/// port 1094 when there is none; with port −1 (or flags), a URL. As in
+/// XrdCl's URL parser, `[::a.b.c.d]` (IPv4 in IPv6 notation, not
+/// `::ffff:`) is the IPv4 address. Errors: [`Error::Protocol`] (naming
+/// `endpoint`, the server that sent it) for a host field of none of these
+/// forms; [`Error::ForeignRedirect`] for a URL of another scheme.
+fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url, endpoint: &str) -> Result<Url> {
+    let field = String::from_utf8_lossy(&r.host).into_owned();
+    let malformed = |detail: String| Error::Protocol {
+        endpoint: endpoint.to_string(),
+        source: DecodeError::malformed("kXR_redirect host", detail),
+    };
+    let at = |(host, port): (String, u16)| Url {
+        host,
+        port,
+        ..from.clone()
+    };
     let mut url = match r.mode() {
-        RedirectMode::HostPort(port) => Url {
-            host: host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string(),
-            port: port as u16,
-            ..from.clone()
-        },
-        RedirectMode::HostAsIs => match host.rsplit_once(':') {
-            Some((h, p)) if p.parse::<u16>().is_ok() => Url {
-                host: h.to_string(),
-                port: p.parse().unwrap(),
-                ..from.clone()
-            },
-            _ => Url {
-                host,
-                ..from.clone()
-            },
-        },
+        RedirectMode::HostPort(port) => {
+            let port = u16::try_from(port)
+                .map_err(|_| malformed(format!("port {port} is not 1..65535")))?;
+            at(host_and_port(&field, Some(port)).map_err(malformed)?)
+        }
+        RedirectMode::HostAsIs => at(host_and_port(&field, None).map_err(malformed)?),
         RedirectMode::Url | RedirectMode::Flags(_) => {
-            let mut u = Url::parse(&host).map_err(|_| Error::ForeignRedirect(host.clone()))?;
+            let scheme = field.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+            let mut u = match scheme.as_deref() {
+                // no scheme: XrdCl's URL reads it as root://
+                None => at(host_and_port(&field, None).map_err(malformed)?),
+                Some("root" | "roots" | "xroot" | "xroots") => {
+                    Url::parse(&field).map_err(|e| malformed(e.to_string()))?
+                }
+                Some(_) => return Err(Error::ForeignRedirect(field)),
+            };
             if from.is_tls() && !u.is_tls() {
                 u.scheme = "roots".into();
             }
@@ -164,6 +339,66 @@ fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url) -> Result<Ur
         }
     }
     Ok(url)
+}
+
+/// The host and port a redirect's host `field` names: `host`, `[v6]` or a
+/// bare IPv6 address, and when `port` (the port field) is `None`, any of
+/// them but the bare IPv6 one followed by `:port`; the port is `port`, else
+/// the field's, else 1094. The host comes without brackets, and
+/// `::a.b.c.d` (IPv4 in IPv6 notation, not `::ffff:`) as `a.b.c.d`, as
+/// XrdCl's URL parser reads it. Errors: what is wrong, for any other form.
+fn host_and_port(field: &str, port: Option<u16>) -> Result<(String, u16), String> {
+    let (host, field_port) = if let Some(rest) = field.strip_prefix('[') {
+        let (host, after) = rest
+            .split_once(']')
+            .ok_or_else(|| format!("{field:?}: '[' without ']'"))?;
+        if host.parse::<Ipv6Addr>().is_err() {
+            return Err(format!("{field:?}: {host:?} is not an IPv6 address"));
+        }
+        match after {
+            "" => (host, None),
+            _ => match after.strip_prefix(':') {
+                Some(p) => (host, Some(p)),
+                None => return Err(format!("{field:?}: {after:?} after ']'")),
+            },
+        }
+    } else if field.matches(':').count() > 1 {
+        if field.parse::<Ipv6Addr>().is_err() {
+            return Err(format!(
+                "{field:?} is neither host:port nor an IPv6 address"
+            ));
+        }
+        (field, None)
+    } else {
+        match field.split_once(':') {
+            Some((host, p)) => (host, Some(p)),
+            None => (field, None),
+        }
+    };
+    if host.is_empty()
+        || host.chars().any(|c| {
+            c.is_whitespace() || c.is_control() || matches!(c, '/' | '?' | '@' | '[' | ']')
+        })
+    {
+        return Err(format!("{field:?}: {host:?} is not a host"));
+    }
+    let port = match (port, field_port) {
+        (Some(_), Some(_)) => {
+            return Err(format!("{field:?} has a port and the port field another"))
+        }
+        (Some(p), None) => p,
+        (None, None) => DEFAULT_PORT,
+        (None, Some(p)) => p
+            .parse::<u16>()
+            .ok()
+            .filter(|&p| p != 0)
+            .ok_or_else(|| format!("{field:?}: port {p:?} is not 1..65535"))?,
+    };
+    let host = match host.strip_prefix("::") {
+        Some(v4) if v4.parse::<Ipv4Addr>().is_ok() => v4,
+        _ => host,
+    };
+    Ok((host.to_string(), port))
 }
 
 /// The path field of a request that names a path, for rewriting on redirect.
@@ -205,7 +440,7 @@ fn retarget(req: &mut Request, url: &Url) {
 }
 
 /// Errors after which the reference retries at the load balancer (PROTOCOL.md §12.2).
-fn retry_at_load_balancer(code: ErrorCode) -> bool {
+pub(crate) fn retry_at_load_balancer(code: ErrorCode) -> bool {
     matches!(
         code,
         ErrorCode::FS_ERROR
@@ -215,6 +450,20 @@ fn retry_at_load_balancer(code: ErrorCode) -> bool {
             | ErrorCode::OVERLOADED
             | ErrorCode::NO_MEMORY
     )
+}
+
+/// The reason a retry at the load balancer reports in `triedrc=`, as
+/// XrdCl's `UpdateTriedCGI` names it (the values a cmsd manager reads,
+/// `kYR_tryMISS`... in `YProtocol.hh`); `None` for the errors it gives no
+/// reason for (`kXR_Overloaded`, `kXR_NoMemory`).
+pub(crate) fn tried_reason(code: ErrorCode) -> Option<&'static str> {
+    match code {
+        ErrorCode::NOT_FOUND => Some("enoent"),
+        ErrorCode::IO_ERROR => Some("ioerr"),
+        ErrorCode::FS_ERROR => Some("fserr"),
+        ErrorCode::SERVER_ERROR => Some("srverr"),
+        _ => None,
+    }
 }
 
 /// Runs a path-based request at `url`: redirects, waits and load-balancer
@@ -231,9 +480,13 @@ pub(crate) async fn execute(client: &Client, url: &Url, req: Request) -> Result<
 
 async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered> {
     let limit = client.config().redirect_limit;
+    let bound = AnswerLimit::of(&req, client.config());
     let mut hops = 0u32;
     let mut load_balancer: Option<Url> = None;
+    // the hosts tried and why, comma-separated in the CGI as XrdCl merges
+    // them (`tried=h1,h2&triedrc=enoent,ioerr`)
     let mut tried: Vec<String> = Vec::new();
+    let mut reasons: Vec<&str> = Vec::new();
     loop {
         let channel = client.channel(&ChannelKey::of(&url));
         let link = channel.link().await?;
@@ -245,8 +498,15 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
         {
             load_balancer = Some(url.clone());
         }
-        match exchange(&link, &req, &url).await? {
-            Step::Done(reply) => return Ok(Answered { reply, link, url }),
+        match exchange(&link, &req, &url, bound).await? {
+            Step::Done(reply) => {
+                return Ok(Answered {
+                    reply,
+                    link,
+                    url,
+                    load_balancer,
+                })
+            }
             Step::Redirect(next) => {
                 hops += 1;
                 if hops > limit {
@@ -274,6 +534,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
                     return Err(err);
                 }
                 tried.push(url.host.clone());
+                reasons.extend(code.and_then(tried_reason));
                 let mut next = lb;
                 next.path = url.path.clone();
                 next.cgi = url
@@ -283,6 +544,9 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
                     .cloned()
                     .collect();
                 next.cgi.push(("tried".into(), tried.join(",")));
+                if !reasons.is_empty() {
+                    next.cgi.push(("triedrc".into(), reasons.join(",")));
+                }
                 if code == Some(ErrorCode::NOT_FOUND) || code == Some(ErrorCode::OVERLOADED) {
                     if let Request::Open(o) = &mut req {
                         o.options |= OpenOptions::REFRESH;
@@ -306,7 +570,8 @@ pub(crate) async fn execute_on(
     req: &Request,
 ) -> Result<Reply> {
     let deadline = client.config().request_timeout;
-    let step = tokio::time::timeout(deadline, exchange(link, req, url))
+    let bound = AnswerLimit::of(req, client.config());
+    let step = tokio::time::timeout(deadline, exchange(link, req, url, bound))
         .await
         .map_err(|_| Error::Timeout {
             what: "request",
@@ -334,7 +599,7 @@ mod tests {
     #[test]
     fn redirect_forms() {
         let r = Redirect::to_host("ds1", 2094).with_opaque("cms.tried=x");
-        let u = redirect_target(&r, &from()).unwrap();
+        let u = redirect_target(&r, &from(), "mgr:1094").unwrap();
         assert_eq!((u.host.as_str(), u.port), ("ds1", 2094));
         assert_eq!(u.user.as_deref(), Some("alice"));
         assert_eq!(u.path, "/store/f.root");
@@ -342,7 +607,7 @@ mod tests {
         assert_eq!(u.cgi_value("cms.tried"), Some("x"));
 
         let r = Redirect::to_url("root://bob@ds2:3000//other", Default::default());
-        let u = redirect_target(&r, &from()).unwrap();
+        let u = redirect_target(&r, &from(), "mgr:1094").unwrap();
         assert_eq!(
             (u.host.as_str(), u.port, u.user.as_deref()),
             ("ds2", 3000, Some("bob"))
@@ -353,17 +618,193 @@ mod tests {
         let r = Redirect::to_host("ds1", 2094)
             .with_opaque("x=2&org=b")
             .with_token("authz=t");
-        let u = redirect_target(&r, &from()).unwrap();
+        let u = redirect_target(&r, &from(), "mgr:1094").unwrap();
         assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=b&authz=t");
         let r = Redirect::to_host("ds2", 2094).with_opaque("org=c");
-        let u = redirect_target(&r, &u).unwrap();
+        let u = redirect_target(&r, &u, "mgr:1094").unwrap();
         assert_eq!(u.path_with_cgi(), "/store/f.root?x=2&org=c&authz=t");
 
         let r = Redirect::to_url("http://web/x", Default::default());
         assert!(matches!(
-            redirect_target(&r, &from()),
+            redirect_target(&r, &from(), "mgr:1094"),
             Err(Error::ForeignRedirect(_))
         ));
+    }
+
+    /// `(host, port)` of the redirect with port field `port` and host
+    /// field `field`, or the error.
+    fn target(port: i32, field: &str) -> Result<(String, u16)> {
+        let r = Redirect::decode(Bytes::from(
+            [&port.to_be_bytes()[..], field.as_bytes()].concat(),
+        ))
+        .unwrap();
+        redirect_target(&r, &from(), "mgr:1094").map(|u| (u.host, u.port))
+    }
+
+    #[test]
+    fn every_host_form_of_a_redirect() {
+        let ok = |host: &str, port| Ok::<_, ()>((host.to_string(), port));
+        for (port, field, want) in [
+            // a port in the port field: the field is a host
+            (2094, "ds1", ok("ds1", 2094)),
+            (2094, "[::1]", ok("::1", 2094)),
+            (2094, "::1", ok("::1", 2094)),
+            (2094, "fe80::1:2", ok("fe80::1:2", 2094)),
+            (2094, "[::127.0.0.1]", ok("127.0.0.1", 2094)),
+            (2094, "[::ffff:127.0.0.1]", ok("::ffff:127.0.0.1", 2094)),
+            // port 0: the field as it is, the default port when it has none
+            (0, "ds1", ok("ds1", 1094)),
+            (0, "ds1:2000", ok("ds1", 2000)),
+            (0, "[::1]", ok("::1", 1094)),
+            (0, "[::1]:2000", ok("::1", 2000)),
+            (0, "::1", ok("::1", 1094)),
+            (0, "2001:db8::7", ok("2001:db8::7", 1094)),
+            (0, "[::127.0.0.1]:2000", ok("127.0.0.1", 2000)),
+            // -1: a URL
+            (-1, "root://[::1]:2000//x", ok("::1", 2000)),
+            (-1, "root://ds1//x", ok("ds1", 1094)),
+        ] {
+            assert_eq!(
+                target(port, field).map_err(|_| ()),
+                want,
+                "port {port}, host field {field:?}"
+            );
+        }
+        for (port, field) in [
+            (2094, "ds1:2000"),   // two ports
+            (2094, "[::1]:2000"), // two ports
+            (0, "ds1:0"),
+            (0, "ds1:99999"),
+            (0, "ds1:x"),
+            (0, "[::1"),
+            (0, "[::1]x"),
+            (0, "[]:2000"),
+            (0, ":2000"),
+            (0, "a:b:c"), // neither an IPv6 address nor host:port
+            (70_000, "ds1"),
+            (0, "d s"),
+            (-1, "root://[::1//x"),
+        ] {
+            assert!(
+                matches!(target(port, field), Err(Error::Protocol { .. })),
+                "port {port}, host field {field:?}: {:?}",
+                target(port, field)
+            );
+        }
+    }
+
+    #[test]
+    fn answers_are_bounded_by_what_the_request_can_get() {
+        use xroot_proto::request::{Dirlist, Pgread, Read, Readv};
+        use xroot_proto::{FHandle, ReadListEntry};
+        let cfg = Config {
+            max_answer_len: 5000,
+            max_answer_frames: 7,
+            ..Config::default()
+        };
+        let limit = |req: Request| {
+            let l = AnswerLimit::of(&req, &cfg);
+            (l.bytes, l.frames)
+        };
+        let read = Read {
+            fhandle: FHandle::default(),
+            offset: 10,
+            rlen: 100,
+            args: None,
+        };
+        assert_eq!(limit(read.into()), (100, 101));
+        let entry = |offset, rlen| ReadListEntry {
+            fhandle: FHandle::default(),
+            rlen,
+            offset,
+        };
+        let readv = Readv {
+            list: vec![entry(0, 10), entry(100, 5)],
+            ..Default::default()
+        };
+        assert_eq!(limit(readv.into()), (16 + 10 + 16 + 5, 3));
+        // PROTOCOL.md §6.5: 3 pages of 3096, 4096 and 2808 bytes
+        let pgread = Pgread {
+            fhandle: FHandle::default(),
+            offset: 1000,
+            rlen: 10_000,
+            args: None,
+        };
+        assert_eq!(limit(pgread.into()), (10_012, 4));
+        // the same extent twice, and one page
+        let pgreadv = xroot_proto::request::PgReadv {
+            list: vec![entry(1000, 10_000), entry(1000, 10_000), entry(8192, 4096)],
+            ..Default::default()
+        };
+        assert_eq!(limit(pgreadv.into()), (2 * 10_012 + 4100, 3 + 3 + 1 + 1));
+        assert_eq!(limit(Dirlist::default().into()), (5000, 7));
+    }
+
+    #[test]
+    fn an_answer_is_refused_at_the_frame_that_passes_its_limit() {
+        let limit = AnswerLimit {
+            bytes: 10_000,
+            frames: 1001,
+        };
+        let mut a = Answer::new(RequestId::READ, limit);
+        for _ in 0..999 {
+            a.data(Bytes::from_static(&[7; 10]), false).unwrap();
+        }
+        // tiny frames are joined, not kept one by one
+        assert!(a.chunks.len() <= MANY_CHUNKS, "{}", a.chunks.len());
+        a.data(Bytes::from_static(&[7; 10]), true).unwrap();
+        let Reply::Data(chunks) = a.into_data() else {
+            unreachable!()
+        };
+        assert_eq!(chunks.concat(), [7; 10_000]);
+
+        let mut a = Answer::new(RequestId::READ, limit);
+        a.data(Bytes::from(vec![1; 9_999]), false).unwrap();
+        assert!(a.data(Bytes::from_static(&[1, 2]), false).is_err(), "bytes");
+
+        let mut a = Answer::new(RequestId::READ, limit);
+        for _ in 0..MAX_EMPTY_FRAMES {
+            a.data(Bytes::new(), false).unwrap();
+        }
+        assert!(a.data(Bytes::new(), false).is_err(), "empty frames");
+
+        let mut a = Answer::new(
+            RequestId::READ,
+            AnswerLimit {
+                bytes: 100,
+                frames: 3,
+            },
+        );
+        for _ in 0..3 {
+            a.data(Bytes::from_static(b"x"), false).unwrap();
+        }
+        assert!(a.data(Bytes::from_static(b"x"), true).is_err(), "frames");
+    }
+
+    #[test]
+    fn tried_reasons_as_xrdcl_names_them() {
+        let named: Vec<_> = [
+            ErrorCode::NOT_FOUND,
+            ErrorCode::IO_ERROR,
+            ErrorCode::FS_ERROR,
+            ErrorCode::SERVER_ERROR,
+            ErrorCode::OVERLOADED,
+            ErrorCode::NO_MEMORY,
+        ]
+        .into_iter()
+        .map(tried_reason)
+        .collect();
+        assert_eq!(
+            named,
+            [
+                Some("enoent"),
+                Some("ioerr"),
+                Some("fserr"),
+                Some("srverr"),
+                None,
+                None
+            ]
+        );
     }
 
     #[test]

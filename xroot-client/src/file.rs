@@ -2,13 +2,21 @@
 //! writes with crc32c, sync, truncate, stat and close (PROTOCOL.md §6).
 //!
 //! A file handle lives on the connection that opened it. When that
-//! connection dies, the next call re-opens the file at the URL it was opened
-//! from (without `new`/`delete`, so nothing is recreated) and retries once,
-//! as the reference client's recovery does.
+//! connection dies, the next call re-opens the file (without `new`/`delete`,
+//! so nothing is recreated) and retries once, as the reference client's
+//! recovery (XrdCl's `FileStateHandler`) does: at the data server that held
+//! it, the last URL after redirects, even when the redirector that sent the
+//! client there is gone; a file open only for reading whose data server
+//! cannot take it back (a connection error, or an error the reference
+//! retries at a load balancer) is opened at the load balancer met on the
+//! way instead (else at the URL it was opened with), with `tried=` and
+//! `triedrc=` naming the server that failed.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use bytes::Bytes;
+use tokio::sync::watch;
 use xroot_proto::request::{
     Close, Mode, Open, OpenOptions, Read, Request, Stat, Sync, Truncate, Write,
 };
@@ -70,6 +78,18 @@ impl OpenFlags {
         }
     }
 
+    /// Whether a file opened with these flags is only read (no
+    /// `kXR_open_updt`, `kXR_open_wrto`, `kXR_open_apnd`, `kXR_new`,
+    /// `kXR_delete`).
+    fn read_only(self) -> bool {
+        let writes = OpenOptions::UPDATE
+            | OpenOptions::WRITE_ONLY
+            | OpenOptions::APPEND
+            | OpenOptions::NEW
+            | OpenOptions::DELETE;
+        self.options.0 & writes.0 == 0
+    }
+
     /// The flags a re-open after a lost connection uses: nothing created or
     /// truncated again.
     fn for_reopen(self) -> OpenFlags {
@@ -90,17 +110,34 @@ pub(crate) struct Handle {
     pub(crate) link: Arc<Link>,
     /// The server that holds the handle (after redirects).
     pub(crate) url: Url,
+    /// The load balancer the open met on the way, if any.
+    pub(crate) load_balancer: Option<Url>,
 }
 
 /// An open file. Dropping it without [`File::close`] leaves the handle open
 /// on the server until the connection ends.
+///
+/// Calls and close: [`File::close`] waits until every call begun before it
+/// on this `File` (from any task: reads, writes, stat, ...) has ended, then
+/// sends `kXR_close`, so that no answer to them can come from a handle the
+/// server has since given to another file; a call begun once close has
+/// begun fails with [`Error::NotOpen`] at once, without a request. A call
+/// ends when its future completes or is dropped: one kept unpolled keeps
+/// close waiting.
 #[derive(Debug)]
 pub struct File {
     pub(crate) client: Client,
     /// The URL as opened (before redirects), used to re-open.
     url: Url,
     flags: OpenFlags,
+    /// `None` once closed. Its lock also orders [`File::begin`] against
+    /// the start of [`File::close`].
     handle: Mutex<Option<Handle>>,
+    /// Set (under the `handle` lock) when close begins: no call begins
+    /// after it.
+    closing: AtomicBool,
+    /// Calls in progress ([`Op`]); close waits for 0.
+    calls: watch::Sender<usize>,
     stat: Mutex<Option<StatInfo>>,
     /// The server's readv limits and extensions, asked once per connection.
     server: ConfigSlot,
@@ -117,6 +154,8 @@ impl File {
             url: url.clone(),
             flags,
             handle: Mutex::new(Some(handle)),
+            closing: AtomicBool::new(false),
+            calls: watch::channel(0).0,
             stat: Mutex::new(stat),
             server: ConfigSlot::default(),
         })
@@ -137,6 +176,19 @@ impl File {
         self.stat.lock().unwrap().clone()
     }
 
+    /// Begins a call on the handle: [`File::close`] waits until the
+    /// returned [`Op`] is dropped. Every public call holds one for its
+    /// whole run; what it calls inside does not take another. Errors:
+    /// [`Error::NotOpen`] once close has begun.
+    pub(crate) fn begin(&self) -> Result<Op<'_>> {
+        let handle = self.handle.lock().unwrap();
+        if handle.is_none() || self.closing.load(Ordering::Acquire) {
+            return Err(Error::NotOpen);
+        }
+        self.calls.send_modify(|n| *n += 1);
+        Ok(Op(self))
+    }
+
     /// The current handle, re-opening first if its connection died.
     /// Errors: [`Error::NotOpen`] after close; those of re-opening.
     pub(crate) async fn handle(&self) -> Result<Handle> {
@@ -144,9 +196,8 @@ impl File {
         match current {
             None => Err(Error::NotOpen),
             Some(h) if !h.link.is_dead() => Ok(h),
-            Some(_) => {
-                tracing::debug!(url = %self.url, "connection lost: re-opening");
-                let (h, stat) = open_at(&self.client, &self.url, self.flags.for_reopen()).await?;
+            Some(lost) => {
+                let (h, stat) = self.reopen(&lost).await?;
                 *self.handle.lock().unwrap() = Some(h.clone());
                 if stat.is_some() {
                     *self.stat.lock().unwrap() = stat;
@@ -154,6 +205,41 @@ impl File {
                 Ok(h)
             }
         }
+    }
+
+    /// Opens the file again after the connection of `lost` died: at its
+    /// data server, or, for a file only read that the data server cannot
+    /// take back, at the load balancer (see the module docs).
+    async fn reopen(&self, lost: &Handle) -> Result<(Handle, Option<StatInfo>)> {
+        let flags = self.flags.for_reopen();
+        let mut server = lost.url.clone();
+        server.cgi.retain(|(k, _)| k != "tried" && k != "triedrc");
+        tracing::debug!(url = %server, "connection lost: re-opening at the data server");
+        let err = match open_at(&self.client, &server, flags).await {
+            Err(e) if self.flags.read_only() => e,
+            done => return done,
+        };
+        let reason = match &err {
+            Error::Io { .. } | Error::ConnectionLost { .. } | Error::Timeout { .. } => "srverr",
+            Error::Server { code, .. } if driver::retry_at_load_balancer(*code) => {
+                driver::tried_reason(*code).unwrap_or("")
+            }
+            _ => return Err(err),
+        };
+        let mut back = lost
+            .load_balancer
+            .clone()
+            .unwrap_or_else(|| self.url.clone());
+        if back.host_port() == server.host_port() {
+            return Err(err);
+        }
+        back.cgi.retain(|(k, _)| k != "tried" && k != "triedrc");
+        back.cgi.push(("tried".into(), server.host.clone()));
+        if !reason.is_empty() {
+            back.cgi.push(("triedrc".into(), reason.into()));
+        }
+        tracing::debug!(error = %err, url = %back, "re-opening at the load balancer");
+        open_at(&self.client, &back, flags).await
     }
 
     /// What the server holding the handle says about its readv limits and
@@ -175,6 +261,7 @@ impl File {
     /// stock limits and no `kXR_pgreadv`).
     #[doc(alias = "kXR_Qconfig")]
     pub async fn read_support(&self) -> Result<ReadSupport> {
+        let _op = self.begin()?;
         let pgread = self.supports_pgrw().await?;
         Ok(ReadSupport::new(pgread, &self.server_config().await?))
     }
@@ -190,6 +277,15 @@ impl File {
     /// connection was lost. Reads go with the pathid of the
     /// least-loaded substream ([`Link::route_read`]).
     pub(crate) async fn call(&self, make: impl Fn(FHandle) -> Request) -> Result<Reply> {
+        Ok(self.call_with_handle(make).await?.0)
+    }
+
+    /// [`File::call`], also returning the file handle the answered request
+    /// carried (a re-open may change it).
+    pub(crate) async fn call_with_handle(
+        &self,
+        make: impl Fn(FHandle) -> Request,
+    ) -> Result<(Reply, FHandle)> {
         let h = self.handle().await?;
         let (req, _path) = h.link.route_read(make(h.fhandle));
         match driver::execute_on(&self.client, &h.link, &h.url, &req).await {
@@ -198,16 +294,26 @@ impl File {
             Err(Error::ConnectionLost { .. } | Error::Timeout { what: "stream", .. }) => {
                 let h = self.handle().await?;
                 let (req, _path) = h.link.route_read(make(h.fhandle));
-                driver::execute_on(&self.client, &h.link, &h.url, &req).await
+                let reply = driver::execute_on(&self.client, &h.link, &h.url, &req).await?;
+                Ok((reply, h.fhandle))
             }
-            other => other,
+            other => other.map(|reply| (reply, h.fhandle)),
         }
     }
 
     /// Reads up to `len` bytes at `offset`; fewer only at end of file.
-    /// Errors: [`Error::InvalidArgument`] for `len` over `i32::MAX`, and the
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for `len` over `i32::MAX`;
+    /// [`Error::UnexpectedResponse`] as soon as the answer brings more than
+    /// `len` bytes (or more than a few empty `kXR_oksofar` frames); the
     /// server's and connection's errors.
     pub async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let _op = self.begin()?;
+        self.read_at_in_op(offset, len).await
+    }
+
+    /// [`File::read_at`] within a call already begun.
+    pub(crate) async fn read_at_in_op(&self, offset: u64, len: usize) -> Result<Bytes> {
         let rlen = i32::try_from(len)
             .map_err(|_| Error::InvalidArgument(format!("read of {len} bytes")))?;
         let offset = to_offset(offset)?;
@@ -225,7 +331,15 @@ impl File {
     }
 
     /// Writes `data` at `offset` (plain `kXR_write`).
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for an offset past `i64::MAX`; the server's and connection's errors.
     pub async fn write_at(&self, offset: u64, data: Bytes) -> Result<()> {
+        let _op = self.begin()?;
+        self.write_at_in_op(offset, data).await
+    }
+
+    /// [`File::write_at`] within a call already begun.
+    pub(crate) async fn write_at_in_op(&self, offset: u64, data: Bytes) -> Result<()> {
         let offset = to_offset(offset)?;
         self.call(|fhandle| {
             Write {
@@ -241,13 +355,19 @@ impl File {
     }
 
     /// Flushes the file to stable storage on the server.
+    /// Errors: [`Error::NotOpen`] after close; the server's and
+    /// connection's errors.
     pub async fn sync(&self) -> Result<()> {
+        let _op = self.begin()?;
         self.call(|fhandle| Sync { fhandle }.into()).await?;
         Ok(())
     }
 
     /// Sets the file's size to `size` bytes.
+    /// Errors: [`Error::NotOpen`] after close; [`Error::InvalidArgument`]
+    /// for a size past `i64::MAX`; the server's and connection's errors.
     pub async fn truncate(&self, size: u64) -> Result<()> {
+        let _op = self.begin()?;
         let offset = to_offset(size)?;
         self.call(|fhandle| {
             Truncate {
@@ -262,7 +382,11 @@ impl File {
     }
 
     /// Asks the server for the file's stat (by handle).
+    /// Errors: [`Error::NotOpen`] after close; [`Error::UnexpectedResponse`]
+    /// for an answer that does not parse; the server's and connection's
+    /// errors.
     pub async fn stat(&self) -> Result<StatInfo> {
+        let _op = self.begin()?;
         let body = self
             .call(|fhandle| {
                 Stat {
@@ -279,9 +403,30 @@ impl File {
         Ok(st)
     }
 
-    /// Closes the file. A second close is [`Error::NotOpen`].
+    /// Closes the file: refuses calls from now on, waits until the calls
+    /// in progress on this `File` have ended, then sends `kXR_close` (see
+    /// [`File`]). A close abandoned while it waits (its future dropped)
+    /// leaves the file open.
+    ///
+    /// Errors: [`Error::NotOpen`] for a second close (or one begun while
+    /// another waits); the server's (`kXR_ChkSumErr` for pgwrite pages left
+    /// bad, ...) and connection's errors. A handle whose connection died is
+    /// closed with it: no request, `Ok`.
     pub async fn close(&self) -> Result<()> {
-        let h = self.handle.lock().unwrap().take().ok_or(Error::NotOpen)?;
+        {
+            let handle = self.handle.lock().unwrap();
+            if handle.is_none() || self.closing.swap(true, Ordering::AcqRel) {
+                return Err(Error::NotOpen);
+            }
+        }
+        let mut waiting = Closing {
+            file: self,
+            abandoned: true,
+        };
+        let _ = self.calls.subscribe().wait_for(|n| *n == 0).await;
+        let h = self.handle.lock().unwrap().take();
+        waiting.abandoned = false;
+        let h = h.ok_or(Error::NotOpen)?;
         if h.link.is_dead() {
             return Ok(()); // the server closed it with the connection
         }
@@ -293,6 +438,32 @@ impl File {
         )
         .await?;
         Ok(())
+    }
+}
+
+/// A call in progress on a [`File`]'s handle ([`File::begin`]).
+#[derive(Debug)]
+pub(crate) struct Op<'a>(&'a File);
+
+impl Drop for Op<'_> {
+    fn drop(&mut self) {
+        self.0.calls.send_modify(|n| *n -= 1);
+    }
+}
+
+/// A [`File::close`] waiting for the calls in progress; dropped before it
+/// takes the handle (the close abandoned), it lets calls begin again.
+struct Closing<'a> {
+    file: &'a File,
+    abandoned: bool,
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        if self.abandoned {
+            let _handle = self.file.handle.lock().unwrap();
+            self.file.closing.store(false, Ordering::Release);
+        }
     }
 }
 
@@ -316,6 +487,7 @@ async fn open_at(
             fhandle: open.fhandle,
             link: answered.link,
             url: answered.url,
+            load_balancer: answered.load_balancer,
         },
         open.stat,
     ))

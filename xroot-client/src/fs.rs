@@ -6,8 +6,10 @@
 //! `kXR_oksofar` chunks, `kXR_wait`, `kXR_waitresp` + asynresp and redirects
 //! are handled there. A refusal by the server is [`Error::Server`] with the
 //! server's code and message kept ([`Error::kind`] maps it to an
-//! [`std::io::ErrorKind`]); a well-formed answer of the wrong shape is
-//! [`Error::UnexpectedResponse`]. Every call can also fail with the
+//! [`std::io::ErrorKind`]); a well-formed answer of the wrong shape, or one
+//! past [`Config::max_answer_len`](crate::Config::max_answer_len) bytes or
+//! [`Config::max_answer_frames`](crate::Config::max_answer_frames) frames,
+//! is [`Error::UnexpectedResponse`]. Every call can also fail with the
 //! connection errors ([`Error::Io`], [`Error::ConnectionLost`],
 //! [`Error::Timeout`], [`Error::RedirectLimit`], ...), not repeated below.
 //!
@@ -74,6 +76,17 @@ impl FileSystem {
             format!("/{path}")
         };
         url.cgi.extend(parse_cgi(cgi));
+        url
+    }
+
+    /// [`FileSystem::at`] for `kXR_locate`, whose `*path` and `*` forms
+    /// keep their `*` first (no `/` in front).
+    fn locate_at(&self, path: &str) -> Url {
+        let mut url = self.at(path);
+        let bare = path.split_once('?').map_or(path, |(p, _)| p);
+        if bare.starts_with('*') {
+            url.path = bare.to_string();
+        }
         url
     }
 
@@ -304,7 +317,8 @@ impl FileSystem {
 
     /// The servers holding `path`, with `options` (`kXR_refresh`,
     /// `kXR_nowait`, `kXR_prefname`, ...). `path` may be `*path` (any
-    /// server that could hold it) or `*` (any server).
+    /// server that could hold it) or `*` (any server), sent as they are
+    /// (PROTOCOL.md §7.5); any other path gets its leading `/`.
     ///
     /// Errors: [`Error::Server`]: `kXR_NotFound`; [`Error::UnexpectedResponse`]
     /// for an answer that does not parse.
@@ -313,7 +327,7 @@ impl FileSystem {
         path: &str,
         options: LocateOptions,
     ) -> Result<Vec<LocateEntry>> {
-        let url = self.at(path);
+        let url = self.locate_at(path);
         let req = Locate {
             options,
             path: wire(&url),
@@ -502,5 +516,14 @@ mod tests {
             &fs.path_lines(&["/a", "b"]).unwrap()[..],
             b"/a?authz=t\n/b?authz=t"
         );
+        // locate's `*path` and `*` keep their star first
+        for (path, sent) in [
+            ("*/f", "*/f?authz=t"),
+            ("*", "*?authz=t"),
+            ("*?x=1", "*?authz=t&x=1"),
+            ("f", "/f?authz=t"),
+        ] {
+            assert_eq!(&wire(&fs.locate_at(path))[..], sent.as_bytes(), "{path}");
+        }
     }
 }

@@ -26,7 +26,10 @@ const DEFAULT_BLOCK_SIZE: usize = 1 << 20;
 /// [`File::stat`]), asking the server only if there is none. Seeking past
 /// the end is allowed (reads there return 0 bytes); before 0 is
 /// [`io::ErrorKind::InvalidInput`]. Errors of the reads are
-/// [`crate::Error`]s converted with their [`crate::Error::kind`].
+/// [`crate::Error`]s converted with their [`crate::Error::kind`]. A read
+/// the cursor has sent and not yet returned (one abandoned by a
+/// `select!`, say) is a call in progress on the file: [`File::close`]
+/// waits for it until the cursor reads on or is dropped.
 pub struct FileReader {
     file: Arc<File>,
     block: usize,

@@ -138,20 +138,27 @@ impl File {
     /// 8 MiB goes out as concurrent requests of at most 8 MiB. Against a
     /// server without pgread (`kXR_suppgrw` unset) this is a plain read.
     ///
-    /// Errors: [`Error::PageChecksum`] naming the pages still bad after the
-    /// retries; [`Error::InvalidArgument`] for a range past `i64::MAX`;
-    /// [`Error::UnexpectedResponse`] for frames that do not add up; the
-    /// server's and connection's errors.
+    /// Errors: [`Error::NotOpen`] after close; [`Error::PageChecksum`]
+    /// naming the pages still bad after the retries; [`Error::InvalidArgument`] for a range past `i64::MAX`;
+    /// [`Error::UnexpectedResponse`] for frames that do not add up, as soon
+    /// as the answer brings more data or frames than `len` bytes can have;
+    /// the server's and connection's errors.
     ///
     /// [`Config::pgread_retries`]: crate::Config::pgread_retries
     #[doc(alias = "kXR_pgread")]
     pub async fn pgread(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let _op = self.begin()?;
+        self.pgread_in_op(offset, len).await
+    }
+
+    /// [`File::pgread`] within a call already begun.
+    pub(crate) async fn pgread_in_op(&self, offset: u64, len: usize) -> Result<Bytes> {
         if len == 0 {
             return Ok(Bytes::new());
         }
         check_ranges(&[(offset, len)])?;
         if !self.supports_pgrw().await? {
-            return self.read_split(offset, len).await;
+            return self.read_split_in_op(offset, len).await;
         }
         // one allocation, cut into the pieces' buffers and joined back
         // without a copy
@@ -255,9 +262,16 @@ impl File {
 
     /// `len` bytes at `offset` with plain reads of at most 8 MiB, sent
     /// concurrently; short at end of file.
+    /// Errors: [`Error::NotOpen`] after close; those of [`File::read_at`].
     pub(crate) async fn read_split(&self, offset: u64, len: usize) -> Result<Bytes> {
+        let _op = self.begin()?;
+        self.read_split_in_op(offset, len).await
+    }
+
+    /// [`File::read_split`] within a call already begun.
+    async fn read_split_in_op(&self, offset: u64, len: usize) -> Result<Bytes> {
         let pieces: Vec<_> = split(offset, len, MAX_PIECE).collect();
-        let parts = run_all(pieces.clone(), |(o, l)| self.read_at(o, l)).await?;
+        let parts = run_all(pieces.clone(), |(o, l)| self.read_at_in_op(o, l)).await?;
         let mut kept = Vec::with_capacity(parts.len());
         for (part, &(_, l)) in parts.into_iter().zip(&pieces) {
             let short = part.len() < l;

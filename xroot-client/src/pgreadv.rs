@@ -42,12 +42,13 @@ impl File {
     /// Errors: as [`File::pgread`].
     #[doc(alias = "kXR_pgreadv")]
     pub async fn pgreadv(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>> {
+        let _op = self.begin()?;
         if let Some(empty) = vector_prologue(ranges)? {
             return Ok(empty);
         }
         let extension = self.supports_pgrw().await? && self.server_config().await?.pgreadv;
         if !extension {
-            return run_all(ranges.iter().copied(), |(o, l)| self.pgread(o, l)).await;
+            return run_all(ranges.iter().copied(), |(o, l)| self.pgread_in_op(o, l)).await;
         }
         let plan = plan_vectors(ranges, &LIMITS);
         let results = run_all(0..plan.len(), |i| self.pgreadv_request(&plan[i])).await?;

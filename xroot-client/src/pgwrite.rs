@@ -25,13 +25,14 @@ impl File {
     /// Nothing is sent for empty `data`. Against a server without pgwrite
     /// (`kXR_suppgrw` unset) this is a plain write.
     ///
-    /// Errors: [`Error::PageChecksum`] naming the pages still refused after
-    /// the retries; [`Error::InvalidArgument`] for a range past `i64::MAX`;
+    /// Errors: [`Error::NotOpen`] after close; [`Error::PageChecksum`]
+    /// naming the pages still refused after the retries; [`Error::InvalidArgument`] for a range past `i64::MAX`;
     /// [`Error::UnexpectedResponse`] for an answer that does not decode or
     /// names a page outside the request; the server's (`kXR_TooManyErrs`
     /// ...) and connection's errors.
     #[doc(alias = "kXR_pgwrite")]
     pub async fn pgwrite(&self, offset: u64, data: Bytes) -> Result<()> {
+        let _op = self.begin()?;
         if data.is_empty() {
             return Ok(());
         }
@@ -44,7 +45,7 @@ impl File {
         run_all(pieces, |(o, piece)| async move {
             match paged {
                 true => self.pgwrite_piece(o, piece).await,
-                false => self.write_at(o, piece).await,
+                false => self.write_at_in_op(o, piece).await,
             }
         })
         .await?;

@@ -12,19 +12,23 @@
 //!
 //! With requests outstanding, a connection silent for the stream timeout
 //! (counted from the last byte read or the last request written, as
-//! XrdCl's `lastActivity`) is dead. A dead link fails every waiting request
+//! XrdCl's `lastActivity`) is dead, declared so at that instant: each
+//! reader's timer is set to when the silence would reach the timeout
+//! ([`Silence`]). Times are tokio's clock. A dead link fails every waiting request
 //! with a typed error, stops its tasks and closes its sockets, so the
 //! server sees the session end.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
+// tokio's clock, which a test can pause and advance
+use tokio::time::Instant;
 use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
@@ -195,8 +199,10 @@ impl Link {
         self.barrier.fetch_max(until, Ordering::AcqRel);
     }
 
-    fn timeout_held_off(&self) -> bool {
-        self.now() < self.barrier.load(Ordering::Acquire)
+    /// The end of the `kXR_wait` / `kXR_waitresp` barrier (in the past
+    /// when none holds).
+    fn held_off_until(&self) -> Instant {
+        self.epoch + Duration::from_nanos(self.barrier.load(Ordering::Acquire))
     }
 
     /// Routes one frame from the wire.
@@ -338,6 +344,46 @@ async fn writer(
     let _ = sock.shutdown().await;
 }
 
+/// What a stream's reader knows when its silence timer fires: with
+/// requests outstanding, a connection is dead once it has been silent for
+/// the stream timeout since its last activity (a byte read or a request
+/// written, XrdCl's `lastActivity`) and no `kXR_wait` barrier holds
+/// (PROTOCOL.md §9).
+#[derive(Debug, Clone, Copy)]
+struct Silence {
+    last_activity: Instant,
+    held_off_until: Instant,
+    outstanding: bool,
+    timeout: Duration,
+}
+
+/// What the reader does at a check.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Check {
+    /// Silent too long with requests outstanding.
+    Dead,
+    /// Check again at this instant.
+    Again(Instant),
+}
+
+impl Silence {
+    /// The verdict at `now`, and otherwise the next check: the instant the
+    /// connection would be silent too long (the stream timeout after the
+    /// last activity, or the end of the barrier if later), so that it is
+    /// declared dead then and not a whole timeout after some check; when
+    /// that has passed with nothing outstanding, a timeout from now.
+    fn check(&self, now: Instant) -> Check {
+        let due = (self.last_activity + self.timeout).max(self.held_off_until);
+        if self.outstanding && now >= due {
+            return Check::Dead;
+        }
+        match due > now {
+            true => Check::Again(due),
+            false => Check::Again(now + self.timeout),
+        }
+    }
+}
+
 /// Why a connection ended, which decides what its waiting requests get.
 enum End {
     /// Closed, failed, or no longer used: [`Error::ConnectionLost`].
@@ -369,9 +415,7 @@ async fn reader(
     stream_timeout: Duration,
 ) {
     let mut dead = link.dead.subscribe();
-    // the silence clock starts at the last traffic, or at the last check
-    // that found nothing to time out
-    let mut checked = Instant::now();
+    let mut check_at = link.last_activity() + stream_timeout;
     let end = loop {
         match dec.decode(&mut buf) {
             Ok(Some(frame)) => {
@@ -390,19 +434,23 @@ async fn reader(
         if buf.capacity() - buf.len() < want {
             buf.reserve(want);
         }
-        let silence_ends = link.last_activity().max(checked) + stream_timeout;
         tokio::select! {
             read = sock.read_buf(&mut buf) => match read {
                 Ok(0) => break End::Lost("closed by the server".to_string()),
                 Ok(_) => link.touch(),
                 Err(e) => break End::Lost(format!("read failed: {e}")),
             },
-            _ = tokio::time::sleep_until(silence_ends.into()) => {
-                let silent = link.last_activity().elapsed() >= stream_timeout;
-                if silent && link.in_flight() > 0 && !link.timeout_held_off() {
-                    break End::Silent(stream_timeout);
+            _ = tokio::time::sleep_until(check_at) => {
+                let silence = Silence {
+                    last_activity: link.last_activity(),
+                    held_off_until: link.held_off_until(),
+                    outstanding: link.in_flight() > 0,
+                    timeout: stream_timeout,
+                };
+                match silence.check(Instant::now()) {
+                    Check::Dead => break End::Silent(stream_timeout),
+                    Check::Again(at) => check_at = at,
                 }
-                checked = Instant::now();
                 // a dropped link (no requests, no owner but its readers)
                 // ends its readers
                 if Arc::strong_count(&link) <= 1 + link.pathids.lock().unwrap().len() {
@@ -485,5 +533,37 @@ pub(crate) struct PathLease {
 impl Drop for PathLease {
     fn drop(&mut self) {
         self.link.stats.path_released(self.pathid);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn silence_is_counted_from_the_last_activity_not_from_a_check() {
+        let t0 = Instant::now();
+        let s = |secs: f64| t0 + Duration::from_secs_f64(secs);
+        let silence = |last, outstanding| Silence {
+            last_activity: s(last),
+            held_off_until: t0,
+            outstanding,
+            timeout: Duration::from_secs(60),
+        };
+        // idle: nothing to time out; look again a timeout later
+        assert_eq!(silence(0.0, false).check(s(60.0)), Check::Again(s(120.0)));
+        // a request written just after that check: dead a timeout after
+        // it, not a timeout after the next check
+        assert_eq!(silence(60.5, true).check(s(120.0)), Check::Again(s(120.5)));
+        assert_eq!(silence(60.5, true).check(s(120.5)), Check::Dead);
+        // traffic keeps it alive
+        assert_eq!(silence(50.0, true).check(s(60.0)), Check::Again(s(110.0)));
+        // a kXR_wait barrier holds it off until it ends
+        let waiting = Silence {
+            held_off_until: s(100.0),
+            ..silence(0.0, true)
+        };
+        assert_eq!(waiting.check(s(60.0)), Check::Again(s(100.0)));
+        assert_eq!(waiting.check(s(100.0)), Check::Dead);
     }
 }

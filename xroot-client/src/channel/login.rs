@@ -12,7 +12,7 @@ use xroot_proto::codes::version;
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::{ClientHandshake, ServerHandshake};
 use xroot_proto::request::{
-    Auth, Bind, Capver, Expect, Login, LoginAbility, Protocol, ProtocolFlags, Request,
+    Auth, Bind, Capver, Endsess, Expect, Login, LoginAbility, Protocol, ProtocolFlags, Request,
 };
 use xroot_proto::response::{self as resp, LoginResponse, ProtocolResponse, Response};
 use xroot_proto::{ResponseFrame, ServerType, StreamId};
@@ -201,10 +201,16 @@ fn login_user(key: &ChannelKey) -> String {
 }
 
 /// Connects, handshakes, logs in and authenticates the main stream of a
-/// channel. Errors: [`Error::Io`], [`Error::Timeout`] past
-/// `connect_timeout`, [`Error::Server`] for a refused login,
-/// [`Error::AuthUnsupported`] when the server offers no protocol we have.
-pub(crate) async fn establish(key: &ChannelKey, cfg: &Config) -> Result<(Setup, ServerInfo)> {
+/// channel; on a reconnection, then ends the `previous` session of the
+/// channel with `kXR_endsess` (see [`end_session`]). Errors: [`Error::Io`],
+/// [`Error::Timeout`] past `connect_timeout`, [`Error::Server`] for a
+/// refused login, [`Error::AuthUnsupported`] when the server offers no
+/// protocol we have.
+pub(crate) async fn establish(
+    key: &ChannelKey,
+    cfg: &Config,
+    previous: Option<[u8; 16]>,
+) -> Result<(Setup, ServerInfo)> {
     tokio::time::timeout(cfg.connect_timeout, async {
         let mut s = Setup::connect(key, cfg).await?;
         let (hs, proto) = s.handshake(Expect::LOGIN).await?;
@@ -236,6 +242,9 @@ pub(crate) async fn establish(key: &ChannelKey, cfg: &Config) -> Result<(Setup, 
         if login.sec.is_some() {
             authenticate(&mut s, &login, &user).await?;
         }
+        if let Some(old) = previous {
+            end_session(&mut s, old).await?;
+        }
         let info = ServerInfo {
             protover: proto.pval,
             server_type: hs.server_type,
@@ -249,6 +258,29 @@ pub(crate) async fn establish(key: &ChannelKey, cfg: &Config) -> Result<(Setup, 
         what: "connect",
         after: cfg.connect_timeout,
     })?
+}
+
+/// Ends the session `old`, the one this channel had before its connection
+/// was lost, so that the server closes the files it held open (and their
+/// writer locks) before they are opened again: XrdCl sends `kXR_endsess`
+/// with the previous session id after every re-login (PROTOCOL.md §5.5).
+/// A `kXR_wait` ("session still active") is waited out and the request
+/// sent again, within the connect deadline. `kXR_NotFound` means the
+/// session is already gone. Another refusal (`kXR_NotAuthorized`,
+/// `kXR_Cancelled`, a server without `kXR_endsess`) is logged and the
+/// connection used anyway (XrdCl gives up on it): what the old session
+/// still holds then shows in the server's answer to the re-open. Errors:
+/// the connection's.
+async fn end_session(s: &mut Setup, old: [u8; 16]) -> Result<()> {
+    match s.call(Endsess { sessid: old }.into()).await {
+        Ok(_) => Ok(()),
+        Err(Error::Server { code, .. }) if code == xroot_proto::ErrorCode::NOT_FOUND => Ok(()),
+        Err(Error::Server { code, message }) => {
+            tracing::warn!(endpoint = %s.endpoint, ?code, message, "kXR_endsess of the previous session refused");
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
 }
 
 /// Answers the login's security token with `unix` (preferred) or `host`.

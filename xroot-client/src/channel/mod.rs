@@ -6,7 +6,8 @@
 //! outcome on a watch channel rather than on a lock, so no lock is held
 //! across the handshake and login round trips. When a link dies its requests
 //! fail with [`Error::ConnectionLost`] and the next request connects and
-//! logs in again.
+//! logs in again, then ends the session of the connection lost
+//! (`kXR_endsess`) before any other request, as XrdCl does.
 
 mod link;
 pub(crate) mod login;
@@ -98,6 +99,9 @@ pub struct Channel {
     changed: watch::Sender<u64>,
     /// Counters of this channel's earlier (dead) links.
     retired: Mutex<ChannelStats>,
+    /// The session id of the last login, ended with `kXR_endsess` by the
+    /// next connection.
+    last_session: Mutex<Option<[u8; 16]>>,
     substreams: usize,
 }
 
@@ -109,6 +113,7 @@ impl Channel {
             state: Mutex::new(State::Down(None)),
             changed: watch::channel(0).0,
             retired: Mutex::new(ChannelStats::default()),
+            last_session: Mutex::new(None),
             substreams,
         }
     }
@@ -159,7 +164,9 @@ impl Channel {
     }
 
     async fn connect(&self) -> Result<Arc<Link>> {
-        let (setup, info) = login::establish(&self.key, &self.config).await?;
+        let previous = *self.last_session.lock().unwrap();
+        let (setup, info) = login::establish(&self.key, &self.config, previous).await?;
+        *self.last_session.lock().unwrap() = Some(info.sessid);
         let link = Link::start(setup, info, self.config.stream_timeout);
         // substreams only toward data servers (PROTOCOL.md §9)
         if self.substreams > 1 && link.info.is_data_server() {
