@@ -37,7 +37,7 @@ pub use file::{CacheConfig, CacheError, CachedFile};
 pub use origin::{
     Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, RemoteOrigin,
 };
-pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
+pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run, ORIGIN_READV_TOTAL};
 pub use purge::{disk_usage, purge, PurgeReport, Watermarks};
 pub use stats::{CacheStats, CacheStatsSnapshot};
 pub use store::{Entry, Store, StoreError, Validators};

@@ -25,6 +25,8 @@ pub struct Probe {
     pub calls: AtomicUsize,
     /// Every run asked, in call order.
     pub runs: Mutex<Vec<(u64, usize)>>,
+    /// The runs of each `read_runs` call (one origin request each).
+    pub requests: Mutex<Vec<Vec<(u64, usize)>>>,
     /// When set, the next `read_runs` calls fail.
     pub fail: AtomicBool,
     /// When set, each `open` takes one permit of the gate first.
@@ -58,6 +60,7 @@ impl Origin for GatedFile {
     async fn read_runs(&self, runs: &[(u64, usize)]) -> Result<Fetched, OriginError> {
         self.probe.calls.fetch_add(1, Ordering::SeqCst);
         self.probe.runs.lock().unwrap().extend_from_slice(runs);
+        self.probe.requests.lock().unwrap().push(runs.to_vec());
         self.gate.acquire().await.unwrap().forget();
         if self.probe.fail.load(Ordering::SeqCst) {
             return Err(OriginError::Io(std::io::Error::other("origin went away")));
