@@ -72,9 +72,11 @@ impl<F: OriginFs> CacheFs<F> {
         }
     }
 
-    /// The cache's counters now.
+    /// The cache's counters now, with the RAM its reads hold.
     pub fn stats(&self) -> CacheStatsSnapshot {
-        self.inner.shared.stats.snapshot()
+        let mut snapshot = self.inner.shared.stats.snapshot();
+        snapshot.ram_held = self.inner.shared.ram_held();
+        snapshot
     }
 
     /// Writes the sidecar of every file open now, or whose last handle

@@ -249,6 +249,19 @@ pub fn plan(
     }
 }
 
+/// The most bytes a [`plan`] of `extents` (as [`plan`] takes them) can
+/// fetch, whatever the blocks' states: every block they touch, clipped at
+/// the end of the file, plus `io_gap` bytes between each two stretches of
+/// touched blocks (the gaps a run may be merged across).
+pub(crate) fn fetch_bound(extents: &[(u64, usize)], file_size: u64, geo: &Geometry) -> u64 {
+    let ranges = needed(extents, file_size, geo.bs());
+    let gaps = (ranges.len() as u64).saturating_sub(1);
+    ranges
+        .iter()
+        .map(|r| geo.blocks_range(r.start, r.end - r.start, file_size).1 as u64)
+        .fold(gaps.saturating_mul(geo.io_gap), u64::saturating_add)
+}
+
 /// The blocks the extents touch, as ascending disjoint ranges of block
 /// numbers, within the file.
 fn needed(extents: &[(u64, usize)], file_size: u64, block_size: u64) -> Vec<Range<u64>> {

@@ -89,6 +89,7 @@ impl CacheStats {
             bytes_fetched: get(&self.bytes_fetched),
             bytes_from_disk: get(&self.bytes_from_disk),
             block_writes: get(&self.block_writes),
+            ram_held: 0,
         }
     }
 }
@@ -112,6 +113,11 @@ pub struct CacheStatsSnapshot {
     pub bytes_from_disk: u64,
     /// Blocks written to the store.
     pub block_writes: u64,
+    /// Bytes of the RAM budget held now (KiB steps): fetched data not yet
+    /// stored and answers the server has not dropped yet. Filled in by
+    /// [`CacheFs::stats`](crate::CacheFs::stats); 0 from
+    /// [`CacheStats::snapshot`], which does not see the budget.
+    pub ram_held: u64,
 }
 
 /// `num / den`, 0 when `den` is 0.
@@ -164,7 +170,7 @@ impl fmt::Display for Bytes {
 impl fmt::Display for CacheStatsSnapshot {
     /// One line per figure, label then value with its unit.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows: [(&str, &dyn fmt::Display); 8] = [
+        let rows: [(&str, &dyn fmt::Display); 9] = [
             ("client reads in flight", &Gauge(&self.client_reads)),
             ("origin requests in flight", &Gauge(&self.origin_requests)),
             (
@@ -193,6 +199,7 @@ impl fmt::Display for CacheStatsSnapshot {
                 "block writes",
                 &format_args!("{} blocks", self.block_writes),
             ),
+            ("RAM held", &Bytes(self.ram_held)),
         ];
         for (label, value) in rows {
             writeln!(f, "{label:<26} {value}")?;
@@ -271,7 +278,7 @@ mod tests {
         stats.add_client_request();
         let text = stats.snapshot().to_string();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 8, "{text}");
+        assert_eq!(lines.len(), 9, "{text}");
         assert!(lines[0].starts_with("client reads in flight"), "{text}");
         assert!(
             lines[0].ends_with("now 0, peak 0, mean 0.00, 0 in all"),
@@ -287,6 +294,7 @@ mod tests {
             "{text}"
         );
         assert!(lines[7].ends_with("768 blocks"), "{text}");
+        assert!(lines[8].ends_with("0 bytes (0.0 MiB)"), "{text}");
         // the values line up in one column
         let column = |l: &str| l.len() - l[26..].trim_start().len();
         assert!(

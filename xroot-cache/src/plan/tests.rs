@@ -117,6 +117,10 @@ fn check(
     }
     prop_assert_eq!(next, p.runs.len());
 
+    // the bound a reader reserves RAM for before planning holds
+    let fetched: u64 = p.runs.iter().map(|r| r.len as u64).sum();
+    prop_assert!(fetched <= fetch_bound(extents, file_size, geo));
+
     // deterministic, whatever the order of the extents
     let mut reversed = extents.to_vec();
     reversed.reverse();

@@ -27,6 +27,11 @@ pub struct Probe {
     pub runs: Mutex<Vec<(u64, usize)>>,
     /// The runs of each `read_runs` call (one origin request each).
     pub requests: Mutex<Vec<Vec<(u64, usize)>>>,
+    /// When set, the data of every run answered is kept in `answered`.
+    pub keep_answers: AtomicBool,
+    /// The data answered (see `keep_answers`), to tell whether the cache
+    /// copied it.
+    pub answered: Mutex<Vec<bytes::Bytes>>,
     /// When set, the next `read_runs` calls fail.
     pub fail: AtomicBool,
     /// When set, each `open` takes one permit of the gate first.
@@ -65,7 +70,12 @@ impl Origin for GatedFile {
         if self.probe.fail.load(Ordering::SeqCst) {
             return Err(OriginError::Io(std::io::Error::other("origin went away")));
         }
-        self.file.read_runs(runs).await
+        let fetched = self.file.read_runs(runs).await?;
+        if self.probe.keep_answers.load(Ordering::SeqCst) {
+            let mut answered = self.probe.answered.lock().unwrap();
+            answered.extend(fetched.data.iter().cloned());
+        }
+        Ok(fetched)
     }
 
     async fn close(&self) -> Result<(), OriginError> {
@@ -168,6 +178,18 @@ impl Setup {
             .map(|&(o, l)| self.data[o as usize..o as usize + l].to_vec())
             .collect()
     }
+}
+
+/// Whether `data` lies inside one of the buffers the origin answered
+/// (kept with `Probe::keep_answers`): the cache handed it on uncopied.
+pub fn from_origin(probe: &Probe, data: &[u8]) -> bool {
+    let range = data.as_ptr_range();
+    probe
+        .answered
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|b| b.as_ptr_range().start <= range.start && range.end <= b.as_ptr_range().end)
 }
 
 /// Opens `/f.bin` for reading.
