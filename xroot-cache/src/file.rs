@@ -24,19 +24,30 @@
 //! is thus back-pressure on new reads. A prefetch uses only room that is
 //! free (it never waits), and a read larger than the whole budget takes all
 //! of it.
+//!
+//! A full disk: when a store write fails because the cache's disk is full
+//! (or when the store entry could not even be made), the cache stops
+//! storing: reads keep being answered, blocks not cached are fetched from
+//! the origin by each read for itself (no single flight: there is nothing
+//! to wait for) and not stored, cached blocks are still served from disk,
+//! and nothing is prefetched. The disk check of [`CacheFs`](crate::CacheFs)
+//! (purge) turns storing back on once the disk has room.
 
 use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::{oneshot, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
 use xroot_proto::page::PAGE_SIZE;
 
 use crate::origin::{Origin, OriginError};
 use crate::plan::{fetch_bound, plan, BlockState, Geometry, Plan, Run};
+use crate::purge::PurgeConfig;
 use crate::stats::CacheStats;
-use crate::store::{Entry, StoreError};
+use crate::store::{is_full, Entry, StoreError};
 
 /// How many times a read re-plans when a fill it waited for ended without
 /// storing its blocks (not for an origin error, which is the answer) or a
@@ -71,6 +82,9 @@ pub struct CacheConfig {
     /// Bits not yet written are lost by a crash (the data is fetched again),
     /// never served wrong.
     pub flush_interval: Duration,
+    /// How [`CacheFs`](crate::CacheFs) keeps its disk from filling up: on
+    /// by default, between 0.90 and 0.95 of the disk, as the stock XCache.
+    pub purge: PurgeConfig,
 }
 
 impl Default for CacheConfig {
@@ -81,6 +95,7 @@ impl Default for CacheConfig {
             prefetch_blocks: 0,
             readv_concurrency: 64,
             flush_interval: Duration::from_secs(1),
+            purge: PurgeConfig::default(),
         }
     }
 }
@@ -142,6 +157,11 @@ pub(crate) struct Shared {
     ram: Arc<Semaphore>,
     /// The whole budget, in permits.
     ram_whole: u32,
+    /// The disk filled up: nothing is stored until a disk check finds room.
+    full: AtomicBool,
+    /// Wakes the disk check (the disk filled up, or a file closed while it
+    /// is full).
+    pub(crate) wake: Notify,
 }
 
 impl Shared {
@@ -152,7 +172,35 @@ impl Shared {
             stats,
             ram: Arc::new(Semaphore::new(whole as usize)),
             ram_whole: whole,
+            full: AtomicBool::new(false),
+            wake: Notify::new(),
         })
+    }
+
+    /// Whether fills are stored (the disk has not filled up).
+    pub(crate) fn storing(&self) -> bool {
+        !self.full.load(Ordering::SeqCst)
+    }
+
+    /// Takes note of a store error: a full disk ([`is_full`]) stops
+    /// storing and wakes the disk check.
+    pub(crate) fn store_failed(&self, e: &io::Error) {
+        if !is_full(e) {
+            return;
+        }
+        if !self.full.swap(true, Ordering::SeqCst) {
+            tracing::warn!("cache disk full ({e}): not storing until it has room");
+        }
+        self.wake.notify_one();
+    }
+
+    /// Stores again (the disk has room); whether it had stopped.
+    pub(crate) fn resume_storing(&self) -> bool {
+        let was = self.full.swap(false, Ordering::SeqCst);
+        if was {
+            tracing::info!("cache disk has room again: storing");
+        }
+        was
     }
 
     /// The KiB permits `bytes` take: at least one, at most the whole
@@ -201,7 +249,9 @@ impl<O: Origin> Clone for CachedFile<O> {
 
 struct Inner<O> {
     origin: O,
-    entry: Arc<Entry>,
+    /// The store entry; none when it could not be made (a full disk): the
+    /// file is then served from the origin only.
+    entry: Option<Arc<Entry>>,
     /// The origin file's size in bytes (its validator).
     size: u64,
     shared: Arc<Shared>,
@@ -209,20 +259,28 @@ struct Inner<O> {
     flights: Mutex<HashMap<u64, watch::Receiver<Option<FillResult>>>>,
     /// When the sidecar was last written.
     flushed: Mutex<Instant>,
+    /// Fill tasks running (each counted from its start until it ends).
+    tasks: Arc<watch::Sender<usize>>,
 }
 
 impl<O: Origin> CachedFile<O> {
     /// A cached file over `origin`, whose size is `size` bytes, stored in
-    /// `entry`.
-    pub(crate) fn new(origin: O, entry: Entry, size: u64, shared: Arc<Shared>) -> CachedFile<O> {
+    /// `entry` (none: served from the origin only).
+    pub(crate) fn new(
+        origin: O,
+        entry: Option<Entry>,
+        size: u64,
+        shared: Arc<Shared>,
+    ) -> CachedFile<O> {
         CachedFile {
             inner: Arc::new(Inner {
                 origin,
-                entry: Arc::new(entry),
+                entry: entry.map(Arc::new),
                 size,
                 shared,
                 flights: Mutex::new(HashMap::new()),
                 flushed: Mutex::new(Instant::now()),
+                tasks: Arc::new(watch::Sender::new(0)),
             }),
         }
     }
@@ -354,11 +412,21 @@ impl<O: Origin> CachedFile<O> {
         Err(last.unwrap_or_else(|| CacheError::Exhausted("a read".into())))
     }
 
+    /// Whether fills of this file are stored now: it has a store entry and
+    /// the disk has not filled up.
+    fn storing(&self) -> bool {
+        self.inner.entry.is_some() && self.inner.shared.storing()
+    }
+
     /// Plans `extents` against the blocks' states and starts one fill task
     /// per planned origin request, each holding the RAM `budget` gives for
     /// the plan (asked under the flights lock: it must not wait). Returns
     /// the fills started, the fills of other readers to wait for and the
     /// RAM; `None`, with nothing started, when `budget` gives no RAM.
+    ///
+    /// When fills are not stored (see [`CachedFile::storing`]), blocks in
+    /// other readers' fills count as missing and this read's fills are not
+    /// registered: each read fetches what is not cached for itself.
     fn start_fills(
         &self,
         extents: &[(u64, usize)],
@@ -366,11 +434,12 @@ impl<O: Origin> CachedFile<O> {
     ) -> Option<Started> {
         let inner = &self.inner;
         let geo = &inner.shared.config.geometry;
+        let storing = self.storing();
         let mut flights = inner.flights.lock().unwrap();
         let plan = plan(extents, inner.size, geo, |b| {
-            if inner.entry.is_cached(b) {
+            if inner.entry.as_ref().is_some_and(|e| e.is_cached(b)) {
                 BlockState::Cached
-            } else if flights.contains_key(&b) {
+            } else if storing && flights.contains_key(&b) {
                 BlockState::InFlight
             } else {
                 BlockState::Missing
@@ -381,14 +450,22 @@ impl<O: Origin> CachedFile<O> {
         let mut fills = Vec::with_capacity(plan.requests.len());
         for range in &plan.requests {
             let runs: Vec<Run> = plan.runs[range.clone()].to_vec();
-            let (tx, rx) = watch::channel(None);
-            for run in &runs {
-                for b in run.first_block..run.first_block + run.blocks {
-                    flights.insert(b, rx.clone());
+            let waiters = storing.then(|| {
+                let (tx, rx) = watch::channel(None);
+                for run in &runs {
+                    for b in run.first_block..run.first_block + run.blocks {
+                        flights.insert(b, rx.clone());
+                    }
                 }
-            }
+                tx
+            });
             let (landed_tx, landed_rx) = oneshot::channel();
-            tokio::spawn(self.clone().fill(runs, tx, landed_tx, hold.clone()));
+            let task = Task::start(&inner.tasks);
+            let fill = self.clone().fill(runs, waiters, landed_tx, hold.clone());
+            tokio::spawn(async move {
+                fill.await;
+                drop(task);
+            });
             fills.push(landed_rx);
         }
         drop(flights);
@@ -396,26 +473,32 @@ impl<O: Origin> CachedFile<O> {
     }
 
     /// Fetches `runs` in one origin request and hands their data to the
-    /// reader that planned them, then writes them to the store, clears them
-    /// from the flights and tells the waiters (who read from the store).
-    /// Holds `ram` until the data is in the store.
+    /// reader that planned them, then — when the fill is registered
+    /// (`waiters`) and the disk has room — writes them to the store, clears
+    /// them from the flights and tells the waiters (who read from the
+    /// store). Holds `ram` until the data is in the store.
     async fn fill(
         self,
         runs: Vec<Run>,
-        waiters: watch::Sender<Option<FillResult>>,
+        waiters: Option<watch::Sender<Option<FillResult>>>,
         reader: oneshot::Sender<Result<Landed, CacheError>>,
         ram: Hold,
     ) {
         let landing = Landing {
             inner: &self.inner,
-            runs: &runs,
+            runs: if waiters.is_some() { &runs } else { &[] },
         };
         let bytes: u64 = runs.iter().map(|r| r.len as u64).sum();
         let result = match self.fetch(&runs, bytes).await {
-            Ok(landed) => {
+            Ok(landed) if waiters.is_some() && self.storing() => {
                 // the reader may be gone; the blocks are stored regardless
                 let _ = reader.send(Ok(landed.clone()));
-                self.store(landed).await
+                self.store(landed, bytes).await
+            }
+            Ok(landed) => {
+                let _ = reader.send(Ok(landed));
+                self.inner.shared.stats.add_not_stored(bytes);
+                Err(not_stored())
             }
             Err(e) => {
                 let _ = reader.send(Err(e.clone()));
@@ -424,7 +507,9 @@ impl<O: Origin> CachedFile<O> {
         };
         drop(ram);
         drop(landing);
-        waiters.send_replace(Some(result));
+        if let Some(waiters) = waiters {
+            waiters.send_replace(Some(result));
+        }
     }
 
     /// One origin request for `runs` (`bytes` in all).
@@ -441,20 +526,36 @@ impl<O: Origin> CachedFile<O> {
         Ok(extents.iter().map(|e| e.0).zip(fetched.data).collect())
     }
 
-    /// Writes landed runs to the store (data, then their bits).
-    async fn store(&self, landed: Landed) -> FillResult {
-        let entry = self.inner.entry.clone();
+    /// Writes landed runs (`bytes` in all) to the store (data, then their
+    /// bits). A failure stops at the run that failed; a full disk stops
+    /// storing ([`Shared::store_failed`]).
+    async fn store(&self, landed: Landed, bytes: u64) -> FillResult {
+        let shared = &self.inner.shared;
+        let Some(entry) = self.inner.entry.clone() else {
+            shared.stats.add_not_stored(bytes);
+            return Err(not_stored());
+        };
         let written = tokio::task::spawn_blocking(move || {
             let mut blocks = 0;
+            let mut stored = 0;
             for (offset, data) in &landed {
-                blocks += entry.write_blocks(*offset, data)?;
+                match entry.write_blocks(*offset, data) {
+                    Ok(n) => blocks += n,
+                    Err(e) => return (blocks, stored, Err(e)),
+                }
+                stored += data.len() as u64;
             }
-            Ok(blocks)
+            (blocks, stored, Ok(()))
         })
         .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
-        .map_err(|e| CacheError::Store(Arc::new(e)))?;
-        self.inner.shared.stats.add_block_writes(written);
+        .unwrap_or_else(|e| (0, 0, Err(io::Error::other(e.to_string()))));
+        let (blocks, stored, result) = written;
+        shared.stats.add_block_writes(blocks);
+        if let Err(e) = result {
+            shared.stats.add_not_stored(bytes - stored);
+            shared.store_failed(&e);
+            return Err(CacheError::Store(Arc::new(e)));
+        }
         self.flush_if_due();
         Ok(())
     }
@@ -470,39 +571,47 @@ impl<O: Origin> CachedFile<O> {
             }
             *flushed = Instant::now();
         }
-        let entry = self.inner.entry.clone();
+        let Some(entry) = self.inner.entry.clone() else {
+            return;
+        };
+        let shared = self.inner.shared.clone();
         tokio::task::spawn_blocking(move || {
             if let Err(e) = entry.flush() {
                 tracing::warn!("cache sidecar flush failed: {e}");
+                shared.store_failed(&e);
             }
         });
     }
 
-    /// Writes the block bits to the sidecar, once the fills in flight have
-    /// landed in the store (a reader gets its data before its fill's store
-    /// write ends; a graceful stop must not lose those blocks).
+    /// Writes the block bits to the sidecar, once the fills running have
+    /// ended (a reader gets its data before its fill's store write ends; a
+    /// graceful stop must not lose those blocks). Nothing to write for a
+    /// file without a store entry.
     ///
-    /// Errors: the store's I/O error.
+    /// Errors: the store's I/O error (on a full disk the blocks that could
+    /// not be indexed are dropped, see [`Entry::flush`]).
     pub async fn flush(&self) -> std::io::Result<()> {
         self.settle().await;
         *self.inner.flushed.lock().unwrap() = Instant::now();
-        let entry = self.inner.entry.clone();
-        tokio::task::spawn_blocking(move || entry.flush())
+        let Some(entry) = self.inner.entry.clone() else {
+            return Ok(());
+        };
+        let result = tokio::task::spawn_blocking(move || entry.flush())
             .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        if let Err(e) = &result {
+            self.inner.shared.store_failed(e);
+        }
+        result
     }
 
-    /// Waits until no fill of this file is in flight (those that start
-    /// meanwhile included).
+    /// Waits until no fill task of this file runs: registered fills and
+    /// prefetches, and the fills of reads that do not store (full disk),
+    /// those that start meanwhile included.
     async fn settle(&self) {
-        loop {
-            let pending = distinct(self.inner.flights.lock().unwrap().values());
-            if pending.is_empty() {
-                return;
-            }
-            // failures do not matter here: their blocks are simply not cached
-            let _ = wait_all(pending).await;
-        }
+        let mut tasks = self.inner.tasks.subscribe();
+        // the sender lives in `inner`, so the channel cannot close
+        let _ = tasks.wait_for(|&n| n == 0).await;
     }
 
     /// Each extent, from the runs this read fetched itself (`landed`: a
@@ -566,7 +675,16 @@ impl<O: Origin> CachedFile<O> {
     /// Errors: [`StoreError::Missing`] for the first such block;
     /// [`StoreError::Io`] for a disk error.
     async fn read_store(&self, ranges: Vec<(u64, usize)>) -> Result<Vec<Bytes>, StoreError> {
-        let entry = self.inner.entry.clone();
+        let Some(entry) = self.inner.entry.clone() else {
+            // nothing is cached without an entry: plan again
+            let block = ranges.first().map_or(0, |&(offset, _)| {
+                offset / self.inner.shared.config.geometry.block_size.max(1)
+            });
+            return match ranges.is_empty() {
+                true => Ok(Vec::new()),
+                false => Err(StoreError::Missing { block }),
+            };
+        };
         entry.touch();
         if ranges.is_empty() {
             return Ok(Vec::new());
@@ -598,7 +716,7 @@ impl<O: Origin> CachedFile<O> {
             return;
         };
         let start = end.div_ceil(block_size) * block_size;
-        if blocks == 0 || start >= self.inner.size {
+        if blocks == 0 || start >= self.inner.size || !self.storing() {
             return;
         }
         let len = (blocks * block_size).min(self.inner.size - start) as usize;
@@ -766,6 +884,33 @@ async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<Cac
         }
     }
     failed
+}
+
+/// A fill task, counted in `Inner::tasks` from its start (when it is
+/// spawned) until the guard drops (when it ends, however it ends).
+struct Task(Arc<watch::Sender<usize>>);
+
+impl Task {
+    /// Counts one more task on `tasks`.
+    fn start(tasks: &Arc<watch::Sender<usize>>) -> Task {
+        tasks.send_modify(|n| *n += 1);
+        Task(tasks.clone())
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// The error a fill's waiters get when its data was not stored (the disk
+/// is full, or the file has no store entry): they plan again.
+fn not_stored() -> CacheError {
+    CacheError::Store(Arc::new(io::Error::new(
+        io::ErrorKind::StorageFull,
+        "the cache disk is full: not stored",
+    )))
 }
 
 /// The error of a fill whose task ended without an answer (it panicked).

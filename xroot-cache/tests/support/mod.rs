@@ -148,12 +148,17 @@ impl Setup {
 
     /// A cache over the origin with `config`, on the shared cache dir.
     pub fn cache(&self, config: CacheConfig) -> CacheFs<Gated> {
+        self.cache_in(self.cache_dir.path(), config)
+    }
+
+    /// A cache over the origin with `config`, storing in `dir`.
+    pub fn cache_in(&self, dir: &std::path::Path, config: CacheConfig) -> CacheFs<Gated> {
         let origin = Gated {
             local: LocalOrigin::new(self.origin_dir.path()).unwrap(),
             gate: self.gate.clone(),
             probe: self.probe.clone(),
         };
-        CacheFs::new(origin, Store::open(self.cache_dir.path()).unwrap(), config)
+        CacheFs::new(origin, Store::open(dir).unwrap(), config)
     }
 
     /// `read_runs` calls so far.
