@@ -310,6 +310,46 @@ async fn prefetch_fills_the_blocks_after_a_read_in_the_background() {
     assert_eq!(runs, [(0, 4096), (4096, 8 * 4096), (9 * 4096, 8 * 4096)]);
 }
 
+/// Closing the last handle while a fill the cache started itself (a
+/// prefetch) is still at the origin: the close waits for it — the origin
+/// file stays open until the fill is done, and its blocks are stored and
+/// in the sidecar written at the close, so a restart serves them from disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_waits_for_the_fills_still_running() {
+    let s = Setup::new(1 << 20);
+    let config = CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    };
+    let fs = s.cache(config);
+    let f = open(&fs).await;
+    let first = [(0u64, 4096)];
+    s.gate.add_permits(1); // the read's own fill; the prefetch waits
+    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
+    calls_reach(&s, 2).await;
+    drop(f);
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(s.open_files(), 1, "the origin file closed under a fill");
+    s.open_gate();
+    until("the origin file closed", || s.open_files() == 0).await;
+    drop(fs);
+    // a restart (no prefetch now): the prefetched blocks are on disk,
+    // indexed
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    let prefetched = [(4096u64, 8 * 4096)];
+    let calls = s.calls();
+    assert_eq!(
+        f.readv(prefetched.to_vec()).await.unwrap()[0],
+        s.expect(&prefetched)[0]
+    );
+    assert_eq!(s.calls(), calls, "the prefetched blocks were not kept");
+    assert_eq!(fs.stats().bytes_from_disk, 8 * 4096);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn purge_removes_closed_files_and_keeps_open_ones() {
     let s = Setup::new(256 << 10);
