@@ -4,7 +4,8 @@
 //! ```text
 //! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
 //!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
-//!     [--prefetch BLOCKS] [--purge-low SIZE --purge-high SIZE] [-v]
+//!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
+//!     [--no-purge] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
 //! ```
 //!
@@ -13,9 +14,17 @@
 //! SIGTERM stops it gracefully: requests in flight are answered, every
 //! open file's sidecar is written, and the cache's statistics are printed
 //! on stdout. `xrdfs HOST:PORT query stats a` answers the same figures
-//! while it runs. With both purge watermarks the cache checks its disk
-//! usage every 10 s and removes least recently used files above the high
-//! one down to the low one.
+//! while it runs.
+//!
+//! Purge is on by default, as in the stock XCache (`pfc.diskusage 0.90
+//! 0.95`): every `--purge-interval` seconds (and at once when the disk
+//! fills up) the cache checks the file system holding `--cache-dir` and,
+//! when what is in use on it (every file counted) is above `--purge-high`,
+//! removes least recently used closed files down to `--purge-low`. A
+//! watermark is a fraction of the disk (`0.9`, `90%`) or a size (`500g`;
+//! a plain integer is bytes). `--no-purge` keeps every file: a cache whose
+//! disk fills up then stops storing (it keeps serving, from the origin)
+//! until something else makes room.
 
 #[path = "common/daemon.rs"]
 mod daemon;
@@ -28,7 +37,7 @@ use std::time::Duration;
 use clap::Parser;
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::plan::Geometry;
-use xroot::cache::purge::Watermarks;
+use xroot::cache::purge::{disk_space, Level, PurgeConfig};
 use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs};
 use xroot::client::Client;
@@ -67,12 +76,20 @@ pub struct Cli {
     /// Blocks fetched ahead of each read in the background (0: off).
     #[arg(long, default_value_t = 0)]
     pub prefetch: u64,
-    /// Purge down to this many bytes of disk usage...
-    #[arg(long, value_parser = size, requires = "purge_high")]
-    pub purge_low: Option<u64>,
-    /// ...once usage is above this many bytes.
-    #[arg(long, value_parser = size, requires = "purge_low")]
-    pub purge_high: Option<u64>,
+    /// Purge down to this disk usage (a fraction of the disk holding the
+    /// cache, `0.9` or `90%`, or a size)...
+    #[arg(long, default_value = "0.90", value_parser = level)]
+    pub purge_low: Level,
+    /// ...once usage (every file on that disk counted) is above this.
+    #[arg(long, default_value = "0.95", value_parser = level)]
+    pub purge_high: Level,
+    /// Seconds between two disk checks.
+    #[arg(long, default_value_t = 10)]
+    pub purge_interval: u64,
+    /// Never remove cached files (a full disk then stops storing until
+    /// something else makes room).
+    #[arg(long)]
+    pub no_purge: bool,
     /// Log debug events too.
     #[arg(short, long)]
     pub verbose: bool,
@@ -94,22 +111,43 @@ fn size(s: &str) -> Result<u64, String> {
         .ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 4k, 1m, 1g)"))
 }
 
+/// A disk-usage watermark: a fraction (`0.9`, `90%`) or a size.
+fn level(s: &str) -> Result<Level, String> {
+    s.parse::<Level>().map_err(|e| e.to_string())
+}
+
 /// The cache `cli` asks for, bound but not serving yet.
 ///
 /// Errors: an origin that is not a `root://` URL, a geometry the cache
-/// refuses, a cache directory that cannot be created, or an address that
-/// cannot be bound.
+/// refuses, a cache directory that cannot be created, purge watermarks
+/// whose low one is not below the high one or that exceed the disk (as
+/// the stock XCache refuses them), or an address that cannot be bound.
 pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
     let geometry = Geometry::new(cli.block_size, cli.io_size, cli.io_gap)
         .map_err(|e| invalid(e.to_string()))?;
+    let store = Store::open(&cli.cache_dir)?;
+    let total = disk_space(store.root())?.total;
+    let (low, high) = (cli.purge_low.bytes(total), cli.purge_high.bytes(total));
+    if low >= high || high > total {
+        return Err(invalid(format!(
+            "--purge-low {} ({low} bytes) must be below --purge-high {} ({high} bytes), \
+             at most the disk's {total} bytes",
+            cli.purge_low, cli.purge_high
+        )));
+    }
     let config = CacheConfig {
         geometry,
         ram: cli.ram,
         prefetch_blocks: cli.prefetch,
+        purge: PurgeConfig {
+            enabled: !cli.no_purge,
+            low: cli.purge_low,
+            high: cli.purge_high,
+            interval: Duration::from_secs(cli.purge_interval.max(1)),
+        },
         ..CacheConfig::default()
     };
-    let store = Store::open(&cli.cache_dir)?;
     let origin = RemoteOrigin::new(Client::new(), &cli.origin)
         .map_err(|e| invalid(format!("--origin: {e}")))?;
     let fs = CacheFs::new(origin, store, config);
@@ -119,6 +157,9 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
         cache = %cli.cache_dir.display(),
         addr = %server.local_addr(),
         ?geometry,
+        purge = !cli.no_purge,
+        purge_low = %cli.purge_low,
+        purge_high = %cli.purge_high,
         "caching"
     );
     Ok(server)
@@ -133,25 +174,6 @@ async fn main() -> io::Result<()> {
     println!("xcache listening on {}", server.local_addr());
     io::stdout().flush()?;
     daemon::shutdown_on_signal(server.handle())?;
-    if let (Some(low), Some(high)) = (cli.purge_low, cli.purge_high) {
-        let fs = fs.clone();
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(Duration::from_secs(10));
-            loop {
-                tick.tick().await;
-                match fs.purge(Watermarks { low, high }).await {
-                    Ok(r) if !r.removed.is_empty() => tracing::info!(
-                        before = r.before,
-                        after = r.after,
-                        files = r.removed.len(),
-                        "purged"
-                    ),
-                    Ok(_) => {}
-                    Err(e) => tracing::warn!("purge failed: {e}"),
-                }
-            }
-        });
-    }
     server.serve().await?;
     fs.flush_all().await?;
     println!("{}", fs.stats());

@@ -11,10 +11,21 @@
 //! queries) are forwarded to the origin; requests that would change it are
 //! refused with `kXR_NotAuthorized`. `kXR_QStats` answers the cache's
 //! [`CacheStats`] as text.
+//!
+//! Its disk: a background task (started with the cache, or at its first
+//! open when it was made outside a tokio runtime) checks the file system
+//! holding the store every [`interval`](crate::PurgeConfig::interval),
+//! purges it between the watermarks of [`CacheConfig::purge`] (on by
+//! default: 0.90 and 0.95 of the disk, as the stock XCache), and turns
+//! storing back on when a full disk (see [`CachedFile`]) has room again. A
+//! disk that fills up, or a file closed while it is full, wakes it at once.
+//! A file opened while the disk is too full for its store entry is served
+//! from the origin.
 
 use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 
 use bytes::Bytes;
 use tokio::sync::OnceCell;
@@ -24,9 +35,9 @@ use xroot_server::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, Read
 
 use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
 use crate::origin::{Origin, OriginFs};
-use crate::purge::{purge, PurgeReport, Watermarks};
+use crate::purge::{purge, purge_disk, DiskPurge, PurgeReport, Watermarks};
 use crate::stats::{CacheStats, CacheStatsSnapshot};
-use crate::store::{confine, Entry, Store, Validators};
+use crate::store::{confine, is_full, Entry, Store, Validators};
 
 /// A caching proxy file system: `origin` below, `store` on local disk.
 pub struct CacheFs<F: OriginFs> {
@@ -50,6 +61,8 @@ struct FsInner<F: OriginFs> {
     /// shares the file (one store entry per path), purge leaves it alone
     /// and [`CacheFs::flush_all`] flushes it.
     open: Mutex<HashMap<String, Arc<Slot<F::File>>>>,
+    /// Whether the disk check runs.
+    checking: AtomicBool,
 }
 
 /// The cached file of one path and how many client handles use it.
@@ -61,20 +74,100 @@ struct Slot<O: Origin> {
 
 impl<F: OriginFs> CacheFs<F> {
     /// A cache of `origin` storing its blocks in `store`, with `config`.
+    /// Starts the disk check (see the module's documentation) when called
+    /// in a tokio runtime, else at the first open.
     pub fn new(origin: F, store: Store, config: CacheConfig) -> CacheFs<F> {
-        CacheFs {
+        let fs = CacheFs {
             inner: Arc::new(FsInner {
                 origin,
                 store: Arc::new(store),
                 shared: Shared::new(config, CacheStats::new()),
                 open: Mutex::new(HashMap::new()),
+                checking: AtomicBool::new(false),
             }),
-        }
+        };
+        fs.start_disk_check();
+        fs
     }
 
-    /// The cache's counters now.
+    /// The cache's counters now, with the RAM its reads hold and whether it
+    /// stores.
     pub fn stats(&self) -> CacheStatsSnapshot {
-        self.inner.shared.stats.snapshot()
+        let shared = &self.inner.shared;
+        let mut snapshot = shared.stats.snapshot();
+        snapshot.ram_held = shared.ram_held();
+        snapshot.disk_full = !shared.storing();
+        snapshot
+    }
+
+    /// Checks the file system holding the store now, as the background
+    /// check does: with purge [`enabled`](crate::PurgeConfig::enabled),
+    /// removes least recently used files no client has open while its
+    /// usage is above the high watermark, down to the low one
+    /// ([`purge_disk`]); then, if storing stopped because the disk filled
+    /// up and usage is now at most the high watermark, stores again.
+    ///
+    /// Errors: those of statvfs, reading the store's directories or
+    /// removing a file.
+    pub async fn check_disk(&self) -> std::io::Result<DiskPurge> {
+        self.check(true).await
+    }
+
+    /// [`CacheFs::check_disk`]; when not `settled` (a check woken by a
+    /// full disk or a close), storing resumes only if files were removed,
+    /// so that a disk that is full without being above the watermark (a
+    /// quota) is not tried again at every wake-up but once per interval.
+    async fn check(&self, settled: bool) -> std::io::Result<DiskPurge> {
+        let in_use: HashSet<String> = self.inner.open.lock().unwrap().keys().cloned().collect();
+        let store = self.inner.store.clone();
+        let purge = self.inner.shared.config.purge.clone();
+        let report = tokio::task::spawn_blocking(move || {
+            purge_disk(&store, purge.low, purge.high, purge.enabled, |p| {
+                in_use.contains(p)
+            })
+        })
+        .await
+        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))?;
+        if report.used_after <= report.high && (settled || !report.removed.is_empty()) {
+            self.inner.shared.resume_storing();
+        }
+        Ok(report)
+    }
+
+    /// Starts the background disk check, once, if there is a runtime to
+    /// run it on. It ends when the cache is dropped.
+    fn start_disk_check(&self) {
+        let Ok(rt) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        if self.inner.checking.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let weak: Weak<FsInner<F>> = Arc::downgrade(&self.inner);
+        let shared = self.inner.shared.clone();
+        rt.spawn(async move {
+            let interval = shared.config.purge.interval.max(Duration::from_millis(1));
+            let mut settled = true;
+            loop {
+                let Some(inner) = weak.upgrade() else {
+                    return;
+                };
+                match (CacheFs { inner }).check(settled).await {
+                    Ok(r) if !r.removed.is_empty() => tracing::info!(
+                        used_before = r.used_before,
+                        used_after = r.used_after,
+                        files = r.removed.len(),
+                        "purged"
+                    ),
+                    Ok(_) => {}
+                    Err(e) => tracing::warn!("cache disk check failed: {e}"),
+                }
+                settled = tokio::select! {
+                    _ = tokio::time::sleep(interval) => true,
+                    _ = shared.wake.notified() => false,
+                };
+            }
+        });
     }
 
     /// Writes the sidecar of every file open now, or whose last handle
@@ -113,6 +206,7 @@ impl<F: OriginFs> CacheFs<F> {
     /// entry cannot be made (the cache directory refuses it, the file is
     /// too large), the origin file is closed before the error is returned.
     async fn open_cached(&self, path: &str) -> FsResult<(CachedFile<F::File>, StatInfo)> {
+        self.start_disk_check();
         let inner = &self.inner;
         confine(path)?;
         let origin = Unclosed(Some(inner.origin.open(path).await?));
@@ -129,8 +223,9 @@ impl<F: OriginFs> CacheFs<F> {
     }
 
     /// The stat of `origin` (the file of `path`) and the store entry it
-    /// validates.
-    async fn entry(&self, origin: &F::File, path: &str) -> FsResult<(Entry, StatInfo)> {
+    /// validates; no entry when the disk is too full to make one (the file
+    /// is then served from the origin).
+    async fn entry(&self, origin: &F::File, path: &str) -> FsResult<(Option<Entry>, StatInfo)> {
         let stat = origin.stat().await?;
         let validators = Validators::from(&stat);
         let store = self.inner.store.clone();
@@ -138,8 +233,16 @@ impl<F: OriginFs> CacheFs<F> {
         let key = path.to_string();
         let entry = tokio::task::spawn_blocking(move || store.entry(&key, validators, block_size))
             .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))?;
-        Ok((entry, stat))
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        match entry {
+            Ok(entry) => Ok((Some(entry), stat)),
+            Err(e) if is_full(&e) => {
+                tracing::debug!(path, "no store entry on a full disk: {e}");
+                self.inner.shared.store_failed(&e);
+                Ok((None, stat))
+            }
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Drops one handle of `path`. After the last one, on a task, the
@@ -174,6 +277,12 @@ impl<F: OriginFs> CacheFs<F> {
             };
             if last {
                 close_origin(file.origin()).await;
+                // its data file closed, what a purge removes of it is freed
+                drop(file);
+                if !inner.shared.storing() {
+                    // a file the disk check may remove now
+                    inner.shared.wake.notify_one();
+                }
             }
         });
     }

@@ -8,39 +8,69 @@
 //! normally one for the whole client vector read. Each origin request runs
 //! on its own task, so a client that goes away mid-fill does not strand the
 //! readers waiting for the same blocks. Fetched data is written to the
-//! store, and only then are its blocks marked cached and its waiters woken;
-//! every byte answered is read back from the store, which checks its page
-//! crc32c (a page that fails is fetched again).
+//! store, and only then are its blocks marked cached and its waiters woken.
+//! A read answers the blocks its own fills fetched from their data as it
+//! came (a slice where an extent lies in one run: no copy) and every other
+//! byte from the store, which checks its page crc32c (a page that fails is
+//! fetched again).
 //!
-//! Memory: fetched data waits in RAM only between the origin's answer and
-//! the store write; [`CacheConfig::ram`] bounds those bytes across all
-//! files of a cache, and a fill waits for room before it asks the origin
-//! (back-pressure on the clients).
+//! Memory: [`CacheConfig::ram`] bounds, across all files of a cache, the
+//! bytes the cache holds for reads: fetched data until it is stored, and
+//! answers until the server drops them (sent). A read reserves its share
+//! before it plans — room for what it may fetch and for each extent it may
+//! answer as a copy (read from disk, or joined from several runs) — and
+//! gives back what its plan does not need; its fills hold the share until
+//! their data is stored, its answers until they are dropped. A slow client
+//! is thus back-pressure on new reads. A prefetch uses only room that is
+//! free (it never waits), and a read larger than the whole budget takes all
+//! of it.
+//!
+//! A full disk: when a store write fails because the cache's disk is full
+//! (or when the store entry could not even be made), the cache stops
+//! storing: reads keep being answered, blocks not cached are fetched from
+//! the origin by each read for itself (no single flight: there is nothing
+//! to wait for) and not stored, cached blocks are still served from disk,
+//! and nothing is prefetched. The disk check of [`CacheFs`](crate::CacheFs)
+//! (purge) turns storing back on once the disk has room.
 
 use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use tokio::sync::{oneshot, watch, Semaphore};
+use bytes::{Bytes, BytesMut};
+use tokio::sync::{oneshot, watch, Notify, OwnedSemaphorePermit, Semaphore};
+use xroot_proto::page::PAGE_SIZE;
 
 use crate::origin::{Origin, OriginError};
-use crate::plan::{plan, BlockState, Geometry, Plan, Run};
+use crate::plan::{fetch_bound, plan, BlockState, Geometry, Plan, Run};
+use crate::purge::PurgeConfig;
 use crate::stats::CacheStats;
-use crate::store::{Entry, StoreError};
+use crate::store::{is_full, Entry, StoreError};
 
 /// How many times a read re-plans when a fill it waited for ended without
 /// storing its blocks (not for an origin error, which is the answer) or a
 /// cached page failed its checksum.
 const ATTEMPTS: usize = 3;
 
+/// Entries of the flights table kept allocated when nothing is in flight.
+const SMALL_TABLE: usize = 4096;
+
+/// RAM reserved per extent answered as a copy, over its length: a read
+/// from the store covers whole pages, up to two pages more than asked.
+const COPY_SLACK: u64 = 2 * PAGE_SIZE as u64;
+
 /// A cache's tunables. Sizes in bytes.
 #[derive(Debug, Clone)]
 pub struct CacheConfig {
     /// Block size, run cap (`io_size`) and gap merging (`io_gap`).
     pub geometry: Geometry,
-    /// Bytes fetched from the origin and not yet in the store, over all
-    /// files; a fill waits for room (at least one run always fits).
+    /// Bytes the cache holds for reads, over all files: data fetched and
+    /// not yet stored, and answers not yet dropped by the server (sent). A
+    /// read waits for room before it asks the origin (one larger than the
+    /// whole budget takes all of it); a prefetch only uses free room.
+    /// Counted in KiB.
     pub ram: u64,
     /// Blocks to fetch ahead of each client read, in the background; 0
     /// (the default) turns prefetching off.
@@ -52,6 +82,9 @@ pub struct CacheConfig {
     /// Bits not yet written are lost by a crash (the data is fetched again),
     /// never served wrong.
     pub flush_interval: Duration,
+    /// How [`CacheFs`](crate::CacheFs) keeps its disk from filling up: on
+    /// by default, between 0.90 and 0.95 of the disk, as the stock XCache.
+    pub purge: PurgeConfig,
 }
 
 impl Default for CacheConfig {
@@ -62,6 +95,7 @@ impl Default for CacheConfig {
             prefetch_blocks: 0,
             readv_concurrency: 64,
             flush_interval: Duration::from_secs(1),
+            purge: PurgeConfig::default(),
         }
     }
 }
@@ -99,6 +133,20 @@ type FillResult = Result<(), CacheError>;
 /// (bytes) and data, as written to the store.
 type Landed = Vec<(u64, Bytes)>;
 
+/// A read's share of the RAM budget, held by its fills until their data is
+/// stored and by its answers until they are dropped.
+type Hold = Arc<OwnedSemaphorePermit>;
+
+/// The fills a plan started.
+struct Started {
+    /// The reader's own fills: their data, or their origin error.
+    fills: Vec<oneshot::Receiver<Result<Landed, CacheError>>>,
+    /// Other readers' fills of blocks this read needs.
+    waits: Vec<watch::Receiver<Option<FillResult>>>,
+    /// The RAM the fills and the answer hold.
+    hold: Hold,
+}
+
 /// Limits shared by every file of a cache.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -107,23 +155,81 @@ pub(crate) struct Shared {
     /// RAM budget in KiB permits (a tokio semaphore holds < 2^61 permits
     /// and one acquire at most 2^32).
     ram: Arc<Semaphore>,
+    /// The whole budget, in permits.
+    ram_whole: u32,
+    /// The disk filled up: nothing is stored until a disk check finds room.
+    full: AtomicBool,
+    /// Wakes the disk check (the disk filled up, or a file closed while it
+    /// is full).
+    pub(crate) wake: Notify,
 }
 
 impl Shared {
     pub(crate) fn new(config: CacheConfig, stats: Arc<CacheStats>) -> Arc<Shared> {
-        let kib = (config.ram / 1024).clamp(1, u32::MAX as u64) as usize;
+        let whole = (config.ram / 1024).clamp(1, u32::MAX as u64) as u32;
         Arc::new(Shared {
             config,
             stats,
-            ram: Arc::new(Semaphore::new(kib)),
+            ram: Arc::new(Semaphore::new(whole as usize)),
+            ram_whole: whole,
+            full: AtomicBool::new(false),
+            wake: Notify::new(),
         })
     }
 
-    /// The KiB permits a fill of `bytes` takes: at most the whole budget,
-    /// so that one large fill always fits.
+    /// Whether fills are stored (the disk has not filled up).
+    pub(crate) fn storing(&self) -> bool {
+        !self.full.load(Ordering::SeqCst)
+    }
+
+    /// Takes note of a store error: a full disk ([`is_full`]) stops
+    /// storing and wakes the disk check.
+    pub(crate) fn store_failed(&self, e: &io::Error) {
+        if !is_full(e) {
+            return;
+        }
+        if !self.full.swap(true, Ordering::SeqCst) {
+            tracing::warn!("cache disk full ({e}): not storing until it has room");
+        }
+        self.wake.notify_one();
+    }
+
+    /// Stores again (the disk has room); whether it had stopped.
+    pub(crate) fn resume_storing(&self) -> bool {
+        let was = self.full.swap(false, Ordering::SeqCst);
+        if was {
+            tracing::info!("cache disk has room again: storing");
+        }
+        was
+    }
+
+    /// The KiB permits `bytes` take: at least one, at most the whole
+    /// budget, so that one large read always fits.
     fn ram_permits(&self, bytes: u64) -> u32 {
-        let whole = (self.config.ram / 1024).clamp(1, u32::MAX as u64);
-        bytes.div_ceil(1024).clamp(1, whole) as u32
+        bytes.div_ceil(1024).clamp(1, u64::from(self.ram_whole)) as u32
+    }
+
+    /// Waits for `bytes` of the budget (all of it for more).
+    async fn reserve(&self, bytes: u64) -> OwnedSemaphorePermit {
+        self.ram
+            .clone()
+            .acquire_many_owned(self.ram_permits(bytes))
+            .await
+            .expect("the RAM semaphore is never closed")
+    }
+
+    /// `bytes` of the budget if they are free now.
+    fn try_reserve(&self, bytes: u64) -> Option<OwnedSemaphorePermit> {
+        self.ram
+            .clone()
+            .try_acquire_many_owned(self.ram_permits(bytes))
+            .ok()
+    }
+
+    /// Bytes of the budget held now (by fills and answers), in KiB steps.
+    pub(crate) fn ram_held(&self) -> u64 {
+        let free = u64::try_from(self.ram.available_permits()).unwrap_or(u64::MAX);
+        u64::from(self.ram_whole).saturating_sub(free) * 1024
     }
 }
 
@@ -143,7 +249,9 @@ impl<O: Origin> Clone for CachedFile<O> {
 
 struct Inner<O> {
     origin: O,
-    entry: Arc<Entry>,
+    /// The store entry; none when it could not be made (a full disk): the
+    /// file is then served from the origin only.
+    entry: Option<Arc<Entry>>,
     /// The origin file's size in bytes (its validator).
     size: u64,
     shared: Arc<Shared>,
@@ -151,20 +259,28 @@ struct Inner<O> {
     flights: Mutex<HashMap<u64, watch::Receiver<Option<FillResult>>>>,
     /// When the sidecar was last written.
     flushed: Mutex<Instant>,
+    /// Fill tasks running (each counted from its start until it ends).
+    tasks: Arc<watch::Sender<usize>>,
 }
 
 impl<O: Origin> CachedFile<O> {
     /// A cached file over `origin`, whose size is `size` bytes, stored in
-    /// `entry`.
-    pub(crate) fn new(origin: O, entry: Entry, size: u64, shared: Arc<Shared>) -> CachedFile<O> {
+    /// `entry` (none: served from the origin only).
+    pub(crate) fn new(
+        origin: O,
+        entry: Option<Entry>,
+        size: u64,
+        shared: Arc<Shared>,
+    ) -> CachedFile<O> {
         CachedFile {
             inner: Arc::new(Inner {
                 origin,
-                entry: Arc::new(entry),
+                entry: entry.map(Arc::new),
                 size,
                 shared,
                 flights: Mutex::new(HashMap::new()),
                 flushed: Mutex::new(Instant::now()),
+                tasks: Arc::new(watch::Sender::new(0)),
             }),
         }
     }
@@ -193,7 +309,8 @@ impl<O: Origin> CachedFile<O> {
     /// Missing blocks are fetched with one origin request per planned
     /// request (one when the extents fit the protocol's vector-read
     /// limits), blocks in flight are awaited, cached blocks are read from
-    /// the store.
+    /// the store. First waits for its share of the RAM budget; the answers
+    /// hold it until they are all dropped.
     ///
     /// Errors: [`CacheError::PastEof`] when an extent ends past the end of
     /// file (nothing is fetched); [`CacheError::Origin`] when a fill this
@@ -211,7 +328,8 @@ impl<O: Origin> CachedFile<O> {
         let stats = &inner.shared.stats;
         let _reading = stats.client_read();
         stats.add_asked(extents.iter().map(|&(_, l)| l as u64).sum());
-        let result = self.readv_attempts(extents).await;
+        let room = inner.shared.reserve(self.ram_bound(extents)).await;
+        let result = self.readv_attempts(extents, room).await;
         stats.add_client_request();
         if result.is_ok() {
             self.prefetch(extents);
@@ -219,11 +337,44 @@ impl<O: Origin> CachedFile<O> {
         result
     }
 
-    async fn readv_attempts(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, CacheError> {
+    /// The most RAM a read of `extents` can hold: all it may fetch, and a
+    /// copy of every extent.
+    fn ram_bound(&self, extents: &[(u64, usize)]) -> u64 {
+        let geo = &self.inner.shared.config.geometry;
+        let fetch = fetch_bound(extents, self.inner.size, geo);
+        extents
+            .iter()
+            .map(|&(_, len)| copy_cost(len))
+            .fold(fetch, u64::saturating_add)
+    }
+
+    /// Plans, fetches and answers `extents`, planning again (at most
+    /// [`ATTEMPTS`] times) when blocks it waited for or read from the store
+    /// turned out missing. `room` is the read's reservation (see
+    /// [`CachedFile::ram_bound`]); the first plan gives back what it does
+    /// not need, later plans share what is left.
+    async fn readv_attempts(
+        &self,
+        extents: &[(u64, usize)],
+        room: OwnedSemaphorePermit,
+    ) -> Result<Vec<Bytes>, CacheError> {
+        let shared = &self.inner.shared;
+        let mut room = Some(room);
+        let mut hold: Option<Hold> = None;
         let mut last = None;
         for _ in 0..ATTEMPTS {
-            let (plan, fills, waits) = self.start_fills(extents);
-            let from_disk = self.store_bytes(extents, &plan);
+            let started = self.start_fills(extents, |plan| {
+                if let Some(mut room) = room.take() {
+                    let need = shared.ram_permits(answer_need(extents, plan));
+                    let surplus = room.num_permits().saturating_sub(need as usize);
+                    drop(room.split(surplus));
+                    hold = Some(Arc::new(room));
+                }
+                hold.clone()
+            });
+            let Some(Started { fills, waits, hold }) = started else {
+                return Err(CacheError::Exhausted("RAM for a read".into()));
+            };
             let mut failed = None;
             let mut landed = Landed::new();
             for fill in fills {
@@ -247,18 +398,10 @@ impl<O: Origin> CachedFile<O> {
                 }
                 None => {}
             }
-            if plan.wait.is_empty() && plan.cached == 0 {
-                // Everything came with this read's own fills: answer from
-                // their data (zero copy), not by reading back what was
-                // just written.
-                if let Some(data) = slice_landed(extents, landed) {
-                    return Ok(data);
-                }
-            }
-            match self.serve(extents).await {
-                Ok(data) => {
-                    self.inner.shared.stats.add_from_disk(from_disk);
-                    return Ok(data);
+            match self.assemble(extents, landed).await {
+                Ok((data, from_disk)) => {
+                    shared.stats.add_from_disk(from_disk);
+                    return Ok(data.into_iter().map(|d| held(d, &hold)).collect());
                 }
                 Err(StoreError::Missing { block }) => {
                     last = Some(CacheError::Exhausted(format!("block {block}")));
@@ -269,82 +412,104 @@ impl<O: Origin> CachedFile<O> {
         Err(last.unwrap_or_else(|| CacheError::Exhausted("a read".into())))
     }
 
+    /// Whether fills of this file are stored now: it has a store entry and
+    /// the disk has not filled up.
+    fn storing(&self) -> bool {
+        self.inner.entry.is_some() && self.inner.shared.storing()
+    }
+
     /// Plans `extents` against the blocks' states and starts one fill task
-    /// per planned origin request. Returns the plan, the fills started and
-    /// the fills of other readers to wait for.
-    #[allow(clippy::type_complexity)]
+    /// per planned origin request, each holding the RAM `budget` gives for
+    /// the plan (asked under the flights lock: it must not wait). Returns
+    /// the fills started, the fills of other readers to wait for and the
+    /// RAM; `None`, with nothing started, when `budget` gives no RAM.
+    ///
+    /// When fills are not stored (see [`CachedFile::storing`]), blocks in
+    /// other readers' fills count as missing and this read's fills are not
+    /// registered: each read fetches what is not cached for itself.
     fn start_fills(
         &self,
         extents: &[(u64, usize)],
-    ) -> (
-        Plan,
-        Vec<oneshot::Receiver<Result<Landed, CacheError>>>,
-        Vec<watch::Receiver<Option<FillResult>>>,
-    ) {
+        budget: impl FnOnce(&Plan) -> Option<Hold>,
+    ) -> Option<Started> {
         let inner = &self.inner;
         let geo = &inner.shared.config.geometry;
+        let storing = self.storing();
         let mut flights = inner.flights.lock().unwrap();
         let plan = plan(extents, inner.size, geo, |b| {
-            if inner.entry.is_cached(b) {
+            if inner.entry.as_ref().is_some_and(|e| e.is_cached(b)) {
                 BlockState::Cached
-            } else if flights.contains_key(&b) {
+            } else if storing && flights.contains_key(&b) {
                 BlockState::InFlight
             } else {
                 BlockState::Missing
             }
         });
+        let hold = budget(&plan)?;
         let waits = distinct(plan.wait.iter().filter_map(|b| flights.get(b)));
         let mut fills = Vec::with_capacity(plan.requests.len());
         for range in &plan.requests {
             let runs: Vec<Run> = plan.runs[range.clone()].to_vec();
-            let (tx, rx) = watch::channel(None);
-            for run in &runs {
-                for b in run.first_block..run.first_block + run.blocks {
-                    flights.insert(b, rx.clone());
+            let waiters = storing.then(|| {
+                let (tx, rx) = watch::channel(None);
+                for run in &runs {
+                    for b in run.first_block..run.first_block + run.blocks {
+                        flights.insert(b, rx.clone());
+                    }
                 }
-            }
+                tx
+            });
             let (landed_tx, landed_rx) = oneshot::channel();
-            tokio::spawn(self.clone().fill(runs, tx, landed_tx));
+            let task = Task::start(&inner.tasks);
+            let fill = self.clone().fill(runs, waiters, landed_tx, hold.clone());
+            tokio::spawn(async move {
+                fill.await;
+                drop(task);
+            });
             fills.push(landed_rx);
         }
         drop(flights);
-        (plan, fills, waits)
+        Some(Started { fills, waits, hold })
     }
 
     /// Fetches `runs` in one origin request and hands their data to the
-    /// reader that planned them, then writes them to the store, clears them
-    /// from the flights and tells the waiters (who read from the store).
-    /// The RAM permits are held until the data is in the store.
+    /// reader that planned them, then — when the fill is registered
+    /// (`waiters`) and the disk has room — writes them to the store, clears
+    /// them from the flights and tells the waiters (who read from the
+    /// store). Holds `ram` until the data is in the store.
     async fn fill(
         self,
         runs: Vec<Run>,
-        waiters: watch::Sender<Option<FillResult>>,
+        waiters: Option<watch::Sender<Option<FillResult>>>,
         reader: oneshot::Sender<Result<Landed, CacheError>>,
+        ram: Hold,
     ) {
         let landing = Landing {
             inner: &self.inner,
-            runs: &runs,
+            runs: if waiters.is_some() { &runs } else { &[] },
         };
-        let shared = &self.inner.shared;
         let bytes: u64 = runs.iter().map(|r| r.len as u64).sum();
-        let _ram = shared
-            .ram
-            .acquire_many(shared.ram_permits(bytes))
-            .await
-            .expect("the RAM semaphore is never closed");
         let result = match self.fetch(&runs, bytes).await {
-            Ok(landed) => {
+            Ok(landed) if waiters.is_some() && self.storing() => {
                 // the reader may be gone; the blocks are stored regardless
                 let _ = reader.send(Ok(landed.clone()));
-                self.store(landed).await
+                self.store(landed, bytes).await
+            }
+            Ok(landed) => {
+                let _ = reader.send(Ok(landed));
+                self.inner.shared.stats.add_not_stored(bytes);
+                Err(not_stored())
             }
             Err(e) => {
                 let _ = reader.send(Err(e.clone()));
                 Err(e)
             }
         };
+        drop(ram);
         drop(landing);
-        waiters.send_replace(Some(result));
+        if let Some(waiters) = waiters {
+            waiters.send_replace(Some(result));
+        }
     }
 
     /// One origin request for `runs` (`bytes` in all).
@@ -361,20 +526,36 @@ impl<O: Origin> CachedFile<O> {
         Ok(extents.iter().map(|e| e.0).zip(fetched.data).collect())
     }
 
-    /// Writes landed runs to the store (data, then their bits).
-    async fn store(&self, landed: Landed) -> FillResult {
-        let entry = self.inner.entry.clone();
+    /// Writes landed runs (`bytes` in all) to the store (data, then their
+    /// bits). A failure stops at the run that failed; a full disk stops
+    /// storing ([`Shared::store_failed`]).
+    async fn store(&self, landed: Landed, bytes: u64) -> FillResult {
+        let shared = &self.inner.shared;
+        let Some(entry) = self.inner.entry.clone() else {
+            shared.stats.add_not_stored(bytes);
+            return Err(not_stored());
+        };
         let written = tokio::task::spawn_blocking(move || {
             let mut blocks = 0;
+            let mut stored = 0;
             for (offset, data) in &landed {
-                blocks += entry.write_blocks(*offset, data)?;
+                match entry.write_blocks(*offset, data) {
+                    Ok(n) => blocks += n,
+                    Err(e) => return (blocks, stored, Err(e)),
+                }
+                stored += data.len() as u64;
             }
-            Ok(blocks)
+            (blocks, stored, Ok(()))
         })
         .await
-        .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
-        .map_err(|e| CacheError::Store(Arc::new(e)))?;
-        self.inner.shared.stats.add_block_writes(written);
+        .unwrap_or_else(|e| (0, 0, Err(io::Error::other(e.to_string()))));
+        let (blocks, stored, result) = written;
+        shared.stats.add_block_writes(blocks);
+        if let Err(e) = result {
+            shared.stats.add_not_stored(bytes - stored);
+            shared.store_failed(&e);
+            return Err(CacheError::Store(Arc::new(e)));
+        }
         self.flush_if_due();
         Ok(())
     }
@@ -390,101 +571,140 @@ impl<O: Origin> CachedFile<O> {
             }
             *flushed = Instant::now();
         }
-        let entry = self.inner.entry.clone();
+        let Some(entry) = self.inner.entry.clone() else {
+            return;
+        };
+        let shared = self.inner.shared.clone();
         tokio::task::spawn_blocking(move || {
             if let Err(e) = entry.flush() {
                 tracing::warn!("cache sidecar flush failed: {e}");
+                shared.store_failed(&e);
             }
         });
     }
 
-    /// Writes the block bits to the sidecar, once the fills in flight have
-    /// landed in the store (a reader gets its data before its fill's store
-    /// write ends; a graceful stop must not lose those blocks).
+    /// Writes the block bits to the sidecar, once the fills running have
+    /// ended (a reader gets its data before its fill's store write ends; a
+    /// graceful stop must not lose those blocks). Nothing to write for a
+    /// file without a store entry.
     ///
-    /// Errors: the store's I/O error.
+    /// Errors: the store's I/O error (on a full disk the blocks that could
+    /// not be indexed are dropped, see [`Entry::flush`]).
     pub async fn flush(&self) -> std::io::Result<()> {
         self.settle().await;
         *self.inner.flushed.lock().unwrap() = Instant::now();
-        let entry = self.inner.entry.clone();
-        tokio::task::spawn_blocking(move || entry.flush())
+        let Some(entry) = self.inner.entry.clone() else {
+            return Ok(());
+        };
+        let result = tokio::task::spawn_blocking(move || entry.flush())
             .await
-            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
-    }
-
-    /// Waits until no fill of this file is in flight (those that start
-    /// meanwhile included).
-    async fn settle(&self) {
-        loop {
-            let pending = distinct(self.inner.flights.lock().unwrap().values());
-            if pending.is_empty() {
-                return;
-            }
-            // failures do not matter here: their blocks are simply not cached
-            let _ = wait_all(pending).await;
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        if let Err(e) = &result {
+            self.inner.shared.store_failed(e);
         }
+        result
     }
 
-    /// Reads every extent from the store (its blocks are cached by now).
-    /// After a block that is missing or fails its check, the other extents
-    /// are still read, so that every damaged block is found (and its bit
-    /// cleared) for the next attempt to fetch them all in one go.
-    async fn serve(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, StoreError> {
-        let entry = self.inner.entry.clone();
-        let extents = extents.to_vec();
-        tokio::task::spawn_blocking(move || {
-            entry.touch();
-            let mut out = Vec::with_capacity(extents.len());
-            let mut missing = None;
-            for &(offset, len) in &extents {
-                match len {
-                    0 => out.push(Bytes::new()),
-                    _ => match entry.read(offset, len) {
-                        Ok(data) => out.push(data),
-                        Err(StoreError::Missing { block }) => {
-                            missing.get_or_insert(StoreError::Missing { block });
+    /// Waits until no fill task of this file runs: registered fills and
+    /// prefetches, and the fills of reads that do not store (full disk),
+    /// those that start meanwhile included.
+    async fn settle(&self) {
+        let mut tasks = self.inner.tasks.subscribe();
+        // the sender lives in `inner`, so the channel cannot close
+        let _ = tasks.wait_for(|&n| n == 0).await;
+    }
+
+    /// Each extent, from the runs this read fetched itself (`landed`: a
+    /// slice of the run where the extent lies in one, else the pieces
+    /// joined) and from the store for every other byte (blocks that were
+    /// cached or fetched by another reader). Returns the answers and the
+    /// bytes read from the store.
+    ///
+    /// Errors: as [`CachedFile::read_store`].
+    async fn assemble(
+        &self,
+        extents: &[(u64, usize)],
+        mut landed: Landed,
+    ) -> Result<(Vec<Bytes>, u64), StoreError> {
+        landed.sort_unstable_by_key(|&(offset, _)| offset);
+        let layout: Vec<Vec<Piece>> = extents.iter().map(|&e| cut(e, &landed)).collect();
+        drop(landed); // the pieces keep what they slice
+        let wanted: Vec<(u64, usize)> = layout
+            .iter()
+            .flatten()
+            .filter_map(|p| match p {
+                Piece::Store { offset, len } => Some((*offset, *len)),
+                Piece::Landed(_) => None,
+            })
+            .collect();
+        let from_disk = wanted.iter().map(|&(_, l)| l as u64).sum();
+        let mut stored = self.read_store(wanted).await?.into_iter();
+        let answers = layout
+            .into_iter()
+            .zip(extents)
+            .map(|(pieces, &(_, len))| {
+                let mut pieces: Vec<Bytes> = pieces
+                    .into_iter()
+                    .map(|p| match p {
+                        Piece::Landed(data) => data,
+                        Piece::Store { .. } => stored.next().unwrap_or_default(),
+                    })
+                    .collect();
+                match pieces.len() {
+                    0 => Bytes::new(),
+                    1 => pieces.pop().unwrap_or_default(),
+                    _ => {
+                        let mut joined = BytesMut::with_capacity(len);
+                        for p in pieces {
+                            joined.extend_from_slice(&p);
                         }
-                        Err(e) => return Err(e),
-                    },
+                        joined.freeze()
+                    }
+                }
+            })
+            .collect();
+        Ok((answers, from_disk))
+    }
+
+    /// Reads each `(offset, len)` range from the store (its blocks are
+    /// cached by now), one answer per range; nothing for no ranges. After a
+    /// block that is missing or fails its check, the other ranges are still
+    /// read, so that every damaged block is found (and its bit cleared) for
+    /// the next attempt to fetch them all in one go.
+    ///
+    /// Errors: [`StoreError::Missing`] for the first such block;
+    /// [`StoreError::Io`] for a disk error.
+    async fn read_store(&self, ranges: Vec<(u64, usize)>) -> Result<Vec<Bytes>, StoreError> {
+        let Some(entry) = self.inner.entry.clone() else {
+            // nothing is cached without an entry: plan again
+            let block = ranges.first().map_or(0, |&(offset, _)| {
+                offset / self.inner.shared.config.geometry.block_size.max(1)
+            });
+            return match ranges.is_empty() {
+                true => Ok(Vec::new()),
+                false => Err(StoreError::Missing { block }),
+            };
+        };
+        entry.touch();
+        if ranges.is_empty() {
+            return Ok(Vec::new());
+        }
+        tokio::task::spawn_blocking(move || {
+            let mut out = Vec::with_capacity(ranges.len());
+            let mut missing = None;
+            for &(offset, len) in &ranges {
+                match entry.read(offset, len) {
+                    Ok(data) => out.push(data),
+                    Err(StoreError::Missing { block }) => {
+                        missing.get_or_insert(StoreError::Missing { block });
+                    }
+                    Err(e) => return Err(e),
                 }
             }
             missing.map_or(Ok(out), Err)
         })
         .await
         .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
-    }
-
-    /// Bytes of `extents` this read does not fetch itself: those in blocks
-    /// that were cached or in another reader's fill when `plan` was made,
-    /// all served from the store.
-    fn store_bytes(&self, extents: &[(u64, usize)], plan: &Plan) -> u64 {
-        let asked: u64 = extents.iter().map(|&(_, l)| l as u64).sum();
-        if plan.runs.is_empty() {
-            return asked;
-        }
-        if plan.cached == 0 && plan.wait.is_empty() {
-            return 0;
-        }
-        let block_size = self.inner.shared.config.geometry.block_size;
-        // runs are ascending and disjoint
-        let own = |b: u64| {
-            let i = plan.runs.partition_point(|r| r.first_block <= b);
-            i > 0 && b < plan.runs[i - 1].first_block + plan.runs[i - 1].blocks
-        };
-        let mut total = 0;
-        for &(offset, len) in extents {
-            let end = offset + len as u64;
-            let mut at = offset;
-            while at < end {
-                let b = at / block_size;
-                let next = ((b + 1) * block_size).min(end);
-                if !own(b) {
-                    total += next - at;
-                }
-                at = next;
-            }
-        }
-        total
     }
 
     /// With prefetch on, starts filling the blocks after the last one
@@ -496,12 +716,20 @@ impl<O: Origin> CachedFile<O> {
             return;
         };
         let start = end.div_ceil(block_size) * block_size;
-        if blocks == 0 || start >= self.inner.size {
+        if blocks == 0 || start >= self.inner.size || !self.storing() {
             return;
         }
         let len = (blocks * block_size).min(self.inner.size - start) as usize;
-        // The fills run on their own tasks; dropping their handles detaches them.
-        let _ = self.start_fills(&[(start, len)]);
+        let shared = &self.inner.shared;
+        // The fills run on their own tasks; dropping their handles detaches
+        // them. Without free RAM nothing is prefetched.
+        let _ = self.start_fills(&[(start, len)], |plan| {
+            let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
+            match bytes {
+                0 => None,
+                _ => shared.try_reserve(bytes).map(Arc::new),
+            }
+        });
     }
 }
 
@@ -525,49 +753,108 @@ impl<O> Drop for Landing<'_, O> {
                 flights.remove(&b);
             }
         }
+        // a large read (2 GiB: 512 Ki blocks) leaves a large table; do not
+        // keep it once nothing is in flight
+        if flights.is_empty() && flights.capacity() > SMALL_TABLE {
+            flights.shrink_to_fit();
+        }
     }
 }
 
-/// Each extent from the landed runs: a slice of the run that holds it whole
-/// (zero copy), or the pieces of the adjacent runs it spans (cut at
-/// `io_size`) joined. `None` when some byte is not in `landed` (it is then
-/// read from the store).
-fn slice_landed(extents: &[(u64, usize)], mut landed: Landed) -> Option<Vec<Bytes>> {
-    landed.sort_unstable_by_key(|&(offset, _)| offset);
-    extents
-        .iter()
-        .map(|&(offset, len)| {
-            if len == 0 {
-                return Some(Bytes::new());
-            }
-            let end = offset.checked_add(len as u64)?;
-            let mut i = landed
-                .partition_point(|&(o, _)| o <= offset)
-                .checked_sub(1)?;
-            let mut at = offset;
-            let mut joined: Option<bytes::BytesMut> = None;
-            loop {
-                let (run_offset, data) = landed.get(i)?;
-                let run_end = run_offset + data.len() as u64;
-                if *run_offset > at || run_end <= at && at < end {
-                    return None; // a hole between runs
-                }
-                let piece = data
-                    .slice((at - run_offset) as usize..(end.min(run_end) - run_offset) as usize);
-                if end <= run_end && joined.is_none() {
-                    return Some(piece); // the whole extent in one run
-                }
-                joined
-                    .get_or_insert_with(|| bytes::BytesMut::with_capacity(len))
-                    .extend_from_slice(&piece);
-                at = end.min(run_end);
-                if at == end {
-                    return joined.map(bytes::BytesMut::freeze);
-                }
+/// Where a piece of an extent comes from.
+#[derive(Debug)]
+enum Piece {
+    /// A slice of a run this read fetched.
+    Landed(Bytes),
+    /// Bytes to read from the store.
+    Store {
+        /// File offset, bytes.
+        offset: u64,
+        /// Length, bytes.
+        len: usize,
+    },
+}
+
+/// The pieces of extent `(offset, len)`, in order: slices of the runs in
+/// `landed` (ascending, disjoint) where they hold its bytes, store reads
+/// between them. None for an empty extent.
+fn cut((offset, len): (u64, usize), landed: &[(u64, Bytes)]) -> Vec<Piece> {
+    let end = offset.saturating_add(len as u64);
+    let mut pieces = Vec::new();
+    let mut at = offset;
+    // the first run that ends after `at`
+    let mut i = landed.partition_point(|(o, d)| o + d.len() as u64 <= at);
+    while at < end {
+        match landed.get(i) {
+            Some((o, data)) if *o <= at => {
+                let stop = end.min(o + data.len() as u64);
+                pieces.push(Piece::Landed(
+                    data.slice((at - o) as usize..(stop - o) as usize),
+                ));
+                at = stop;
                 i += 1;
             }
-        })
-        .collect()
+            next => {
+                let stop = next.map_or(end, |(o, _)| end.min(*o));
+                pieces.push(Piece::Store {
+                    offset: at,
+                    len: (stop - at) as usize,
+                });
+                at = stop;
+            }
+        }
+    }
+    pieces
+}
+
+/// RAM an extent of `len` bytes may take as a copy (read from the store,
+/// or joined).
+fn copy_cost(len: usize) -> u64 {
+    match len {
+        0 => 0,
+        _ => len as u64 + COPY_SLACK,
+    }
+}
+
+/// RAM a read of `extents` needs under `plan`: the runs it fetches, and a
+/// copy of each extent that is not one slice of a run.
+fn answer_need(extents: &[(u64, usize)], plan: &Plan) -> u64 {
+    let fetched: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
+    let in_one_run = |offset: u64, len: usize| {
+        let i = plan.runs.partition_point(|r| r.offset <= offset);
+        i > 0 && {
+            let r = &plan.runs[i - 1];
+            offset + len as u64 <= r.offset + r.len as u64
+        }
+    };
+    extents
+        .iter()
+        .filter(|&&(offset, len)| !in_one_run(offset, len))
+        .map(|&(_, len)| copy_cost(len))
+        .fold(fetched, u64::saturating_add)
+}
+
+/// `data`, holding `hold` until it (and every slice of it) is dropped.
+fn held(data: Bytes, hold: &Hold) -> Bytes {
+    if data.is_empty() {
+        return data;
+    }
+    Bytes::from_owner(Held {
+        data,
+        _hold: hold.clone(),
+    })
+}
+
+/// An answer and the RAM it holds.
+struct Held {
+    data: Bytes,
+    _hold: Hold,
+}
+
+impl AsRef<[u8]> for Held {
+    fn as_ref(&self) -> &[u8] {
+        &self.data
+    }
 }
 
 /// One receiver per fill among `receivers` (a fill is registered once per
@@ -599,6 +886,33 @@ async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<Cac
     failed
 }
 
+/// A fill task, counted in `Inner::tasks` from its start (when it is
+/// spawned) until the guard drops (when it ends, however it ends).
+struct Task(Arc<watch::Sender<usize>>);
+
+impl Task {
+    /// Counts one more task on `tasks`.
+    fn start(tasks: &Arc<watch::Sender<usize>>) -> Task {
+        tasks.send_modify(|n| *n += 1);
+        Task(tasks.clone())
+    }
+}
+
+impl Drop for Task {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n = n.saturating_sub(1));
+    }
+}
+
+/// The error a fill's waiters get when its data was not stored (the disk
+/// is full, or the file has no store entry): they plan again.
+fn not_stored() -> CacheError {
+    CacheError::Store(Arc::new(io::Error::new(
+        io::ErrorKind::StorageFull,
+        "the cache disk is full: not stored",
+    )))
+}
+
 /// The error of a fill whose task ended without an answer (it panicked).
 fn ended_early() -> CacheError {
     CacheError::Exhausted("a fill that ended early".into())
@@ -608,25 +922,60 @@ fn ended_early() -> CacheError {
 mod tests {
     use super::*;
 
+    /// The extent's bytes from its pieces, the store's read from `file`.
+    fn join(pieces: Vec<Piece>, file: &[u8]) -> Vec<u8> {
+        pieces
+            .into_iter()
+            .flat_map(|p| match p {
+                Piece::Landed(d) => d.to_vec(),
+                Piece::Store { offset, len } => file[offset as usize..][..len].to_vec(),
+            })
+            .collect()
+    }
+
     #[test]
-    fn extents_are_cut_from_the_landed_runs() {
+    fn extents_are_cut_from_the_landed_runs_and_the_store() {
+        let file: Vec<u8> = (0..40_000u32).map(|i| (i * 7 % 251) as u8).collect();
         let run = |offset: u64, len: usize| {
-            let data: Vec<u8> = (offset..offset + len as u64).map(|i| i as u8).collect();
+            let data = file[offset as usize..offset as usize + len].to_vec();
             (offset, Bytes::from(data))
         };
-        let want = |offset: u64, len: usize| run(offset, len).1;
         // two adjacent runs (one cut at io_size), then a hole, then a third
-        let landed = vec![run(8192, 4096), run(0, 8192), run(20_480, 4096)];
-        let extents = [(100, 50), (8000, 1000), (0, 12_288), (21_000, 10), (5, 0)];
-        let got = slice_landed(&extents, landed.clone()).unwrap();
-        for (&(o, l), g) in extents.iter().zip(&got) {
-            assert_eq!(g, &want(o, l), "extent ({o}, {l})");
+        let landed = vec![run(0, 8192), run(8192, 4096), run(20_480, 4096)];
+        let extents = [
+            (100, 50),
+            (8000, 1000),
+            (0, 12_288),
+            (21_000, 10),
+            (5, 0),
+            (12_000, 9000),
+            (24_000, 1000),
+            (30_000, 100),
+        ];
+        for &(o, l) in &extents {
+            let pieces = cut((o, l), &landed);
+            assert_eq!(
+                join(pieces, &file),
+                file[o as usize..][..l],
+                "extent ({o}, {l})"
+            );
         }
         // zero copy when one run holds the extent
-        assert_eq!(got[0].as_ptr(), landed[1].1[100..].as_ptr());
-        // across the hole, or past the last run: not all landed
-        assert!(slice_landed(&[(12_000, 9000)], landed.clone()).is_none());
-        assert!(slice_landed(&[(24_000, 1000)], landed.clone()).is_none());
-        assert!(slice_landed(&[(u64::MAX - 1, 10)], landed).is_none());
+        match &cut((100, 50), &landed)[..] {
+            [Piece::Landed(d)] => assert_eq!(d.as_ptr(), landed[0].1[100..].as_ptr()),
+            other => panic!("{other:?}"),
+        }
+        // across the hole: run, store, run; past the last run: store
+        match &cut((12_000, 9000), &landed)[..] {
+            [Piece::Landed(a), Piece::Store { offset, len }, Piece::Landed(b)] => {
+                assert_eq!((a.len(), *offset, *len, b.len()), (288, 12_288, 8192, 520));
+            }
+            other => panic!("{other:?}"),
+        }
+        match &cut((30_000, 100), &landed)[..] {
+            [Piece::Store { offset, len }] => assert_eq!((*offset, *len), (30_000, 100)),
+            other => panic!("{other:?}"),
+        }
+        assert!(cut((5, 0), &landed).is_empty());
     }
 }

@@ -13,8 +13,10 @@
 //! - [`store`]: a sparse data file and a sidecar per file (block bits, a
 //!   crc32c per 4 kB page, the origin's size and mtime); data is written
 //!   before its bit and the sidecar replaced atomically, so a crash loses
-//!   cached pages but never serves wrong ones. [`purge`](mod@purge) keeps
-//!   disk usage between watermarks, least recently used files first.
+//!   cached pages but never serves wrong ones; on a full disk what is on
+//!   disk stays indexed. [`purge`](mod@purge) keeps disk usage between
+//!   watermarks (by default 0.90 and 0.95 of the disk, as the stock XCache),
+//!   least recently used files first.
 //! - [`CachedFile`]: block states and single-flight fills under a RAM
 //!   budget; [`CacheFs`] puts it behind [`xroot_server::Server`] as a
 //!   caching proxy (the XCache equivalent, `examples/xcache.rs`).
@@ -37,8 +39,11 @@ pub use file::{CacheConfig, CacheError, CachedFile};
 pub use origin::{
     Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, RemoteOrigin,
 };
-pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
-pub use purge::{disk_usage, purge, PurgeReport, Watermarks};
+pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run, ORIGIN_READV_TOTAL};
+pub use purge::{
+    disk_space, disk_usage, purge, purge_disk, BadLevel, DiskPurge, DiskSpace, Level, PurgeConfig,
+    PurgeReport, Watermarks,
+};
 pub use stats::{CacheStats, CacheStatsSnapshot};
-pub use store::{Entry, Store, StoreError, Validators};
+pub use store::{is_full, Entry, Store, StoreError, Validators};
 pub use xroot_proto as proto;

@@ -24,6 +24,7 @@ pub struct CacheStats {
     bytes_fetched: AtomicU64,
     bytes_from_disk: AtomicU64,
     block_writes: AtomicU64,
+    bytes_not_stored: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, n: u64) {
@@ -72,6 +73,12 @@ impl CacheStats {
         add(&self.block_writes, blocks);
     }
 
+    /// Adds `bytes` fetched from the origin and not stored (the disk was
+    /// full, or the store failed).
+    pub fn add_not_stored(&self, bytes: u64) {
+        add(&self.bytes_not_stored, bytes);
+    }
+
     /// Counts one client read or vector read finished.
     pub fn add_client_request(&self) {
         add(&self.client_requests, 1);
@@ -89,6 +96,9 @@ impl CacheStats {
             bytes_fetched: get(&self.bytes_fetched),
             bytes_from_disk: get(&self.bytes_from_disk),
             block_writes: get(&self.block_writes),
+            bytes_not_stored: get(&self.bytes_not_stored),
+            ram_held: 0,
+            disk_full: false,
         }
     }
 }
@@ -112,6 +122,19 @@ pub struct CacheStatsSnapshot {
     pub bytes_from_disk: u64,
     /// Blocks written to the store.
     pub block_writes: u64,
+    /// Bytes fetched from the origin and not stored (the disk was full, or
+    /// the store failed).
+    pub bytes_not_stored: u64,
+    /// Bytes of the RAM budget held now (KiB steps): fetched data not yet
+    /// stored and answers the server has not dropped yet. Filled in by
+    /// [`CacheFs::stats`](crate::CacheFs::stats); 0 from
+    /// [`CacheStats::snapshot`], which does not see the budget.
+    pub ram_held: u64,
+    /// Whether storing is stopped now because the disk filled up (until a
+    /// disk check finds room). Filled in by
+    /// [`CacheFs::stats`](crate::CacheFs::stats); `false` from
+    /// [`CacheStats::snapshot`].
+    pub disk_full: bool,
 }
 
 /// `num / den`, 0 when `den` is 0.
@@ -164,7 +187,11 @@ impl fmt::Display for Bytes {
 impl fmt::Display for CacheStatsSnapshot {
     /// One line per figure, label then value with its unit.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let rows: [(&str, &dyn fmt::Display); 8] = [
+        let storing = match self.disk_full {
+            true => "stopped: the disk is full",
+            false => "storing",
+        };
+        let rows: [(&str, &dyn fmt::Display); 10] = [
             ("client reads in flight", &Gauge(&self.client_reads)),
             ("origin requests in flight", &Gauge(&self.origin_requests)),
             (
@@ -193,6 +220,11 @@ impl fmt::Display for CacheStatsSnapshot {
                 "block writes",
                 &format_args!("{} blocks", self.block_writes),
             ),
+            (
+                "not stored",
+                &format_args!("{}; {storing}", Bytes(self.bytes_not_stored)),
+            ),
+            ("RAM held", &Bytes(self.ram_held)),
         ];
         for (label, value) in rows {
             writeln!(f, "{label:<26} {value}")?;
@@ -214,6 +246,7 @@ mod tests {
         stats.add_fetched(8192, 2);
         stats.add_from_disk(512);
         stats.add_block_writes(3);
+        stats.add_not_stored(4096);
         stats.add_client_request();
         stats.add_client_request();
         let s = stats.snapshot();
@@ -227,6 +260,7 @@ mod tests {
             ),
             (1024, 12_288, 512, 3)
         );
+        assert_eq!(s.bytes_not_stored, 4096);
         assert_eq!(s.origin_requests_per_client_request(), 1.5);
         assert_eq!(s.fetched_per_asked(), 12.0);
     }
@@ -271,7 +305,7 @@ mod tests {
         stats.add_client_request();
         let text = stats.snapshot().to_string();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 8, "{text}");
+        assert_eq!(lines.len(), 10, "{text}");
         assert!(lines[0].starts_with("client reads in flight"), "{text}");
         assert!(
             lines[0].ends_with("now 0, peak 0, mean 0.00, 0 in all"),
@@ -287,6 +321,8 @@ mod tests {
             "{text}"
         );
         assert!(lines[7].ends_with("768 blocks"), "{text}");
+        assert!(lines[8].ends_with("0 bytes (0.0 MiB); storing"), "{text}");
+        assert!(lines[9].ends_with("0 bytes (0.0 MiB)"), "{text}");
         // the values line up in one column
         let column = |l: &str| l.len() - l[26..].trim_start().len();
         assert!(

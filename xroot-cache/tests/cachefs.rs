@@ -11,7 +11,7 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use support::{calls_reach, open, readv, until, Setup, GUARD};
+use support::{calls_reach, from_origin, open, readv, until, Setup, GUARD};
 use xroot_cache::{CacheConfig, Geometry};
 use xroot_proto::ErrorCode;
 use xroot_server::{File, FileSystem, FsError, OpenMode};
@@ -101,6 +101,69 @@ async fn the_ram_budget_holds_a_fill_back_until_room_is_made() {
     assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
     assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
     assert_eq!(s.calls(), 2);
+}
+
+/// The RAM budget counts what the cache hands its clients, until they drop
+/// it (the server has sent it), not only fill data until it is stored:
+/// while A holds its answer, B's cold read waits for room.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_held_by_clients_count_in_the_ram_budget() {
+    let s = Setup::new(1 << 20);
+    s.open_gate();
+    let fs = s.cache(CacheConfig {
+        ram: 64 << 10,
+        ..CacheConfig::default()
+    });
+    let (a, b) = (open(&fs).await, open(&fs).await);
+    let first = [(0u64, 64 << 10)];
+    let held = a.readv(first.to_vec()).await.unwrap();
+    assert_eq!(s.calls(), 1);
+    let second = [(512 << 10, 64 << 10)];
+    let rb = tokio::spawn(async move { readv(&b, &second).await });
+    // B waits for RAM while A's answer is alive; give it every chance to
+    // go to the origin anyway.
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(s.calls(), 1, "a read went to the origin without RAM");
+    assert_eq!(fs.stats().ram_held, 64 << 10);
+    assert!(held[0] == s.data[..64 << 10]);
+    drop(held);
+    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    assert_eq!(s.calls(), 2);
+    // all given back once the answers are dropped and the fills stored
+    until("the RAM given back", || fs.stats().ram_held == 0).await;
+}
+
+/// A read of blocks partly cached and partly fetched answers the fetched
+/// part from the origin's data as it came (no copy), not by reading back
+/// from disk what its own fill has just written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_partly_cached_answers_its_own_fill_without_reading_it_back() {
+    let s = Setup::new(1 << 20);
+    s.open_gate();
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    let warm = [(0u64, 4 * 4096)];
+    assert_eq!(readv(&f, &warm).await.unwrap(), s.expect(&warm));
+    s.probe.keep_answers.store(true, Ordering::SeqCst);
+    let extents = [(100u64, 4000), (64 << 10, 3 * 4096), (300 << 10, 10)];
+    let got = f.readv(extents.to_vec()).await.unwrap();
+    for ((o, l), g) in extents.iter().zip(&got) {
+        assert!(
+            g[..] == s.data[*o as usize..*o as usize + l],
+            "extent at {o}"
+        );
+    }
+    assert_eq!(s.calls(), 2, "one origin request for the cold blocks");
+    assert!(
+        !from_origin(&s.probe, &got[0]),
+        "the cached block is read from disk"
+    );
+    assert!(from_origin(&s.probe, &got[1]), "read back from disk");
+    assert!(from_origin(&s.probe, &got[2]), "read back from disk");
+    assert_eq!(fs.stats().bytes_from_disk, 4000);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -245,6 +308,46 @@ async fn prefetch_fills_the_blocks_after_a_read_in_the_background() {
     calls_reach(&s, 3).await;
     let runs = s.probe.runs.lock().unwrap().clone();
     assert_eq!(runs, [(0, 4096), (4096, 8 * 4096), (9 * 4096, 8 * 4096)]);
+}
+
+/// Closing the last handle while a fill the cache started itself (a
+/// prefetch) is still at the origin: the close waits for it — the origin
+/// file stays open until the fill is done, and its blocks are stored and
+/// in the sidecar written at the close, so a restart serves them from disk.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_close_waits_for_the_fills_still_running() {
+    let s = Setup::new(1 << 20);
+    let config = CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    };
+    let fs = s.cache(config);
+    let f = open(&fs).await;
+    let first = [(0u64, 4096)];
+    s.gate.add_permits(1); // the read's own fill; the prefetch waits
+    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
+    calls_reach(&s, 2).await;
+    drop(f);
+    for _ in 0..50 {
+        tokio::task::yield_now().await;
+        tokio::time::sleep(Duration::from_millis(1)).await;
+    }
+    assert_eq!(s.open_files(), 1, "the origin file closed under a fill");
+    s.open_gate();
+    until("the origin file closed", || s.open_files() == 0).await;
+    drop(fs);
+    // a restart (no prefetch now): the prefetched blocks are on disk,
+    // indexed
+    let fs = s.cache(CacheConfig::default());
+    let f = open(&fs).await;
+    let prefetched = [(4096u64, 8 * 4096)];
+    let calls = s.calls();
+    assert_eq!(
+        f.readv(prefetched.to_vec()).await.unwrap()[0],
+        s.expect(&prefetched)[0]
+    );
+    assert_eq!(s.calls(), calls, "the prefetched blocks were not kept");
+    assert_eq!(fs.stats().bytes_from_disk, 8 * 4096);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

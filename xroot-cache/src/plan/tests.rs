@@ -104,11 +104,11 @@ fn check(
         prop_assert_eq!(req.start, next);
         prop_assert!(req.start < req.end && req.end - req.start <= MAX_READV_ELEMENTS);
         let total = |rs: &[Run]| rs.iter().map(|r| r.len as u64 + 16).sum::<u64>();
-        prop_assert!(total(&p.runs[req.clone()]) <= MAX_READV_TOTAL);
+        prop_assert!(total(&p.runs[req.clone()]) <= ORIGIN_READV_TOTAL);
         if i + 1 < p.requests.len() {
             let grown = &p.runs[req.start..req.end + 1];
             prop_assert!(
-                grown.len() > MAX_READV_ELEMENTS || total(grown) > MAX_READV_TOTAL,
+                grown.len() > MAX_READV_ELEMENTS || total(grown) > ORIGIN_READV_TOTAL,
                 "request {} not full",
                 i
             );
@@ -116,6 +116,10 @@ fn check(
         next = req.end;
     }
     prop_assert_eq!(next, p.runs.len());
+
+    // the bound a reader reserves RAM for before planning holds
+    let fetched: u64 = p.runs.iter().map(|r| r.len as u64).sum();
+    prop_assert!(fetched <= fetch_bound(extents, file_size, geo));
 
     // deterministic, whatever the order of the extents
     let mut reversed = extents.to_vec();
@@ -319,6 +323,36 @@ fn total_limit_splits_requests() {
     assert_eq!(p.runs.len(), 600);
     // 511 × (4 MiB + 16) bytes fit under 0x7fffffff, 512 do not
     assert_eq!(p.requests, [0..511, 511..600]);
+}
+
+#[test]
+fn an_origin_request_never_reaches_2_gib_with_its_headers() {
+    // What a stock xrootd 5.5.3 accepts, not what our decoder accepts.
+    assert_eq!(ORIGIN_READV_TOTAL, 0x7fff_ffff);
+    // hand-built: 1024 runs of 2,097,136 bytes are exactly 2^31 bytes with
+    // their headers, one byte more than a stock origin takes
+    let element = u64::from(MAX_READV_ELEMENT);
+    let geo = Geometry {
+        block_size: element,
+        io_size: element,
+        io_gap: 0,
+    };
+    let file_size = 1024 * element;
+    let p = plan(&[(0, file_size as usize)], file_size, &geo, cold);
+    assert_eq!(p.runs.len(), 1024);
+    assert_eq!(p.requests, [0..1023, 1023..1024]);
+    // the largest client vector read at the default geometry: more than
+    // 1024 runs, so two requests, each within the limit
+    let geo = Geometry::default();
+    let extents: Vec<(u64, usize)> = (0..1024u64)
+        .map(|i| (i * element, element as usize))
+        .collect();
+    let p = plan(&extents, file_size, &geo, cold);
+    assert_eq!(p.requests.len(), 2);
+    for req in &p.requests {
+        let total: u64 = p.runs[req.clone()].iter().map(|r| r.len as u64 + 16).sum();
+        assert!(total <= ORIGIN_READV_TOTAL);
+    }
 }
 
 #[test]

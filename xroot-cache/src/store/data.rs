@@ -58,4 +58,25 @@ impl DataFile {
     pub(crate) fn truncate(&self) -> io::Result<()> {
         self.file.set_len(0)
     }
+
+    /// Frees the disk space of `len` bytes at `offset` (they read as zeros
+    /// after), keeping the file's length: `fallocate(PUNCH_HOLE |
+    /// KEEP_SIZE)`. Errors: those of `fallocate` (`Unsupported` where the
+    /// file system or the platform cannot punch holes).
+    pub(crate) fn punch(&self, offset: u64, len: u64) -> io::Result<()> {
+        if len == 0 {
+            return Ok(());
+        }
+        #[cfg(target_os = "linux")]
+        {
+            use rustix::fs::{fallocate, FallocateFlags};
+            let mode = FallocateFlags::PUNCH_HOLE | FallocateFlags::KEEP_SIZE;
+            fallocate(&self.file, mode, offset, len).map_err(io::Error::from)
+        }
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = offset;
+            Err(io::Error::from(io::ErrorKind::Unsupported))
+        }
+    }
 }

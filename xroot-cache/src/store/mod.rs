@@ -8,6 +8,14 @@
 //! is set and its crc32c matches. So a crash or a damaged file can lose cached
 //! blocks but never serves wrong bytes.
 //!
+//! A full disk: no block is written into an entry before the space of its
+//! next sidecar is set aside (`<path>.cinfo.tmp`, which a flush writes into
+//! and swaps with the sidecar), so on file systems that overwrite in place
+//! the blocks written can always be indexed; a block write that fails frees
+//! what it wrote (a hole is punched); a flush that still fails for want of
+//! space drops and frees the blocks no sidecar on disk indexes. What is on
+//! disk is thus indexed, and served after a restart.
+//!
 //! The directory belongs to the store: [`purge`](crate::purge::purge) treats
 //! every file under it as cache content.
 
@@ -17,6 +25,7 @@ pub mod sidecar;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -52,6 +61,15 @@ impl From<&xroot_proto::response::StatInfo> for Validators {
             mtime: st.mtime,
         }
     }
+}
+
+/// Whether `e` says the disk (or the user's quota on it) is full: ENOSPC or
+/// EDQUOT.
+pub fn is_full(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::StorageFull | io::ErrorKind::QuotaExceeded
+    )
 }
 
 /// Error of [`Entry::read`].
@@ -97,7 +115,10 @@ impl Store {
     /// Loads its sidecar; if it is absent, unreadable, torn (bad trailer
     /// crc32c), of another version, page or block size, or its validators
     /// differ from `validators`, the entry is reset: an empty sidecar replaces
-    /// it, then the data file is truncated to 0 bytes.
+    /// it, then the data file is truncated to 0 bytes (first, when the disk
+    /// is too full for the new sidecar: the old blocks are of no use). Then
+    /// sets aside the space of the next sidecar (see
+    /// [`Entry::write_blocks`]); a full disk does not fail the call for that.
     ///
     /// Keep at most one `Entry` per path at a time (two would overwrite each
     /// other's sidecar).
@@ -106,7 +127,8 @@ impl Store {
     /// NUL byte, a segment ending in `.cinfo` or `.cinfo.tmp` (reserved for
     /// sidecars), a `block_size` that is not a power of two of at least 4096,
     /// or a size over [`MAX_FILE_SIZE`]; `OutOfMemory` if the block state
-    /// cannot be allocated; otherwise file-system errors.
+    /// cannot be allocated; otherwise file-system errors (`StorageFull` when
+    /// the disk is too full for a new sidecar even so, see [`is_full`]).
     pub fn entry(&self, path: &str, validators: Validators, block_size: u64) -> io::Result<Entry> {
         let data_path = self.root.join(confine(path)?);
         let sidecar_path = with_suffix(&data_path, SIDECAR_SUFFIX);
@@ -116,28 +138,43 @@ impl Store {
         if let Some(parent) = data_path.parent() {
             fs::create_dir_all(parent)?;
         }
+        let data = DataFile::open(&data_path)?;
         let (mut state, reset) = match loaded {
             Ok(state) => (state, false),
             Err(why) => {
                 tracing::debug!(path, why, "cache entry reset");
                 let empty = Sidecar::empty(validators, block_size, now)?;
-                sidecar::replace(&sidecar_path, &temp_path, &empty.encode())?;
+                let bytes = empty.encode();
+                match sidecar::replace(&sidecar_path, &temp_path, &bytes) {
+                    Err(e) if is_full(&e) => {
+                        data.truncate()?;
+                        sidecar::replace(&sidecar_path, &temp_path, &bytes)?;
+                    }
+                    other => other?,
+                }
                 (empty, true)
             }
         };
         state.set_atime(now);
-        let data = DataFile::open(&data_path)?;
         if reset {
             data.truncate()?;
         }
+        let reserved = match sidecar::reserve(&temp_path, state.encoded_len() as u64) {
+            Ok(()) => true,
+            Err(e) if is_full(&e) => false,
+            Err(e) => return Err(e),
+        };
+        let durable = state.bits().to_vec();
         Ok(Entry {
             validators,
             block_size,
             data,
             sidecar_path,
             temp_path,
+            reserved: AtomicBool::new(reserved),
             state: Mutex::new(State {
                 sidecar: state,
+                durable,
                 dirty: true,
             }),
             flush: Mutex::new(()),
@@ -196,14 +233,19 @@ pub struct Entry {
     data: DataFile,
     sidecar_path: PathBuf,
     temp_path: PathBuf,
+    /// Whether `temp_path` holds the disk space of the next sidecar.
+    reserved: AtomicBool,
     state: Mutex<State>,
-    /// Serialises flushes, so sidecars are renamed in snapshot order.
+    /// Serialises flushes (so sidecars are renamed in snapshot order) and
+    /// the reservation of `temp_path`.
     flush: Mutex<()>,
 }
 
 #[derive(Debug)]
 struct State {
     sidecar: Sidecar,
+    /// The block bits of the sidecar on disk (as last written or loaded).
+    durable: Vec<u64>,
     /// Changed since the last flush.
     dirty: bool,
 }
@@ -241,8 +283,15 @@ impl Entry {
     /// it ends exactly at the file size. Returns the number of blocks written
     /// (0 for empty `data`).
     ///
+    /// First sets aside the disk space of the next sidecar, if that is not
+    /// done yet, so that blocks written can be indexed. A failed write frees
+    /// whatever part of `data` it wrote (punches a hole there) and sets no
+    /// bit.
+    ///
     /// Errors: `InvalidInput` for an unaligned offset, a partial block not at
-    /// the end of file, or data past the end of file; write errors.
+    /// the end of file, or data past the end of file; write errors
+    /// (`StorageFull` for a full disk, see [`is_full`]), including those of
+    /// setting the sidecar's space aside (then nothing is written).
     pub fn write_blocks(&self, offset: u64, data: &[u8]) -> io::Result<u64> {
         if data.is_empty() {
             return Ok(0);
@@ -261,7 +310,14 @@ impl Entry {
                 "write of {len} bytes at {offset} is not whole blocks of {bs} bytes"
             )));
         }
-        self.data.write_at(offset, data)?;
+        self.reserve()?;
+        if let Err(e) = self.data.write_at(offset, data) {
+            // not indexed, so of no use: give its space back
+            if let Err(p) = self.data.punch(offset, len) {
+                tracing::debug!("freeing a failed block write: {p}");
+            }
+            return Err(e);
+        }
         let crcs: Vec<u32> = data.chunks(PAGE_SIZE).map(crc32c).collect();
         let (first_page, first_block, blocks) = (offset / PAGE, offset / bs, len.div_ceil(bs));
         let mut state = lock(&self.state);
@@ -336,30 +392,106 @@ impl Entry {
 
     /// Makes the bits set so far durable: takes a snapshot of the state,
     /// fdatasyncs the data file (so every block in the snapshot is on disk),
-    /// then writes the sidecar to `<path>.cinfo.tmp`, fsyncs it, renames it
-    /// over `<path>.cinfo` (atomic) and fsyncs the directory. The sidecar
-    /// carries the access time last marked by [`touch`](Entry::touch) (or by
-    /// [`Store::entry`]). Does nothing if nothing changed since the last
-    /// flush. Errors: those of the sync, write and rename; the state stays to
-    /// flush again.
+    /// then writes the sidecar into `<path>.cinfo.tmp` (the space set aside
+    /// for it), fsyncs it, swaps it with `<path>.cinfo` (atomic) and fsyncs
+    /// the directory. The sidecar carries the access time last marked by
+    /// [`touch`](Entry::touch) (or by [`Store::entry`]). Does nothing if
+    /// nothing changed since the last flush.
+    ///
+    /// Errors: those of the sync, write and rename; the state stays to flush
+    /// again. When the disk is full ([`is_full`]), the blocks written since
+    /// the sidecar on disk was written are dropped first (their bits
+    /// cleared, their space freed): nothing on disk is left unindexed.
     pub fn flush(&self) -> io::Result<()> {
         let _serial = lock(&self.flush);
-        let snapshot = {
+        let (snapshot, bits) = {
             let mut state = lock(&self.state);
             if !state.dirty {
                 return Ok(());
             }
             state.dirty = false;
-            state.sidecar.encode()
+            (state.sidecar.encode(), state.sidecar.bits().to_vec())
         };
         let result = self
             .data
             .sync()
-            .and_then(|()| sidecar::replace(&self.sidecar_path, &self.temp_path, &snapshot));
-        if result.is_err() {
-            lock(&self.state).dirty = true;
+            .and_then(|()| sidecar::update(&self.sidecar_path, &self.temp_path, &snapshot));
+        match result {
+            Ok(kept) => {
+                self.reserved.store(kept, Ordering::SeqCst);
+                lock(&self.state).durable = bits;
+                Ok(())
+            }
+            Err(e) => {
+                // the space set aside is checked again before the next write
+                self.reserved.store(false, Ordering::SeqCst);
+                let mut state = lock(&self.state);
+                state.dirty = true;
+                if is_full(&e) {
+                    let dropped = self.drop_unindexed(&mut state);
+                    tracing::warn!(
+                        path = %self.sidecar_path.display(),
+                        dropped,
+                        "cache disk full: blocks that could not be indexed dropped"
+                    );
+                }
+                Err(e)
+            }
         }
-        result
+    }
+
+    /// Sets aside the disk space of the next sidecar, unless it is already
+    /// (see [`sidecar::reserve`]). Errors: those of the allocation.
+    fn reserve(&self) -> io::Result<()> {
+        if self.reserved.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let _serial = lock(&self.flush);
+        if self.reserved.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let len = lock(&self.state).sidecar.encoded_len() as u64;
+        sidecar::reserve(&self.temp_path, len)?;
+        self.reserved.store(true, Ordering::SeqCst);
+        Ok(())
+    }
+
+    /// Clears the bit of every block set since the sidecar on disk was
+    /// written and punches its data out: blocks nothing on disk indexes.
+    /// Returns how many. A write of those blocks racing with this may lose
+    /// its data to the punch; its pages then fail their crc32c and are
+    /// fetched again, never served wrong.
+    fn drop_unindexed(&self, state: &mut State) -> u64 {
+        let extra: Vec<u64> = state
+            .sidecar
+            .bits()
+            .iter()
+            .zip(state.durable.iter().chain(std::iter::repeat(&0)))
+            .enumerate()
+            .flat_map(|(w, (&now, &durable))| {
+                let extra = now & !durable;
+                (0..64u64)
+                    .filter(move |i| extra & (1 << i) != 0)
+                    .map(move |i| w as u64 * 64 + i)
+            })
+            .collect();
+        let bs = self.block_size;
+        let mut start = 0;
+        while start < extra.len() {
+            let mut end = start + 1;
+            while end < extra.len() && extra[end] == extra[end - 1] + 1 {
+                end += 1;
+            }
+            for &b in &extra[start..end] {
+                state.sidecar.set_cached(b, false);
+            }
+            let blocks = (end - start) as u64;
+            if let Err(e) = self.data.punch(extra[start] * bs, blocks * bs) {
+                tracing::debug!("freeing unindexed blocks: {e}");
+            }
+            start = end;
+        }
+        extra.len() as u64
     }
 
     /// Marks the entry accessed now (for purge's least-recently-used order;

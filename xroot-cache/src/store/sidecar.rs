@@ -25,6 +25,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
+use std::os::unix::fs::{FileExt, MetadataExt};
 use std::path::Path;
 
 use xroot_proto::page::{crc32c, PAGE_SIZE};
@@ -211,8 +212,7 @@ impl Sidecar {
 
     /// The sidecar's bytes, trailer included.
     pub(crate) fn encode(&self) -> Vec<u8> {
-        let len = HEADER_LEN + 8 * self.bits.len() + 4 * self.crcs.len() + TRAILER_LEN;
-        let mut out = Vec::with_capacity(len);
+        let mut out = Vec::with_capacity(self.encoded_len());
         out.extend_from_slice(&MAGIC);
         out.extend_from_slice(&VERSION.to_le_bytes());
         out.extend_from_slice(&(PAGE as u32).to_le_bytes());
@@ -283,6 +283,16 @@ impl Sidecar {
         }
     }
 
+    /// The block bitmap: block `i` is bit `i % 64` of word `i / 64`.
+    pub(crate) fn bits(&self) -> &[u64] {
+        &self.bits
+    }
+
+    /// Bytes of the encoded sidecar.
+    pub(crate) fn encoded_len(&self) -> usize {
+        HEADER_LEN + 8 * self.bits.len() + 4 * self.crcs.len() + TRAILER_LEN
+    }
+
     /// Bytes of the cached blocks (the last block counts its real length).
     pub(crate) fn cached_bytes(&self) -> u64 {
         let count: u64 = self.bits.iter().map(|w| u64::from(w.count_ones())).sum();
@@ -296,21 +306,125 @@ impl Sidecar {
 }
 
 /// Replaces `path` by `bytes` atomically: write `temp`, fsync it, rename it
-/// over `path`, fsync the directory.
+/// over `path`, fsync the directory. Errors: those of the calls; `temp` is
+/// removed when it could not be written (a full disk keeps no half file).
 pub(crate) fn replace(path: &Path, temp: &Path, bytes: &[u8]) -> io::Result<()> {
-    let mut file = OpenOptions::new()
+    let written = OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
+        .open(temp)
+        .and_then(|mut file| {
+            file.write_all(bytes)?;
+            file.sync_all()
+        });
+    if let Err(e) = written {
+        let _ = fs::remove_file(temp);
+        return Err(e);
+    }
+    fs::rename(temp, path)?;
+    sync_dir(path)
+}
+
+/// Updates `path` to `bytes` atomically, writing into the space `temp`
+/// holds: `bytes` are written over `temp`'s content (a file of the same
+/// length is overwritten in place, so on a file system that does so no new
+/// disk space is needed), `temp` is fsynced and exchanged with `path`
+/// (`renameat2(RENAME_EXCHANGE)`), so that `temp` then holds the previous
+/// sidecar, the space of the next update; the directory is fsynced. Where
+/// the exchange is not available (another platform or file system, or no
+/// `path` yet), `temp` is renamed over `path` instead. Returns whether
+/// `temp` still exists.
+///
+/// Errors: those of the calls (`StorageFull` when `temp` must grow on a
+/// full disk); `path` is then unchanged.
+pub(crate) fn update(path: &Path, temp: &Path, bytes: &[u8]) -> io::Result<bool> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
         .open(temp)?;
-    file.write_all(bytes)?;
+    file.write_all_at(bytes, 0)?;
+    if file.metadata()?.len() > bytes.len() as u64 {
+        file.set_len(bytes.len() as u64)?;
+    }
     file.sync_all()?;
     drop(file);
+    let kept = exchange(temp, path)?;
+    sync_dir(path)?;
+    Ok(kept)
+}
+
+/// Swaps `temp` and `path` (both kept), or renames `temp` over `path` where
+/// a swap is not available; whether they were swapped.
+fn exchange(temp: &Path, path: &Path) -> io::Result<bool> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        use rustix::io::Errno;
+        match renameat_with(CWD, temp, CWD, path, RenameFlags::EXCHANGE) {
+            Ok(()) => return Ok(true),
+            Err(Errno::INVAL | Errno::NOSYS | Errno::NOENT | Errno::OPNOTSUPP) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
     fs::rename(temp, path)?;
+    Ok(false)
+}
+
+/// fsyncs the directory holding `path`.
+fn sync_dir(path: &Path) -> io::Result<()> {
     match path.parent() {
         Some(dir) => File::open(dir)?.sync_all(),
         None => Ok(()),
     }
+}
+
+/// Makes `temp` a file of `len` bytes with its disk space allocated, the
+/// space a later [`update`] writes into (`fallocate`, or zeros written
+/// where that is not supported). Nothing to do when it is one already.
+///
+/// Errors: those of the calls (`StorageFull` on a full disk); `temp` is
+/// then removed.
+pub(crate) fn reserve(temp: &Path, len: u64) -> io::Result<()> {
+    if fs::metadata(temp).is_ok_and(|m| m.len() == len && m.blocks() * 512 >= len) {
+        return Ok(());
+    }
+    let result = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(temp)
+        .and_then(|file| allocate(&file, len));
+    if result.is_err() {
+        let _ = fs::remove_file(temp);
+    }
+    result
+}
+
+/// Allocates `len` bytes of disk for `file` (empty), extending it.
+fn allocate(file: &File, len: u64) -> io::Result<()> {
+    if len == 0 {
+        return Ok(());
+    }
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{fallocate, FallocateFlags};
+        use rustix::io::Errno;
+        match fallocate(file, FallocateFlags::empty(), 0, len) {
+            Ok(()) => return Ok(()),
+            Err(Errno::OPNOTSUPP | Errno::NOSYS) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let zeros = [0u8; 64 << 10];
+    let mut at = 0;
+    while at < len {
+        let n = (len - at).min(zeros.len() as u64) as usize;
+        file.write_all_at(&zeros[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
 }
 
 /// The access time (nanoseconds since the Unix epoch) in the header of the

@@ -25,6 +25,13 @@ pub struct Probe {
     pub calls: AtomicUsize,
     /// Every run asked, in call order.
     pub runs: Mutex<Vec<(u64, usize)>>,
+    /// The runs of each `read_runs` call (one origin request each).
+    pub requests: Mutex<Vec<Vec<(u64, usize)>>>,
+    /// When set, the data of every run answered is kept in `answered`.
+    pub keep_answers: AtomicBool,
+    /// The data answered (see `keep_answers`), to tell whether the cache
+    /// copied it.
+    pub answered: Mutex<Vec<bytes::Bytes>>,
     /// When set, the next `read_runs` calls fail.
     pub fail: AtomicBool,
     /// When set, each `open` takes one permit of the gate first.
@@ -58,11 +65,17 @@ impl Origin for GatedFile {
     async fn read_runs(&self, runs: &[(u64, usize)]) -> Result<Fetched, OriginError> {
         self.probe.calls.fetch_add(1, Ordering::SeqCst);
         self.probe.runs.lock().unwrap().extend_from_slice(runs);
+        self.probe.requests.lock().unwrap().push(runs.to_vec());
         self.gate.acquire().await.unwrap().forget();
         if self.probe.fail.load(Ordering::SeqCst) {
             return Err(OriginError::Io(std::io::Error::other("origin went away")));
         }
-        self.file.read_runs(runs).await
+        let fetched = self.file.read_runs(runs).await?;
+        if self.probe.keep_answers.load(Ordering::SeqCst) {
+            let mut answered = self.probe.answered.lock().unwrap();
+            answered.extend(fetched.data.iter().cloned());
+        }
+        Ok(fetched)
     }
 
     async fn close(&self) -> Result<(), OriginError> {
@@ -135,12 +148,17 @@ impl Setup {
 
     /// A cache over the origin with `config`, on the shared cache dir.
     pub fn cache(&self, config: CacheConfig) -> CacheFs<Gated> {
+        self.cache_in(self.cache_dir.path(), config)
+    }
+
+    /// A cache over the origin with `config`, storing in `dir`.
+    pub fn cache_in(&self, dir: &std::path::Path, config: CacheConfig) -> CacheFs<Gated> {
         let origin = Gated {
             local: LocalOrigin::new(self.origin_dir.path()).unwrap(),
             gate: self.gate.clone(),
             probe: self.probe.clone(),
         };
-        CacheFs::new(origin, Store::open(self.cache_dir.path()).unwrap(), config)
+        CacheFs::new(origin, Store::open(dir).unwrap(), config)
     }
 
     /// `read_runs` calls so far.
@@ -165,6 +183,18 @@ impl Setup {
             .map(|&(o, l)| self.data[o as usize..o as usize + l].to_vec())
             .collect()
     }
+}
+
+/// Whether `data` lies inside one of the buffers the origin answered
+/// (kept with `Probe::keep_answers`): the cache handed it on uncopied.
+pub fn from_origin(probe: &Probe, data: &[u8]) -> bool {
+    let range = data.as_ptr_range();
+    probe
+        .answered
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|b| b.as_ptr_range().start <= range.start && range.end <= b.as_ptr_range().end)
 }
 
 /// Opens `/f.bin` for reading.
