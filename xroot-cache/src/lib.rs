@@ -39,7 +39,7 @@ pub use file::{CacheConfig, CacheError, CachedFile};
 pub use origin::{
     Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, RemoteOrigin,
 };
-pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run, ORIGIN_READV_TOTAL};
+pub use plan::{plan, BlockState, Geometry, Plan, PlanError, Run};
 pub use purge::{
     disk_space, disk_usage, purge, purge_disk, BadLevel, DiskPurge, DiskSpace, Level, PurgeConfig,
     PurgeReport, Watermarks,

@@ -10,7 +10,7 @@
 //! allow (PROTOCOL.md §10, [`xroot_proto::limits`]): at most
 //! [`MAX_READV_ELEMENTS`] elements, each at most [`MAX_READV_ELEMENT`]
 //! bytes, and the element lengths plus [`READ_LIST_LEN`] bytes per element
-//! at most [`ORIGIN_READV_TOTAL`] — what a stock xrootd 5.5.3 origin
+//! at most [`MAX_READV_TOTAL`] — what a stock xrootd 5.5.3 origin
 //! accepts, whatever our own decoder accepts from clients. A client vector
 //! read of exactly 2^31 bytes with its headers (1024 elements of 2,097,136
 //! bytes) therefore becomes two origin requests (it does anyway: runs are
@@ -23,17 +23,8 @@
 
 use std::ops::Range;
 
-use xroot_proto::limits::{MAX_READV_ELEMENT, MAX_READV_ELEMENTS, READ_LIST_LEN};
+use xroot_proto::limits::{MAX_READV_ELEMENT, MAX_READV_ELEMENTS, MAX_READV_TOTAL, READ_LIST_LEN};
 use xroot_proto::page::PAGE_SIZE;
-
-/// Most bytes of one origin vector read: the element lengths plus
-/// [`READ_LIST_LEN`] (16) bytes per element. A stock xrootd 5.5.3 refuses
-/// more (`do_ReadV` in XrdXrootdXeq.cc: "Total readv transfer is too
-/// large", `kXR_NoMemory`, when the total exceeds `0x7fffffff`), so 1024
-/// elements of 2,097,136 bytes — exactly 2^31 — are refused by it. Kept
-/// here rather than taken from the protocol decoder's limit, which is what
-/// our server accepts from its clients, not what an origin accepts.
-pub const ORIGIN_READV_TOTAL: u64 = 0x7fff_ffff;
 
 #[cfg(test)]
 mod tests;
@@ -185,7 +176,7 @@ pub struct Plan {
     /// The runs grouped into origin vector reads: each a non-empty range
     /// of indices into `runs`, in order, of at most [`MAX_READV_ELEMENTS`]
     /// (1024) runs whose lengths plus [`READ_LIST_LEN`] (16) bytes per run
-    /// total at most [`ORIGIN_READV_TOTAL`] (`0x7fffffff`) bytes. Each request
+    /// total at most [`MAX_READV_TOTAL`] (`0x7fffffff`) bytes. Each request
     /// holds as many runs as fit, so when all runs fit, there is one.
     pub requests: Vec<Range<usize>>,
     /// Blocks needed by the extents that are InFlight (fetched by someone
@@ -354,7 +345,7 @@ fn requests(runs: &[Run]) -> Vec<Range<usize>> {
             .unwrap_or(u64::MAX)
             .saturating_add(READ_LIST_LEN as u64);
         if i > start
-            && (i - start == MAX_READV_ELEMENTS || total.saturating_add(cost) > ORIGIN_READV_TOTAL)
+            && (i - start == MAX_READV_ELEMENTS || total.saturating_add(cost) > MAX_READV_TOTAL)
         {
             requests.push(start..i);
             start = i;
