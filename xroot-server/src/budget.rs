@@ -25,8 +25,10 @@ use std::sync::Arc;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// What a link may hold of answer data when the server's budget is spent:
-/// one piece (a 2 MiB pgread piece as read and as framed, a readv batch).
-pub(crate) const FLOOR: usize = (4 << 20) + (512 << 10);
+/// one piece of an answer (a 2 MiB read chunk, a pgread piece of 2 MiB
+/// with its crc32c values and frame heads, a readv batch of 2 MiB with its
+/// element headers).
+pub(crate) const FLOOR: usize = (2 << 20) + (64 << 10);
 
 /// One budget: a byte count shared by whoever draws on it.
 #[derive(Debug, Clone)]

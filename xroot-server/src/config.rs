@@ -49,9 +49,9 @@ pub struct Config {
     pub link_budget: usize,
     /// Bytes of answer data the whole server may hold over all links
     /// (32 MiB). When it is spent, each link may still hold one piece of an
-    /// answer (4.5 MiB) of its own, so that clients that stopped reading
-    /// slow the others down but never stop them: the server holds at most
-    /// this plus 4.5 MiB per link waiting on it.
+    /// answer (2 MiB and its headers) of its own, so that clients that
+    /// stopped reading slow the others down but never stop them: the server
+    /// holds at most this plus one piece per link waiting on it.
     pub server_budget: usize,
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use futures::{stream, StreamExt, TryStreamExt};
 use xroot_proto::limits::PG_MAX_ERRORS_PER_REQUEST;
 use xroot_proto::page::{wire_len, PAGE_SIZE};
@@ -14,8 +14,7 @@ use xroot_proto::request::{
     Write, Writev, WritevOptions,
 };
 use xroot_proto::response::{
-    OpenCompression, OpenResponse, PgReadEncoder, PgReadExtent, PgWriteCse, PgWriteResponse,
-    Response,
+    OpenCompression, OpenResponse, PgReadEncoder, PgWriteCse, PgWriteResponse, Response,
 };
 use xroot_proto::{ErrorCode, Status};
 
@@ -202,8 +201,8 @@ async fn read_piece<T: File>(
 /// `kXR_pgread`: `kXR_status` frames of at most 512 pages with a crc32c
 /// per page, built by [`PgReadEncoder`] (PROTOCOL.md §6.5), on the link of
 /// the pathid. The data is read in pieces that end on frame boundaries
-/// ([`PgReadEncoder::piece_len`]), each framed where it lies and held,
-/// within the memory budget, only until written.
+/// ([`PgReadEncoder::piece_len`]), each framed where it lies (its pages
+/// not copied) and held, within the memory budget, only until written.
 pub(crate) async fn pgread<F: FileSystem>(ctx: &Ctx<F>, r: Pgread) -> Result<(), Fail> {
     if r.rlen <= 0 {
         return Err(err(ErrorCode::ARG_INVALID, "Read length is invalid").into());
@@ -218,10 +217,10 @@ pub(crate) async fn pgread<F: FileSystem>(ctx: &Ctx<F>, r: Pgread) -> Result<(),
 /// Most bytes of `kXR_status` heads in the frames of one piece.
 pub(crate) const PIECE_HEADS: usize = 64;
 
-/// The budget one pgread piece of `want` bytes at `at` holds: its data
-/// as read, and framed.
+/// The budget one pgread piece of `want` bytes at `at` holds: its data,
+/// with a crc32c per page and its frames' heads.
 pub(crate) fn piece_share(at: u64, want: usize) -> usize {
-    want + wire_len(at, want as u64) as usize + PIECE_HEADS
+    wire_len(at, want as u64) as usize + PIECE_HEADS
 }
 
 /// Reads one piece of a pgread within the budget: `(offset, asked, data,
@@ -249,16 +248,8 @@ async fn pgread_frames<T: File>(file: &T, out: &Out, at: u64, rlen: usize) -> Re
         .buffered(READ_AHEAD);
     while let Some((here, want, data, share)) = parts.try_next().await? {
         let last = data.len() < want || here + want as u64 == end;
-        let part = PgReadExtent {
-            offset: here,
-            rlen: end - here,
-            data: &data,
-        };
-        let wire = wire_len(here, data.len() as u64) as usize;
-        let mut frames = BytesMut::with_capacity(wire + PIECE_HEADS);
-        encoder.encode_pgread_part(out.sid, &part, last, &mut frames);
-        drop(data);
-        out.raw(frames, share).await?;
+        let parts = encoder.pgread_part_parts(out.sid, here, end - here, &data, last);
+        out.parts(parts, Some(share)).await?;
         if last {
             break;
         }

@@ -29,14 +29,14 @@ use futures::{stream, StreamExt, TryFutureExt, TryStreamExt};
 use tokio::sync::OwnedSemaphorePermit;
 use xroot_proto::limits::MAX_READV_TOTAL_ACCEPTED;
 use xroot_proto::request::{PgReadv, Readv, ReadvFlags};
-use xroot_proto::response::{PgReadEncoder, PgReadExtent, ReadvEncoder};
+use xroot_proto::response::{PgReadEncoder, ReadvEncoder};
 use xroot_proto::{ErrorCode, ReadListEntry, RequestId};
 
 use crate::budget::Share;
 use crate::dispatch::{err, offset, Ctx, Fail, Out};
 use crate::files::OpenFile;
 use crate::fs::{File, FileSystem, FsError};
-use crate::io::{pgread_piece, pieces, PIECE_HEADS, READ_AHEAD};
+use crate::io::{pgread_piece, pieces, READ_AHEAD};
 use crate::stats::InFlight;
 
 /// The open file of each element.
@@ -59,10 +59,10 @@ fn extents(list: &[ReadListEntry]) -> Vec<(u64, usize)> {
         .collect()
 }
 
-/// Most data bytes one backend call of a readv asks for (4 MiB, within a
-/// link's floor of the budget; at most half the link's budget, at least one
-/// frame).
-const BATCH: usize = 4 << 20;
+/// Most data bytes one backend call of a readv asks for (2 MiB, one frame,
+/// within a link's floor of the budget; at most half the link's budget, at
+/// least one frame).
+const BATCH: usize = 2 << 20;
 
 /// `kXR_readv`: the elements with their 16-byte headers in request order,
 /// in frames of at most 2 MiB that never split an element
@@ -212,7 +212,7 @@ async fn vector_read<T: File>(file: &T, extents: Vec<(u64, usize)>) -> Result<Ve
 /// (short at end of file), answered as one stream of `kXR_status` frames
 /// with a crc32c per page and a single Final frame
 /// ([`PgReadEncoder::encode_pgreadv`]), piece by piece
-/// ([`PgReadEncoder::encode_pgreadv_part`]). The lengths with 16 bytes per
+/// ([`PgReadEncoder::pgreadv_part_parts`]). The lengths with 16 bytes per
 /// element may not pass 2 GiB, as for readv (`kXR_NoMemory`).
 pub(crate) async fn pgreadv<F: FileSystem>(ctx: &Ctx<F>, r: PgReadv) -> Result<(), Fail> {
     let total: u64 = r.list.iter().map(|e| e.rlen as u64 + 16).sum();
@@ -269,17 +269,9 @@ async fn pgreadv_frames<F: FileSystem>(
         if done {
             ended = Some(k);
         }
-        let part = PgReadExtent {
-            offset: here,
-            rlen: end - here,
-            data: &data,
-        };
-        let wire = xroot_proto::page::wire_len(here, data.len() as u64) as usize;
-        let mut frames = BytesMut::with_capacity(wire + PIECE_HEADS);
-        encoder.encode_pgreadv_part(out.sid, &part, done && k == last, &mut frames);
-        drop(data);
-        if !frames.is_empty() {
-            out.raw(frames, share).await?;
+        let parts = encoder.pgreadv_part_parts(out.sid, here, end - here, &data, done && k == last);
+        if !parts.is_empty() {
+            out.parts(parts, Some(share)).await?;
         }
     }
     Ok(())

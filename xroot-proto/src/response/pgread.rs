@@ -15,7 +15,7 @@
 //! A pgreadv answer is the same stream over several extents, offsets jumping
 //! between them, with one Final frame for the whole request.
 
-use bytes::{Bytes, BytesMut};
+use bytes::{BufMut, Bytes, BytesMut};
 
 use super::status::{encode_head, StatusResponse, OFFSET_INFO_LEN};
 use super::STATUS_BODY_LEN;
@@ -23,7 +23,9 @@ use crate::codes::{RequestId, ResponseType};
 use crate::error::DecodeError;
 use crate::header::{ResponseHeader, StreamId};
 use crate::limits::PGREAD_FRAME_PAGES;
-use crate::page::{encode_pages, page_count, verify_pages, wire_len, PageIter, PAGE_SIZE};
+use crate::page::{
+    crc32c, encode_pages, page_count, pages, verify_pages, wire_len, PageIter, CRC_LEN, PAGE_SIZE,
+};
 
 /// Bytes before the data of a pgread frame: header, status body, offset.
 const FRAME_HEAD: usize = ResponseHeader::LEN + STATUS_BODY_LEN + OFFSET_INFO_LEN;
@@ -222,6 +224,20 @@ impl PgReadEncoder {
         last: bool,
         buf: &mut BytesMut,
     ) {
+        self.frames(e, last, |resptype, offset, range| {
+            frame(streamid, requestid, resptype, offset, &e.data[range], buf)
+        });
+    }
+
+    /// Calls `emit(resptype, offset, range)` for each frame of extent `e`
+    /// ([`PgReadEncoder::encode_extent`]), `range` the frame's data in
+    /// `e.data`.
+    fn frames(
+        &self,
+        e: &PgReadExtent<'_>,
+        last: bool,
+        mut emit: impl FnMut(ResponseType, u64, std::ops::Range<usize>),
+    ) {
         let page = PAGE_SIZE as u64;
         let quantum = (self.frame_pages as u64 * page).min(page_count(e.offset, e.rlen) * page);
         let mut io_offset = e.offset;
@@ -239,8 +255,7 @@ impl PgReadEncoder {
                 break;
             }
             let fin = xframt < r_len || xframt == io_len;
-            let data = &e.data[at..at + xframt as usize];
-            frame(streamid, requestid, resptype(fin), io_offset, data, buf);
+            emit(resptype(fin), io_offset, at..at + xframt as usize);
             if fin {
                 return;
             }
@@ -249,15 +264,76 @@ impl PgReadEncoder {
             r_len = io_len.min(quantum);
         }
         if last {
-            frame(
+            let at = (io_offset - e.offset) as usize;
+            emit(ResponseType::FINAL, io_offset, at..at);
+        }
+    }
+
+    /// The same frames as [`PgReadEncoder::encode_pgread_part`] for the
+    /// piece `data` at `offset` (the request asking `rlen` bytes from
+    /// there), as parts to write one after the other with the data not
+    /// copied: each frame's head with its first page's crc32c, then each
+    /// page (a slice of `data`) followed by the next page's crc32c.
+    pub fn pgread_part_parts(
+        &self,
+        streamid: StreamId,
+        offset: u64,
+        rlen: u64,
+        data: &Bytes,
+        last: bool,
+    ) -> Vec<Bytes> {
+        self.part_parts(streamid, RequestId::PGREAD, offset, rlen, data, last)
+    }
+
+    /// As [`PgReadEncoder::pgread_part_parts`] for a piece of a
+    /// `kXR_pgreadv` answer ([`PgReadEncoder::encode_pgreadv_part`]).
+    pub fn pgreadv_part_parts(
+        &self,
+        streamid: StreamId,
+        offset: u64,
+        rlen: u64,
+        data: &Bytes,
+        last: bool,
+    ) -> Vec<Bytes> {
+        self.part_parts(streamid, RequestId::PGREADV, offset, rlen, data, last)
+    }
+
+    fn part_parts(
+        &self,
+        streamid: StreamId,
+        requestid: RequestId,
+        offset: u64,
+        rlen: u64,
+        data: &Bytes,
+        last: bool,
+    ) -> Vec<Bytes> {
+        let e = PgReadExtent { offset, rlen, data };
+        let mut parts = Vec::new();
+        let mut heads = BytesMut::new();
+        self.frames(&e, last, |resptype, at, range| {
+            let len = range.len() as u64;
+            heads.reserve(FRAME_HEAD + CRC_LEN * page_count(at, len) as usize);
+            let info = (at as i64).to_be_bytes();
+            encode_head(
                 streamid,
                 requestid,
-                ResponseType::FINAL,
-                io_offset,
-                &[],
-                buf,
+                resptype,
+                &info,
+                wire_len(at, len) as usize,
+                &mut heads,
             );
-        }
+            let mut from = range.start;
+            for (_, n) in pages(at, len) {
+                heads.put_u32(crc32c(&data[from..from + n]));
+                parts.push(heads.split().freeze());
+                parts.push(data.slice(from..from + n));
+                from += n;
+            }
+            if range.is_empty() {
+                parts.push(heads.split().freeze());
+            }
+        });
+        parts
     }
 }
 
@@ -569,6 +645,34 @@ mod tests {
                 at += piece.len() as u64;
             }
             prop_assert_eq!(cut, whole);
+        }
+
+        #[test]
+        fn parts_equal_the_encoded_frames(
+            offset in 0u64..20_000,
+            rlen in 0u64..40_000,
+            avail in 0usize..45_000,
+            pages in 1usize..5,
+            last in any::<bool>(),
+        ) {
+            let enc = PgReadEncoder::new().with_frame_pages(pages);
+            let file = Bytes::from(data(avail));
+            let part = PgReadExtent { offset, rlen, data: &file };
+            for v in [false, true] {
+                let mut whole = BytesMut::new();
+                let parts = match v {
+                    false => {
+                        enc.encode_pgread_part(StreamId([0, 3]), &part, last, &mut whole);
+                        enc.pgread_part_parts(StreamId([0, 3]), offset, rlen, &file, last)
+                    }
+                    true => {
+                        enc.encode_pgreadv_part(StreamId([0, 3]), &part, last, &mut whole);
+                        enc.pgreadv_part_parts(StreamId([0, 3]), offset, rlen, &file, last)
+                    }
+                };
+                let joined: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
+                prop_assert_eq!(&joined[..], &whole[..]);
+            }
         }
 
         #[test]
