@@ -2,7 +2,7 @@
 //! `serve` (a separate process, so that its resident set can be read)
 //! receives vector reads and pgreads of 2 GiB that the client never reads,
 //! and hostile frames before login; its peak resident set stays within its
-//! budget (32 MiB for the whole server by default, plus one 2 MiB piece
+//! budget (16 MiB for the whole server by default, plus one 2 MiB piece
 //! per link while that is spent) and a fixed overhead.
 //! Also the deadlines that make a connection cheap before login: no login
 //! in time, or a frame that stalls midway, closes the link.
@@ -93,7 +93,7 @@ async fn two_gib_reads_nobody_reads_hold_only_the_budget() {
         }
         links.push(r);
     }
-    let limit = base + (32 << 20) + 4 * (33 << 16) + OVERHEAD;
+    let limit = base + (16 << 20) + 4 * (33 << 16) + OVERHEAD;
     let peak = stays_under(
         &serve,
         limit,

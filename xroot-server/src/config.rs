@@ -48,7 +48,7 @@ pub struct Config {
     /// payload of up to `max_request_dlen` always fits.
     pub link_budget: usize,
     /// Bytes of answer data the whole server may hold over all links
-    /// (32 MiB). When it is spent, each link may still hold one piece of an
+    /// (16 MiB). When it is spent, each link may still hold one piece of an
     /// answer (2 MiB and its headers) of its own, so that clients that
     /// stopped reading slow the others down but never stop them: the server
     /// holds at most this plus one piece per link waiting on it.
@@ -83,7 +83,7 @@ impl Default for Config {
             max_request_dlen: DEFAULT_MAX_REQUEST_DLEN,
             max_login_dlen: 32 << 10,
             link_budget: 16 << 20,
-            server_budget: 32 << 20,
+            server_budget: 16 << 20,
             read_chunk: MAX_TRANSFER,
             handshake_timeout: Duration::from_secs(30),
             login_timeout: Duration::from_secs(30),
