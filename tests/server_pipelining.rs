@@ -356,3 +356,27 @@ async fn pipelined_reads_then_close_through_the_cache() {
         }
     }
 }
+
+/// A read larger than the link's budget, then a write of the same bytes as
+/// large as the budget, pipelined (the stock Python client's async calls,
+/// seen to hang): the write waits for the read, whose answer must still
+/// get the budget it streams in; both complete, the read with the old
+/// bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_sized_write_after_a_larger_read_of_the_same_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = content(7, 64 << 20);
+    std::fs::write(dir.path().join("big.bin"), &old).unwrap();
+    let ours = serve(LocalFs::new(dir.path()).unwrap()).await;
+    let new = Bytes::from(vec![0x5a; 16 << 20]);
+    let ops = [Op::Read(0, 64 << 20), Op::Write(0, new.clone())];
+    let got = run(ours, "/big.bin", &ops, true).await;
+    assert!(
+        got[0] == Answer::Data(old.clone()),
+        "the read: {}",
+        gist(&got[0], &Answer::Data(old))
+    );
+    assert_eq!(&got[1..], [Answer::Ok, Answer::Ok]);
+    let file = std::fs::read(dir.path().join("big.bin")).unwrap();
+    assert!(file[..16 << 20] == new[..], "the write landed");
+}

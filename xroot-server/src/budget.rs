@@ -1,14 +1,20 @@
 //! The memory budget: what bounds the bytes a link, and the server as a
 //! whole, hold for requests, whatever those requests ask.
 //!
-//! A request's payload counts against its link's budget from when it is
-//! read off the link until its task ends. Answer data counts against the
-//! link's budget and the server's from before it is read from the backend
-//! until the link's writer has written it to the socket. Taking a share
-//! waits while the link's budget is spent, so a client that does not read
-//! its answers, or asks for more than the budget at once, meets
-//! back-pressure instead of growing the server: its requests wait, and its
-//! link is not read further.
+//! A request's payload counts against its link's budget for payloads from
+//! when it is read off the link until its task ends. Answer data counts
+//! against the link's budget for answers and the server's from before it
+//! is read from the backend until the link's writer has written it to the
+//! socket. Taking a share waits while the budget is spent, so a client that
+//! does not read its answers, or asks for more than the budget at once,
+//! meets back-pressure instead of growing the server: its requests wait,
+//! and its link is not read further.
+//!
+//! Payloads and answers have budgets of their own because a request may
+//! wait for an earlier one on the same file ([`crate::order`]): a write
+//! whose payload held the link's only budget while it waited for an
+//! earlier read of the same bytes would starve that read of the budget its
+//! answer needs, and neither would ever finish.
 //!
 //! The server's budget cannot be monopolized: when it is spent, a link
 //! still takes up to a small floor of its own ([`FLOOR`], one piece of an
@@ -59,9 +65,10 @@ impl Pool {
     }
 }
 
-/// A link's budget, its floor, and the server's.
+/// A link's budgets for payloads and answers, its floor, and the server's.
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
+    payloads: Pool,
     link: Pool,
     floor: Pool,
     server: Pool,
@@ -75,9 +82,11 @@ pub(crate) struct Share {
 }
 
 impl Budget {
-    /// A link's budget of `link` bytes within the server's `server`.
+    /// A link's budgets of `link` bytes (for payloads, and for answers
+    /// within the server's `server`).
     pub(crate) fn new(link: usize, server: Pool) -> Budget {
         Budget {
+            payloads: Pool::new(link),
             floor: Pool::new(FLOOR.min(link)),
             link: Pool::new(link),
             server,
@@ -89,12 +98,12 @@ impl Budget {
         self.link.max()
     }
 
-    /// Takes `bytes` of the link's budget only, for a request's payload
-    /// (at most [`Budget::largest`]: a larger ask takes the whole budget),
-    /// waiting while it is spent.
+    /// Takes `bytes` of the link's budget for payloads, for a request's
+    /// payload (at most [`Budget::largest`]: a larger ask takes the whole
+    /// budget), waiting while it is spent.
     pub(crate) async fn take_payload(&self, bytes: usize) -> Share {
         Share {
-            _link: self.link.take(bytes.min(self.largest()) as u32).await,
+            _link: self.payloads.take(bytes.min(self.largest()) as u32).await,
             _server: None,
         }
     }
@@ -162,6 +171,15 @@ mod tests {
         let piece = now(&other, 2 << 20).unwrap();
         let payload = now_payload(&other, 1 << 20).unwrap();
         drop((held, floor, piece, payload));
+    }
+
+    #[test]
+    fn payloads_and_answers_do_not_take_from_each_other() {
+        let link = Budget::new(4 << 20, Pool::new(64 << 20));
+        let payload = now_payload(&link, 4 << 20).unwrap();
+        let answer = now(&link, 4 << 20).unwrap();
+        assert!(now_payload(&link, 1).is_none() && now(&link, 1).is_none());
+        drop((payload, answer));
     }
 
     fn now_payload(b: &Budget, bytes: usize) -> Option<Share> {

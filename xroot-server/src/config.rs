@@ -39,9 +39,9 @@ pub struct Config {
     /// `kXR_auth` credentials need). A larger `dlen` is answered
     /// `kXR_ArgTooLong` and the link closed.
     pub max_login_dlen: usize,
-    /// Bytes one link may hold for its requests (16 MiB): payloads of
-    /// requests being processed and answer data read but not yet written
-    /// to the socket. Reads, pgreads and vector reads of any size are
+    /// Bytes one link may hold for its requests (16 MiB), once for the
+    /// payloads of requests being processed and once for answer data read
+    /// but not yet written to the socket. Reads, pgreads and vector reads of any size are
     /// answered frame by frame within it; when it is spent the link's
     /// requests wait and the link is not read further (back-pressure on a
     /// client that does not read its answers). At least 64 KiB; a request
