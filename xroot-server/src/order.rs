@@ -11,13 +11,17 @@
 //!
 //! | a request … | waits for the earlier … |
 //! |---|---|
-//! | read, pgread, readv, pgreadv | writes it overlaps, truncates |
-//! | write, pgwrite, writev | reads and writes it overlaps, truncates |
+//! | read, pgread, readv, pgreadv | writes that reach past its start, truncates |
+//! | write, pgwrite, writev | reads it reaches past the start of, writes it overlaps, syncs and stats, truncates |
 //! | sync, stat by handle | writes, truncates |
 //! | truncate by handle | everything |
 //! | close | everything; a request after it gets `kXR_FileNotOpen` |
 //!
-//! Append-mode files serialize every write. Since a request only ever
+//! A write "reaches past" a read's start when it ends after it: it may
+//! change the read's bytes, or move the end of file into or past the read
+//! (a write beyond the end leaves zeros between), so a read near the end of
+//! file sees exactly the writes sent before it. Append-mode files serialize
+//! every write. Since a request only ever
 //! waits for requests admitted before it, no two can wait for each other.
 
 use std::ops::Range;
@@ -49,10 +53,10 @@ impl Access {
         match (self, earlier) {
             (Lookup, _) | (_, Lookup) => false,
             (Close | Barrier, _) | (_, Barrier | Close) => true,
-            (Read(a), Write(b)) | (Write(a), Read(b)) => overlap(a, b),
+            (Read(read), Write(write)) | (Write(write), Read(read)) => write.end > read.start,
             (Write(a), Write(b)) => append || overlap(a, b),
-            (Flush, Write(_)) => true,
-            (Read(_), Read(_)) | (Read(_) | Write(_) | Flush, Flush) | (Flush, Read(_)) => false,
+            (Flush, Write(_)) | (Write(_), Flush) => true,
+            (Read(_), Read(_)) | (Read(_) | Flush, Flush) | (Flush, Read(_)) => false,
         }
     }
 }
@@ -213,21 +217,57 @@ mod tests {
         let w1 = o.admit(Access::Write(0..100)).unwrap();
         let mut w2 = o.admit(Access::Write(100..200)).unwrap();
         let mut w3 = o.admit(Access::Write(50..150)).unwrap();
-        let mut r = o.admit(Access::Read(0..10)).unwrap();
+        let mut r = o.admit(Access::Read(120..130)).unwrap();
         let mut sync = o.admit(Access::Flush).unwrap();
         assert!(is_ready(&mut w2), "disjoint writes run together");
         assert!(!is_ready(&mut w3) && !is_ready(&mut r) && !is_ready(&mut sync));
         drop(w1);
-        assert!(
-            is_ready(&mut r),
-            "the read waited only for the write it overlaps"
-        );
         assert!(!is_ready(&mut w3), "w3 still waits for w2");
+        assert!(
+            !is_ready(&mut r),
+            "the read waits for the writes past its start"
+        );
         drop(w2);
         assert!(is_ready(&mut w3));
-        assert!(!is_ready(&mut sync));
+        assert!(!is_ready(&mut r) && !is_ready(&mut sync));
         drop(w3);
+        assert!(is_ready(&mut r), "once the writes past its start are done");
         assert!(is_ready(&mut sync));
+    }
+
+    #[test]
+    fn reads_see_the_writes_that_move_the_end_of_file_past_them() {
+        let o = Order::new(false);
+        // a write that ends before a read cannot change it
+        let before = o.admit(Access::Write(0..10)).unwrap();
+        let mut unaffected = o.admit(Access::Read(10..20)).unwrap();
+        assert!(is_ready(&mut unaffected));
+        drop((before, unaffected));
+        // a write far beyond a read may make the read longer (zeros between)
+        let w = o.admit(Access::Write(2 << 20..3 << 20)).unwrap();
+        let mut r = o.admit(Access::Read(1 << 20..(1 << 20) + 10)).unwrap();
+        let mut after = o.admit(Access::Read(3 << 20..4 << 20)).unwrap();
+        assert!(!is_ready(&mut r) && is_ready(&mut after));
+        drop(w);
+        assert!(is_ready(&mut r));
+        // and a later write beyond a read must not make it longer
+        let mut w2 = o.admit(Access::Write(4 << 20..5 << 20)).unwrap();
+        assert!(!is_ready(&mut w2), "waits for the read it reaches past");
+        drop(r);
+        assert!(
+            !is_ready(&mut w2),
+            "and for the read beyond the first write"
+        );
+        drop(after);
+        assert!(is_ready(&mut w2));
+        // a stat sees no later write
+        let mut stat = o.admit(Access::Flush).unwrap();
+        let mut w3 = o.admit(Access::Write(0..1)).unwrap();
+        assert!(!is_ready(&mut stat));
+        drop(w2);
+        assert!(is_ready(&mut stat) && !is_ready(&mut w3));
+        drop(stat);
+        assert!(is_ready(&mut w3));
     }
 
     #[test]
