@@ -234,3 +234,49 @@ async fn no_login_in_time_or_a_stalled_frame_closes_the_link() {
     quiet.send(6, xroot::proto::request::Ping::default()).await;
     assert!(matches!(quiet.expect().await.1, Response::Ok(_)));
 }
+
+/// Clients that stop reading their answers, each with as many requests and
+/// vector reads in progress as its link allows, hold every slot of the
+/// server's limits: a new client is still served (open, read, readv).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clients_that_stop_reading_do_not_stop_the_others() {
+    let dir = big_file();
+    let config = Config {
+        max_requests: 8,
+        max_requests_per_link: 4,
+        max_readv: 4,
+        max_readv_per_link: 2,
+        ..Config::default()
+    };
+    let addr = serve_with(LocalFs::new(dir.path()).unwrap(), config).await;
+    let mut stuck = Vec::new();
+    for _ in 0..4 {
+        let (mut r, _) = Raw::login(addr).await;
+        let fh = r.open("/big.bin").await;
+        for i in 0..2 {
+            r.send(100 + i, readv_2gib(fh)).await;
+            r.send(200 + i, pgread_2gib(fh)).await;
+        }
+        stuck.push(r);
+    }
+    let (mut fresh, _) = Raw::login(addr).await;
+    let fh = fresh.open("/big.bin").await;
+    let read = xroot::proto::request::Read {
+        fhandle: fh,
+        offset: 0,
+        rlen: 1000,
+        args: None,
+    };
+    fresh.send(7, read).await;
+    assert!(matches!(fresh.expect().await.1, Response::Ok(b) if b.len() == 1000));
+    let readv = Readv {
+        list: vec![ReadListEntry {
+            fhandle: fh,
+            rlen: 100,
+            offset: 4096,
+        }],
+        ..Default::default()
+    };
+    fresh.send(8, readv).await;
+    assert!(matches!(fresh.expect().await.1, Response::Ok(b) if b.len() == 116));
+}

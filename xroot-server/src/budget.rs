@@ -114,11 +114,12 @@ impl Budget {
     pub(crate) async fn take(&self, bytes: usize) -> Share {
         let n = bytes.min(self.largest()) as u32;
         let link = self.link.take(n).await;
+        let n_floor = n.min(self.floor.max);
         let server = match self.server.bytes.clone().try_acquire_many_owned(n) {
             Ok(p) => p,
             Err(_) => tokio::select! {
                 p = self.server.take(n) => p,
-                p = self.floor.take(n) => p,
+                p = self.floor.take(n_floor) => p,
             },
         };
         Share {

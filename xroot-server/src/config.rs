@@ -15,13 +15,16 @@ pub struct Config {
     /// Most requests processed at once for one link; the link is not read
     /// further while it has this many (64).
     pub max_requests_per_link: usize,
-    /// Most requests processed at once in the whole server (4096).
+    /// Most requests processed at once in the whole server (4096). While
+    /// they are all taken a link may still run 4 of its own, so links whose
+    /// clients stopped reading cannot stop the others.
     pub max_requests: usize,
     /// Most vector reads (`kXR_readv`, `kXR_pgreadv`) at once for one
     /// session, its bound substreams included (16). A file's own
     /// [`crate::ReadvConcurrency`] applies on top.
     pub max_readv_per_link: usize,
-    /// Most vector reads at once in the whole server (256).
+    /// Most vector reads at once in the whole server (256). While they are
+    /// all taken a link may still run 1 of its own.
     pub max_readv: usize,
     /// A backend call that has not answered after this long is answered with
     /// `kXR_waitresp` and its result sent later in a `kXR_attn` asynresp

@@ -26,7 +26,6 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use xroot_proto::request::Request;
 use xroot_proto::response::{Attn, Redirect, Response, ServerError, Wait, WaitResp};
 use xroot_proto::{DecodeError, ErrorCode, FHandle, RequestHeader, RequestId, Status, StreamId};
@@ -35,6 +34,7 @@ use crate::budget::{Budget, Share};
 use crate::config::Config;
 use crate::files::{not_open, OpenFile};
 use crate::fs::{FileSystem, FsError};
+use crate::limit::{Limit, Slot};
 use crate::link::{Closed, LinkWriter};
 use crate::order::{Access, Ticket};
 use crate::server::Shared;
@@ -52,7 +52,7 @@ pub(crate) struct Ctx<F: FileSystem> {
     /// This server's address as the client reached it.
     pub(crate) local: SocketAddr,
     /// The link's vector-read limit.
-    pub(crate) readv_limit: Arc<Semaphore>,
+    pub(crate) readv_limit: Limit,
     /// The link's statistics.
     pub(crate) stats: Arc<Scope>,
     /// The link's and the server's memory budget.
@@ -170,12 +170,10 @@ impl<F: FileSystem> Ctx<F> {
         InFlight::enter(kind, &self.stats, &self.shared.monitor.stats)
     }
 
-    /// Waits for room under the server's and the link's vector-read limits.
-    pub(crate) async fn vector_turn(&self) -> (OwnedSemaphorePermit, OwnedSemaphorePermit) {
-        let server = self.shared.readv_limit.clone().acquire_owned();
-        let server = server.await.expect("never closed");
-        let link = self.readv_limit.clone().acquire_owned().await;
-        (server, link.expect("never closed"))
+    /// Waits for room under the link's and the server's vector-read
+    /// limits ([`crate::limit`]).
+    pub(crate) async fn vector_turn(&self) -> Slot {
+        self.readv_limit.take().await
     }
 }
 

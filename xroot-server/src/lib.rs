@@ -65,6 +65,7 @@ mod fattr;
 mod files;
 pub mod fs;
 mod io;
+mod limit;
 mod link;
 pub mod local;
 mod lock;

@@ -37,6 +37,7 @@ use crate::dispatch::{err, offset, Ctx, Fail, Out};
 use crate::files::OpenFile;
 use crate::fs::{File, FileSystem, FsError};
 use crate::io::{pgread_piece, pieces, READ_AHEAD};
+use crate::limit::Slot;
 use crate::stats::InFlight;
 
 /// The open file of each element.
@@ -176,11 +177,7 @@ async fn batch_read<T: File>(
 /// What a vector read holds while it runs: the server's and the link's
 /// vector-read permits, each file's vector-read turn, and its count in the
 /// statistics.
-type Turn = (
-    (OwnedSemaphorePermit, OwnedSemaphorePermit),
-    Vec<OwnedSemaphorePermit>,
-    InFlight,
-);
+type Turn = (Slot, Vec<OwnedSemaphorePermit>, InFlight);
 
 /// Waits for the vector read's turn under every limit. The files' turns are
 /// taken in address order, so two vector reads over the same files cannot

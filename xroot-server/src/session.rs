@@ -56,7 +56,7 @@ use std::sync::{Arc, Mutex};
 use bytes::{Buf, BytesMut};
 use tokio::io::AsyncReadExt;
 use tokio::net::TcpStream;
-use tokio::sync::{watch, Semaphore};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 use tokio::time::Instant;
 use xroot_proto::limits::MAX_BOUND_STREAMS;
@@ -71,6 +71,7 @@ use crate::budget::Budget;
 use crate::dispatch::{self, Ctx};
 use crate::files::FileTable;
 use crate::fs::{File, FileSystem};
+use crate::limit::{Limit, READV_FLOOR, REQUEST_FLOOR};
 use crate::link::LinkWriter;
 use crate::server::Shared;
 use crate::stats::{InFlight, Scope};
@@ -226,8 +227,8 @@ pub(crate) struct Conn<F: FileSystem> {
     /// Frames handled so far.
     frames: u64,
     pub(crate) tasks: JoinSet<()>,
-    limit: Arc<Semaphore>,
-    readv_limit: Arc<Semaphore>,
+    limit: Limit,
+    readv_limit: Limit,
     budget: Budget,
     stats: Arc<Scope>,
 }
@@ -246,8 +247,16 @@ pub(crate) async fn run<F: FileSystem>(
     let cfg = &shared.config;
     let mut decoder = RequestDecoder::new().with_max_dlen(cfg.max_login_dlen);
     let mut conn = Conn {
-        limit: Arc::new(Semaphore::new(cfg.max_requests_per_link.max(1))),
-        readv_limit: Arc::new(Semaphore::new(cfg.max_readv_per_link.max(1))),
+        limit: Limit::new(
+            cfg.max_requests_per_link,
+            REQUEST_FLOOR,
+            shared.limit.clone(),
+        ),
+        readv_limit: Limit::new(
+            cfg.max_readv_per_link,
+            READV_FLOOR,
+            shared.readv_limit.clone(),
+        ),
         budget: Budget::new(cfg.link_budget, shared.budget.clone()),
         shared: shared.clone(),
         link,
@@ -505,17 +514,13 @@ impl<F: FileSystem> Conn<F> {
             }
         };
         let room = async {
-            let server = self.shared.limit.clone().acquire_owned().await;
-            let link = self.limit.clone().acquire_owned().await;
+            let slot = self.limit.take().await;
             let share = self.budget.take_payload(payload).await;
-            (server, link, share)
+            (slot, share)
         };
-        let room = tokio::select! {
+        let (slot, share) = tokio::select! {
             room = room => room,
             _ = killed(&self.kill) => return ControlFlow::Break(()),
-        };
-        let (Ok(server), Ok(link), share) = room else {
-            return ControlFlow::Break(());
         };
         let mut files = Vec::new();
         let mut tickets = Vec::new();
@@ -541,7 +546,7 @@ impl<F: FileSystem> Conn<F> {
             tickets,
         };
         self.tasks.spawn(async move {
-            let _held = (server, link, share, in_flight);
+            let _held = (slot, share, in_flight);
             dispatch::run(ctx, request).await;
         });
         ControlFlow::Continue(())
