@@ -280,3 +280,57 @@ async fn clients_that_stop_reading_do_not_stop_the_others() {
     fresh.send(8, readv).await;
     assert!(matches!(fresh.expect().await.1, Response::Ok(b) if b.len() == 116));
 }
+
+/// Logged-in clients that each send all but the last byte of a 16 MiB
+/// write: the server reads a frame's payload only once it has granted it
+/// its budget (64 MiB for the whole server by default), so it holds that
+/// much, not what the clients send.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn partial_uploads_hold_only_the_payload_budget() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = ServeProcess::start(dir.path());
+    let base = peak_rss(serve.pid());
+    let mut senders = Vec::new();
+    for i in 0..24 {
+        let (mut r, _) = Raw::login(serve.addr).await;
+        let fh = r
+            .open_with(
+                &format!("/up{i}"),
+                xroot::proto::request::OpenOptions(
+                    xroot::proto::request::OpenOptions::NEW.0
+                        | xroot::proto::request::OpenOptions::UPDATE.0,
+                ),
+            )
+            .await;
+        let mut frame = BytesMut::new();
+        xroot::proto::request::Request::from(xroot::proto::request::Write {
+            fhandle: fh,
+            offset: 0,
+            pathid: 0,
+            data: bytes::Bytes::from(vec![7u8; 16 << 20]),
+        })
+        .encode(xroot::proto::StreamId::from_u16(5), &mut frame);
+        frame.truncate(frame.len() - 1);
+        // the server may stop reading: send from a task of its own
+        senders.push(tokio::spawn(async move {
+            let _ = r.s.write_all(&frame).await;
+            r
+        }));
+    }
+    let limit = base + (64 << 20) + OVERHEAD;
+    let peak = stays_under(
+        &serve,
+        limit,
+        Duration::from_secs(3),
+        "24 partial 16 MiB writes",
+    )
+    .await;
+    eprintln!(
+        "peak resident set {} MiB (at start {} MiB)",
+        peak >> 20,
+        base >> 20
+    );
+    for s in senders {
+        s.abort();
+    }
+}

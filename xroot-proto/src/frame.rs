@@ -210,6 +210,15 @@ impl RequestDecoder {
         })))
     }
 
+    /// The whole wire length, in bytes, of the request frame being
+    /// received: known once [`RequestDecoder::decode`] has seen its header
+    /// (and, for `kXR_writev`, its list) and returned `Ok(None)` for want of
+    /// the rest; `None` between frames. A server can reserve memory for the
+    /// frame before reading its payload.
+    pub fn pending_len(&self) -> Option<usize> {
+        self.pending
+    }
+
     /// Total wire length of the frame at the front of `buf`, `None` if more
     /// bytes are needed to know it (a writev list not yet complete).
     fn frame_len(

@@ -321,3 +321,21 @@ fn readv_of_exactly_2_gib_with_element_headers() {
         DecodeError::ReadvElementTooLarge { index: 1023, .. }
     ));
 }
+
+#[test]
+fn the_length_of_a_frame_being_received_is_known_from_its_header() {
+    let whole = request(RequestId::WRITE, 100_000, &[7; 100_000]);
+    let mut dec = RequestDecoder::without_handshake();
+    let mut buf = BytesMut::from(&whole[..10]);
+    assert_eq!(dec.decode(&mut buf).unwrap(), None);
+    assert_eq!(dec.pending_len(), None, "no header yet");
+    buf.extend_from_slice(&whole[10..5000]);
+    assert_eq!(dec.decode(&mut buf).unwrap(), None);
+    assert_eq!(dec.pending_len(), Some(24 + 100_000));
+    buf.extend_from_slice(&whole[5000..]);
+    assert!(matches!(
+        dec.decode(&mut buf).unwrap(),
+        Some(ClientMessage::Request(f)) if f.payload.len() == 100_000
+    ));
+    assert_eq!(dec.pending_len(), None, "between frames");
+}

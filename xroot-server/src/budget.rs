@@ -1,8 +1,10 @@
 //! The memory budget: what bounds the bytes a link, and the server as a
 //! whole, hold for requests, whatever those requests ask.
 //!
-//! A request's payload counts against its link's budget for payloads from
-//! when it is read off the link until its task ends. Answer data counts
+//! A request's payload counts against its link's budget for payloads and
+//! the server's from when its header is read (before the payload itself,
+//! so that a frame that never completes holds no more than it was granted)
+//! until its task ends. Answer data counts
 //! against the link's budget for answers and the server's from before it
 //! is read from the backend until the link's writer has written it to the
 //! socket. Taking a share waits while the budget is spent, so a client that
@@ -29,6 +31,10 @@
 use std::sync::Arc;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+
+/// What a link may hold of request payloads when the server's budget for
+/// them is spent: requests with a path or a small list always pass.
+pub(crate) const PAYLOAD_FLOOR: usize = 64 << 10;
 
 /// What a link may hold of answer data when the server's budget is spent:
 /// one piece of an answer (a 2 MiB read chunk, a pgread piece of 2 MiB
@@ -65,10 +71,36 @@ impl Pool {
     }
 }
 
-/// A link's budgets for payloads and answers, its floor, and the server's.
+/// `n` bytes of `server`, or of `floor` while `server` has not got them.
+/// An ask larger than the floor then takes the whole floor if `stretch`
+/// (answers: one piece always gets through), else waits for `server`
+/// (payloads: what is held stays within what was granted).
+async fn server_or_floor(
+    server: &Pool,
+    floor: &Pool,
+    n: u32,
+    stretch: bool,
+) -> OwnedSemaphorePermit {
+    let n = n.min(server.max);
+    if let Ok(p) = server.bytes.clone().try_acquire_many_owned(n) {
+        return p;
+    }
+    if n > floor.max && !stretch {
+        return server.take(n).await;
+    }
+    tokio::select! {
+        p = server.take(n) => p,
+        p = floor.take(n.min(floor.max)) => p,
+    }
+}
+
+/// A link's budgets for payloads and answers, their floors, and the
+/// server's.
 #[derive(Debug, Clone)]
 pub(crate) struct Budget {
     payloads: Pool,
+    payload_floor: Pool,
+    server_payloads: Pool,
     link: Pool,
     floor: Pool,
     server: Pool,
@@ -78,15 +110,17 @@ pub(crate) struct Budget {
 #[derive(Debug)]
 pub(crate) struct Share {
     _link: OwnedSemaphorePermit,
-    _server: Option<OwnedSemaphorePermit>,
+    _server: OwnedSemaphorePermit,
 }
 
 impl Budget {
-    /// A link's budgets of `link` bytes (for payloads, and for answers
-    /// within the server's `server`).
-    pub(crate) fn new(link: usize, server: Pool) -> Budget {
+    /// A link's budgets of `link` bytes for payloads, within the server's
+    /// `server_payloads`, and for answers, within the server's `server`.
+    pub(crate) fn new(link: usize, server_payloads: Pool, server: Pool) -> Budget {
         Budget {
             payloads: Pool::new(link),
+            payload_floor: Pool::new(PAYLOAD_FLOOR.min(link)),
+            server_payloads,
             floor: Pool::new(FLOOR.min(link)),
             link: Pool::new(link),
             server,
@@ -98,13 +132,16 @@ impl Budget {
         self.link.max()
     }
 
-    /// Takes `bytes` of the link's budget for payloads, for a request's
-    /// payload (at most [`Budget::largest`]: a larger ask takes the whole
-    /// budget), waiting while it is spent.
+    /// Takes `bytes` for a request's payload (at most [`Budget::largest`]:
+    /// a larger ask takes the whole budget) from the link's budget for
+    /// payloads and the server's, or the link's floor for payloads while
+    /// the server's is spent (only a payload within the floor passes then);
+    /// waits while they are.
     pub(crate) async fn take_payload(&self, bytes: usize) -> Share {
+        let n = bytes.min(self.largest()) as u32;
         Share {
-            _link: self.payloads.take(bytes.min(self.largest()) as u32).await,
-            _server: None,
+            _link: self.payloads.take(n).await,
+            _server: server_or_floor(&self.server_payloads, &self.payload_floor, n, false).await,
         }
     }
 
@@ -113,18 +150,9 @@ impl Budget {
     /// server's is spent; waits while they are.
     pub(crate) async fn take(&self, bytes: usize) -> Share {
         let n = bytes.min(self.largest()) as u32;
-        let link = self.link.take(n).await;
-        let n_floor = n.min(self.floor.max);
-        let server = match self.server.bytes.clone().try_acquire_many_owned(n) {
-            Ok(p) => p,
-            Err(_) => tokio::select! {
-                p = self.server.take(n) => p,
-                p = self.floor.take(n_floor) => p,
-            },
-        };
         Share {
-            _link: link,
-            _server: Some(server),
+            _link: self.link.take(n).await,
+            _server: server_or_floor(&self.server, &self.floor, n, true).await,
         }
     }
 }
@@ -148,8 +176,8 @@ mod tests {
     #[test]
     fn a_spent_budget_waits_until_a_share_returns() {
         let server = Pool::new(1 << 20);
-        let a = Budget::new(768 << 10, server.clone());
-        let b = Budget::new(768 << 10, server);
+        let a = Budget::new(768 << 10, Pool::new(1 << 30), server.clone());
+        let b = Budget::new(768 << 10, Pool::new(1 << 30), server);
         let first = now(&a, 600 << 10).unwrap();
         assert!(now(&a, 200 << 10).is_none(), "the link has 168 KiB left");
         let second = now(&b, 400 << 10).unwrap();
@@ -163,8 +191,9 @@ mod tests {
     #[test]
     fn a_link_that_holds_the_server_budget_does_not_stop_the_others() {
         let server = Pool::new(16 << 20);
-        let greedy = Budget::new(64 << 20, server.clone());
-        let other = Budget::new(64 << 20, server);
+        let payloads = Pool::new(64 << 20);
+        let greedy = Budget::new(64 << 20, payloads.clone(), server.clone());
+        let other = Budget::new(64 << 20, payloads, server);
         let held: Vec<Share> = (0..4).map(|_| now(&greedy, 4 << 20).unwrap()).collect();
         // the server's 16 MiB are spent; greedy's floor still takes a piece
         let floor = now(&greedy, FLOOR).unwrap();
@@ -176,7 +205,7 @@ mod tests {
 
     #[test]
     fn payloads_and_answers_do_not_take_from_each_other() {
-        let link = Budget::new(4 << 20, Pool::new(64 << 20));
+        let link = Budget::new(4 << 20, Pool::new(64 << 20), Pool::new(64 << 20));
         let payload = now_payload(&link, 4 << 20).unwrap();
         let answer = now(&link, 4 << 20).unwrap();
         assert!(now_payload(&link, 1).is_none() && now(&link, 1).is_none());

@@ -56,6 +56,11 @@ pub struct Config {
     /// stopped reading slow the others down but never stop them: the server
     /// holds at most this plus one piece per link waiting on it.
     pub server_budget: usize,
+    /// Bytes of request payloads the whole server may hold over all links
+    /// (64 MiB), counted from a frame's header on: a link whose next frame
+    /// does not fit is not read further until it does. While it is spent,
+    /// a link may still take requests of up to 64 KiB.
+    pub server_payload_budget: usize,
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).
     pub read_chunk: usize,
@@ -87,6 +92,7 @@ impl Default for Config {
             max_login_dlen: 32 << 10,
             link_budget: 16 << 20,
             server_budget: 16 << 20,
+            server_payload_budget: 64 << 20,
             read_chunk: MAX_TRANSFER,
             handshake_timeout: Duration::from_secs(30),
             login_timeout: Duration::from_secs(30),
@@ -110,6 +116,7 @@ impl std::fmt::Debug for Config {
             .field("max_login_dlen", &self.max_login_dlen)
             .field("link_budget", &self.link_budget)
             .field("server_budget", &self.server_budget)
+            .field("server_payload_budget", &self.server_payload_budget)
             .field("read_chunk", &self.read_chunk)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("login_timeout", &self.login_timeout)

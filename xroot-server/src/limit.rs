@@ -6,7 +6,7 @@
 //! slots of its own (its floor). So links whose clients stopped reading
 //! their answers, each holding as many slots as its own limit allows, slow
 //! the others down but never stop them: a new client is always served.
-//! The same rule gives the memory budget its floor ([`crate::budget`]).
+//! The memory budget has floors of the same kind ([`crate::budget`]).
 
 use std::sync::Arc;
 
@@ -20,7 +20,7 @@ pub(crate) const READV_FLOOR: usize = 1;
 
 /// Takes `n` permits of `server`, or of `floor` while `server` has not
 /// got them.
-pub(crate) async fn server_or_floor(
+async fn server_or_floor(
     server: &Arc<Semaphore>,
     floor: &Arc<Semaphore>,
     n: u32,

@@ -82,8 +82,10 @@ pub(crate) struct Shared<F: FileSystem> {
     pub(crate) limit: Arc<Semaphore>,
     /// Vector reads in progress in the whole server.
     pub(crate) readv_limit: Arc<Semaphore>,
-    /// The server's memory budget ([`crate::budget`]).
+    /// The server's memory budget for answers ([`crate::budget`]).
     pub(crate) budget: Pool,
+    /// The server's memory budget for request payloads.
+    pub(crate) payload_budget: Pool,
     /// Files open for reading and writing, by path ([`crate::lock`]).
     pub(crate) locks: Locks,
     ids: AtomicU64,
@@ -174,6 +176,7 @@ impl<F: FileSystem> Server<F> {
             limit: Arc::new(Semaphore::new(config.max_requests.max(1))),
             readv_limit: Arc::new(Semaphore::new(config.max_readv.max(1))),
             budget: Pool::new(config.server_budget),
+            payload_budget: Pool::new(config.server_payload_budget),
             locks: Locks::default(),
             fs,
             config,

@@ -67,7 +67,7 @@ use xroot_proto::{
     ServerHandshake, ServerType, StreamId,
 };
 
-use crate::budget::Budget;
+use crate::budget::{Budget, Share};
 use crate::dispatch::{self, Ctx};
 use crate::files::FileTable;
 use crate::fs::{File, FileSystem};
@@ -230,6 +230,9 @@ pub(crate) struct Conn<F: FileSystem> {
     limit: Limit,
     readv_limit: Limit,
     budget: Budget,
+    /// The budget taken for the request frame being received, from its
+    /// header on; its request's payload share once it is whole.
+    reserved: Option<Share>,
     stats: Arc<Scope>,
 }
 
@@ -257,7 +260,12 @@ pub(crate) async fn run<F: FileSystem>(
             READV_FLOOR,
             shared.readv_limit.clone(),
         ),
-        budget: Budget::new(cfg.link_budget, shared.budget.clone()),
+        budget: Budget::new(
+            cfg.link_budget,
+            shared.payload_budget.clone(),
+            shared.budget.clone(),
+        ),
+        reserved: None,
         shared: shared.clone(),
         link,
         peer,
@@ -303,6 +311,17 @@ pub(crate) async fn run<F: FileSystem>(
                 let before = conn.frames;
                 if conn.process(&mut decoder, &mut buf, &mut skip).await.is_break() {
                     break false;
+                }
+                // a frame being received: its payload's budget before its payload
+                if let (Some(len), None) = (decoder.pending_len(), &conn.reserved) {
+                    let share = conn.budget.take_payload(len - RequestHeader::LEN);
+                    tokio::select! {
+                        share = share => conn.reserved = Some(share),
+                        _ = killed(&kill) => break true,
+                        _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
+                    }
+                    // the time waited for the budget is not the client's
+                    stall.as_mut().reset(Instant::now() + cfg.frame_timeout);
                 }
                 let partial = !buf.is_empty() || skip > 0;
                 if partial && (!stalling || conn.frames != before) {
@@ -355,14 +374,18 @@ impl<F: FileSystem> Conn<F> {
                 }
                 Ok(Some(ClientMessage::Request(frame))) => {
                     self.frames += 1;
-                    self.on_request(frame).await?;
+                    let reserved = self.reserved.take();
+                    self.on_request(frame, reserved).await?;
                     if self.logged_in() && decoder.max_dlen() != self.shared.config.max_request_dlen
                     {
                         let max = self.shared.config.max_request_dlen;
                         *decoder = decoder.clone().with_max_dlen(max);
                     }
                 }
-                Err(e) => *skip = self.on_frame_error(buf, &e).await?,
+                Err(e) => {
+                    self.reserved = None;
+                    *skip = self.on_frame_error(buf, &e).await?
+                }
             }
         }
     }
@@ -392,7 +415,13 @@ impl<F: FileSystem> Conn<F> {
     }
 
     /// Gates one request and handles it, inline or in a task of its own.
-    async fn on_request(&mut self, frame: RequestFrame) -> ControlFlow<()> {
+    /// `reserved` is the budget taken for the frame while it arrived, if
+    /// it did not arrive whole at once.
+    async fn on_request(
+        &mut self,
+        frame: RequestFrame,
+        reserved: Option<Share>,
+    ) -> ControlFlow<()> {
         let h = frame.header;
         let id = h.requestid;
         // a vector read counts from its turn on (see `readv`)
@@ -425,7 +454,7 @@ impl<F: FileSystem> Conn<F> {
             Phase::LoggedIn { auth_pending, .. } => *auth_pending,
         };
         if handle_based(&h) {
-            return self.spawn(frame, in_flight).await;
+            return self.spawn(frame, in_flight, reserved).await;
         }
         match id {
             RequestId::PROTOCOL => return self.protocol(frame).await,
@@ -460,7 +489,7 @@ impl<F: FileSystem> Conn<F> {
                     )
                     .await
             }
-            _ if path_based(id) => self.spawn(frame, in_flight).await,
+            _ if path_based(id) => self.spawn(frame, in_flight, reserved).await,
             _ => {
                 self.error(
                     h.streamid,
@@ -491,7 +520,12 @@ impl<F: FileSystem> Conn<F> {
     /// Decodes a request and runs it in a task of its own, within the link's
     /// and the server's limits and budgets (waiting for room stops the
     /// reading), admitted in arrival order on the files it names.
-    async fn spawn(&mut self, frame: RequestFrame, in_flight: Option<InFlight>) -> ControlFlow<()> {
+    async fn spawn(
+        &mut self,
+        frame: RequestFrame,
+        in_flight: Option<InFlight>,
+        reserved: Option<Share>,
+    ) -> ControlFlow<()> {
         let (Phase::LoggedIn { session, .. } | Phase::Bound { session, .. }) = &self.phase else {
             return ControlFlow::Break(());
         };
@@ -515,7 +549,10 @@ impl<F: FileSystem> Conn<F> {
         };
         let room = async {
             let slot = self.limit.take().await;
-            let share = self.budget.take_payload(payload).await;
+            let share = match reserved {
+                Some(share) => share,
+                None => self.budget.take_payload(payload).await,
+            };
             (slot, share)
         };
         let (slot, share) = tokio::select! {
