@@ -334,3 +334,68 @@ async fn partial_uploads_hold_only_the_payload_budget() {
         s.abort();
     }
 }
+
+/// Clients whose 16 MiB writes wait for their own earlier reads of the same
+/// bytes, which they never read: their payloads stop counting against the
+/// server's budget while they wait, so another client's 8 MiB uploads go
+/// on (they waited for ever: the four writes held the whole 64 MiB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_waiting_on_their_clients_unread_reads_do_not_stop_uploads() {
+    use xroot::proto::request::{OpenOptions, Read, Write};
+    let dir = tempfile::tempdir().unwrap();
+    for i in 0..4 {
+        let f = std::fs::File::create(dir.path().join(format!("h{i}"))).unwrap();
+        f.set_len(64 << 20).unwrap();
+    }
+    let addr = serve_with(LocalFs::new(dir.path()).unwrap(), Config::default()).await;
+    let mut stuck = Vec::new();
+    for i in 0..4 {
+        let (mut r, _) = Raw::login(addr).await;
+        let fh = r.open_with(&format!("/h{i}"), OpenOptions::UPDATE).await;
+        let read = Read {
+            fhandle: fh,
+            offset: 0,
+            rlen: 64 << 20,
+            args: None,
+        };
+        r.send(1, read).await;
+        let write = Write {
+            fhandle: fh,
+            offset: 0,
+            pathid: 0,
+            data: bytes::Bytes::from(vec![1u8; 16 << 20]),
+        };
+        let mut frame = BytesMut::new();
+        xroot::proto::request::Request::from(write)
+            .encode(xroot::proto::StreamId::from_u16(2), &mut frame);
+        // the server may stop reading this link: send from a task
+        stuck.push(tokio::spawn(async move {
+            let _ = r.s.write_all(&frame).await;
+            r
+        }));
+    }
+    let uploads = async {
+        let (mut victim, _) = Raw::login(addr).await;
+        let new = OpenOptions(OpenOptions::NEW.0 | OpenOptions::UPDATE.0);
+        let fh = victim.open_with("/upload", new).await;
+        for k in 0..4u16 {
+            let write = Write {
+                fhandle: fh,
+                offset: i64::from(k) << 23,
+                pathid: 0,
+                data: bytes::Bytes::from(vec![2u8; 8 << 20]),
+            };
+            victim.send(10 + k, write).await;
+            assert!(
+                matches!(victim.expect().await.1, Response::Ok(_)),
+                "upload {k}"
+            );
+        }
+    };
+    tokio::time::timeout(support::raw::GUARD, uploads)
+        .await
+        .expect("another client's uploads go on");
+    for s in stuck {
+        s.abort();
+    }
+}

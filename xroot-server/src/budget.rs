@@ -4,7 +4,10 @@
 //! A request's payload counts against its link's budget for payloads and
 //! the server's from when its header is read (before the payload itself,
 //! so that a frame that never completes holds no more than it was granted)
-//! until its task ends. Answer data counts
+//! until its task ends; while the request waits for earlier requests on
+//! its file ([`crate::order`]) it counts against its link's alone, since
+//! only its own client can end that wait (by reading its answers) and
+//! clients that never do must not hold the server's budget from the others. Answer data counts
 //! against the link's budget for answers and the server's from before it
 //! is read from the backend until the link's writer has written it to the
 //! socket. Taking a share waits while the budget is spent, so a client that
@@ -110,7 +113,17 @@ pub(crate) struct Budget {
 #[derive(Debug)]
 pub(crate) struct Share {
     _link: OwnedSemaphorePermit,
-    _server: OwnedSemaphorePermit,
+    server: Option<OwnedSemaphorePermit>,
+}
+
+impl Share {
+    /// Gives the server's part back, keeping the link's: for a request
+    /// whose payload waits for earlier requests on its file, which only
+    /// its own client can unblock (by reading its answers), so that no
+    /// group of such clients can hold the server's budget for payloads.
+    pub(crate) fn release_server(&mut self) {
+        self.server = None;
+    }
 }
 
 impl Budget {
@@ -141,7 +154,9 @@ impl Budget {
         let n = bytes.min(self.largest()) as u32;
         Share {
             _link: self.payloads.take(n).await,
-            _server: server_or_floor(&self.server_payloads, &self.payload_floor, n, false).await,
+            server: Some(
+                server_or_floor(&self.server_payloads, &self.payload_floor, n, false).await,
+            ),
         }
     }
 
@@ -152,7 +167,7 @@ impl Budget {
         let n = bytes.min(self.largest()) as u32;
         Share {
             _link: self.link.take(n).await,
-            _server: server_or_floor(&self.server, &self.floor, n, true).await,
+            server: Some(server_or_floor(&self.server, &self.floor, n, true).await),
         }
     }
 }

@@ -61,6 +61,8 @@ pub(crate) struct Ctx<F: FileSystem> {
     pub(crate) files: Vec<Admitted<F::File>>,
     /// The request's turn on each of them.
     pub(crate) tickets: Vec<Ticket>,
+    /// The budget the request's payload holds.
+    pub(crate) payload: Share,
 }
 
 /// A file handle a request names, and the open file it named when the
@@ -231,6 +233,9 @@ impl Out {
 /// Runs one request to its last frame, once it has its turn on every file
 /// it names.
 pub(crate) async fn run<F: FileSystem>(mut ctx: Ctx<F>, request: Request) {
+    if !ctx.tickets.iter().all(Ticket::is_ready) {
+        ctx.payload.release_server();
+    }
     for t in &mut ctx.tickets {
         t.ready().await;
     }

@@ -160,6 +160,11 @@ pub(crate) struct Ticket {
 }
 
 impl Ticket {
+    /// Whether every earlier request this one depends on is done already.
+    pub(crate) fn is_ready(&self) -> bool {
+        self.waits.iter().all(|w| w.0.is_closed())
+    }
+
     /// Waits until every earlier request this one depends on is done.
     /// Cancel-safe: what it has waited for is not waited for again.
     pub(crate) async fn ready(&mut self) {

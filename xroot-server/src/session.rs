@@ -581,9 +581,10 @@ impl<F: FileSystem> Conn<F> {
             budget: self.budget.clone(),
             files,
             tickets,
+            payload: share,
         };
         self.tasks.spawn(async move {
-            let _held = (slot, share, in_flight);
+            let _held = (slot, in_flight);
             dispatch::run(ctx, request).await;
         });
         ControlFlow::Continue(())
