@@ -15,6 +15,9 @@
 //! meets back-pressure instead of growing the server: its requests wait,
 //! and its link is not read further.
 //!
+//! Not counted: a `kXR_pgwrite`'s good pages are joined into one buffer to
+//! be written, so while it runs it holds up to twice its payload.
+//!
 //! Payloads and answers have budgets of their own because a request may
 //! wait for an earlier one on the same file ([`crate::order`]): a write
 //! whose payload held the link's only budget while it waited for an

@@ -277,7 +277,7 @@ pub(crate) async fn run<F: FileSystem>(
         tasks: JoinSet::new(),
         stats,
     };
-    let mut buf = BytesMut::with_capacity(8 << 10);
+    let mut buf = BytesMut::with_capacity(IDLE_BUFFER);
     let mut skip = 0usize;
     let mut shutdown = shared.monitor.shutdown_signal();
     let hail = tokio::time::sleep(cfg.handshake_timeout);
@@ -323,6 +323,7 @@ pub(crate) async fn run<F: FileSystem>(
                     // the time waited for the budget is not the client's
                     stall.as_mut().reset(Instant::now() + cfg.frame_timeout);
                 }
+                fit(&mut buf, decoder.pending_len());
                 let partial = !buf.is_empty() || skip > 0;
                 if partial && (!stalling || conn.frames != before) {
                     stall.as_mut().reset(Instant::now() + cfg.frame_timeout);
@@ -341,6 +342,25 @@ pub(crate) async fn run<F: FileSystem>(
     drop(conn);
     let _ = writer.await;
     shared.monitor.close_link(link_id);
+}
+
+/// Bytes a link's read buffer holds between large frames.
+const IDLE_BUFFER: usize = 64 << 10;
+
+/// Sizes the read buffer for what comes next: exactly the frame being
+/// received (whose budget was granted), or a small buffer between frames.
+/// The frames split off the buffer keep their allocation while their
+/// requests run; growing the buffer by doubling, or keeping a large one's
+/// tail, would hold up to twice what the budget counts.
+fn fit(buf: &mut BytesMut, pending: Option<usize>) {
+    let want = match pending {
+        Some(len) if buf.capacity() < len => len,
+        None if buf.capacity() > IDLE_BUFFER => IDLE_BUFFER,
+        _ => return,
+    };
+    let mut fresh = BytesMut::with_capacity(want.max(buf.len()));
+    fresh.extend_from_slice(buf);
+    *buf = fresh;
 }
 
 impl<F: FileSystem> Conn<F> {
