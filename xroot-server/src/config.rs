@@ -59,7 +59,11 @@ pub struct Config {
     /// Bytes of request payloads the whole server may hold over all links
     /// (64 MiB), counted from a frame's header on: a link whose next frame
     /// does not fit is not read further until it does. While it is spent,
-    /// a link may still take requests of up to 64 KiB.
+    /// a link may still take requests of up to 64 KiB. A request waiting
+    /// for earlier requests of its link on the same file counts against
+    /// its link's `link_budget` only (its client alone can end the wait):
+    /// the server holds at most this plus, per link, what such requests
+    /// carry.
     pub server_payload_budget: usize,
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).
