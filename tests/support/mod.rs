@@ -23,6 +23,7 @@ pub mod ours;
 pub mod raw;
 pub mod scripted;
 pub mod stock;
+pub mod tls;
 pub mod xcache;
 
 use std::collections::{HashMap, VecDeque};

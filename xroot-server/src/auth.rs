@@ -20,6 +20,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 
+use crate::authz::Scope;
+
 /// Who is authenticating.
 #[derive(Debug, Clone)]
 pub struct AuthContext<'a> {
@@ -27,6 +29,9 @@ pub struct AuthContext<'a> {
     pub peer: SocketAddr,
     /// The user name of the `kXR_login` request.
     pub login_user: &'a str,
+    /// Whether the link runs TLS (protocols that send secrets in the clear,
+    /// `ztn`, refuse a plain link).
+    pub tls: bool,
 }
 
 /// Who the client turned out to be.
@@ -38,6 +43,22 @@ pub struct Identity {
     pub name: String,
     /// The group, when the protocol names one.
     pub group: Option<String>,
+    /// What the credential allows, for protocols that carry authorization
+    /// (`ztn` tokens' scopes); `None` when the credential only says who
+    /// the client is, and the server's own policy decides.
+    pub scopes: Option<Vec<Scope>>,
+}
+
+impl Identity {
+    /// An identity without scopes or group.
+    pub fn new(protocol: impl Into<String>, name: impl Into<String>) -> Identity {
+        Identity {
+            protocol: protocol.into(),
+            name: name.into(),
+            group: None,
+            scopes: None,
+        }
+    }
 }
 
 /// The result of one `kXR_auth` round.
@@ -94,11 +115,7 @@ impl Authenticator for HostAuth {
 
     fn authenticate(&self, ctx: &AuthContext<'_>, credtype: &str, _: &[u8]) -> AuthOutcome {
         match credtype {
-            "host" | "" => AuthOutcome::Accepted(Identity {
-                protocol: "host".into(),
-                name: ctx.login_user.to_string(),
-                group: None,
-            }),
+            "host" | "" => AuthOutcome::Accepted(Identity::new("host", ctx.login_user)),
             other => wrong_protocol("host", other),
         }
     }
@@ -131,9 +148,8 @@ impl Authenticator for UnixAuth {
             return AuthOutcome::Refused("unix credentials name no user".into());
         };
         AuthOutcome::Accepted(Identity {
-            protocol: "unix".into(),
-            name: name.to_string(),
             group: words.next().map(str::to_string),
+            ..Identity::new("unix", name)
         })
     }
 }
@@ -182,6 +198,7 @@ mod tests {
         AuthContext {
             peer: "127.0.0.1:5".parse().unwrap(),
             login_user: "alice",
+            tls: false,
         }
     }
 
@@ -191,9 +208,8 @@ mod tests {
         assert_eq!(
             got,
             AuthOutcome::Accepted(Identity {
-                protocol: "unix".into(),
-                name: "bob".into(),
-                group: Some("wheel".into())
+                group: Some("wheel".into()),
+                ..Identity::new("unix", "bob")
             })
         );
         let AuthOutcome::Accepted(id) = UnixAuth.authenticate(&ctx(), "unix", b"unix\0carol\0")

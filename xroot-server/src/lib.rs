@@ -57,6 +57,7 @@
 #![warn(missing_docs)]
 
 pub mod auth;
+pub mod authz;
 mod budget;
 pub mod checksum;
 mod config;

@@ -111,6 +111,7 @@ impl<F: FileSystem> Conn<F> {
         let ctx = AuthContext {
             peer: self.peer,
             login_user: &session.user,
+            tls: self.tls,
         };
         match authn.authenticate(&ctx, &credtype, &auth.credentials) {
             AuthOutcome::Accepted(id) => {

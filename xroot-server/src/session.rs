@@ -220,6 +220,8 @@ pub(crate) struct Conn<F: FileSystem> {
     pub(crate) peer: SocketAddr,
     pub(crate) local: SocketAddr,
     pub(crate) phase: Phase<F>,
+    /// The link runs TLS.
+    pub(crate) tls: bool,
     /// Set to close the link at once.
     pub(crate) kill: Kill,
     /// The client handshake arrived.
@@ -271,6 +273,7 @@ pub(crate) async fn run<F: FileSystem>(
         peer,
         local,
         phase: Phase::New,
+        tls: false,
         kill: Arc::new(watch::Sender::new(false)),
         greeted: false,
         frames: 0,

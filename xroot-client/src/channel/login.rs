@@ -1,5 +1,5 @@
 //! Bringing up one connection: TCP connect, the handshake and `kXR_protocol`
-//! in one write, `kXR_login`, and `host` / `unix` authentication when the
+//! in one write, `kXR_login`, and authentication when the
 //! server asks for it (PROTOCOL.md §2, §5). This runs before the
 //! connection's reader and writer tasks start, on the raw socket.
 
@@ -17,6 +17,7 @@ use xroot_proto::request::{
 use xroot_proto::response::{self as resp, LoginResponse, ProtocolResponse, Response};
 use xroot_proto::{ResponseFrame, ServerType, StreamId};
 
+use super::auth::{self, AuthCtx, Credential};
 use crate::config::Config;
 use crate::error::{Error, Result};
 use crate::key::ChannelKey;
@@ -240,7 +241,7 @@ pub(crate) async fn establish(
             source,
         })?;
         if login.sec.is_some() {
-            authenticate(&mut s, &login, &user).await?;
+            authenticate(&mut s, &login, &user, cfg).await?;
         }
         if let Some(old) = previous {
             end_session(&mut s, old).await?;
@@ -283,33 +284,29 @@ async fn end_session(s: &mut Setup, old: [u8; 16]) -> Result<()> {
     }
 }
 
-/// Answers the login's security token with `unix` (preferred) or `host`.
-async fn authenticate(s: &mut Setup, login: &LoginResponse, user: &str) -> Result<()> {
+/// Answers the login's security token with the first protocol offered
+/// that this client speaks ([`super::auth`]).
+async fn authenticate(
+    s: &mut Setup,
+    login: &LoginResponse,
+    user: &str,
+    cfg: &Config,
+) -> Result<()> {
     let offered = login.protocols().map_err(|source| Error::Protocol {
         endpoint: s.endpoint.clone(),
         source,
     })?;
-    let names: Vec<String> = offered
-        .iter()
-        .map(|p| String::from_utf8_lossy(&p.name).into_owned())
-        .collect();
-    let (credtype, credentials): ([u8; 4], Bytes) = if names.iter().any(|n| n == "unix") {
-        let group = std::env::var("GROUP").unwrap_or_default();
-        let mut cred = format!("unix\0{user}");
-        if !group.is_empty() {
-            cred.push(' ');
-            cred.push_str(&group);
-        }
-        cred.push('\0');
-        (*b"unix", Bytes::from(cred))
-    } else if names.iter().any(|n| n == "host") {
-        (*b"host", Bytes::from_static(b"host\0"))
-    } else {
-        return Err(Error::AuthUnsupported {
-            endpoint: s.endpoint.clone(),
-            offered: names,
-        });
+    let ctx = AuthCtx {
+        endpoint: &s.endpoint,
+        user,
+        tls: false,
+        local: s.sock.local_addr().ok(),
+        cfg,
     };
+    let Credential {
+        credtype,
+        credentials,
+    } = auth::credential(&offered, &ctx)?;
     s.call(
         Auth {
             credtype,

@@ -9,6 +9,7 @@
 //! logs in again, then ends the session of the connection lost
 //! (`kXR_endsess`) before any other request, as XrdCl does.
 
+mod auth;
 mod link;
 pub(crate) mod login;
 mod streams;
