@@ -1,0 +1,1 @@
+//! The connecting side: trust and the client configuration (to be written).

@@ -1,0 +1,6 @@
+//! rustls configurations for XRootD links (`roots://` and the in-protocol
+//! upgrade): [`client`] for the side that connects, [`server`] for the side
+//! that accepts. Both use rustls with the *ring* crypto provider.
+
+pub mod client;
+pub mod server;

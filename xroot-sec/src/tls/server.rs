@@ -1,0 +1,1 @@
+//! The accepting side: certificate, key and reload (to be written).
