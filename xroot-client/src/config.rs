@@ -39,6 +39,12 @@ pub struct Config {
     /// TCP connections per channel toward a data server: the main stream
     /// plus `substreams - 1` bound with `kXR_bind` (`XRD_SUBSTREAMSPERCHANNEL`, 1).
     pub substreams: usize,
+    /// The bearer token answered to a server that offers `ztn` (over TLS
+    /// only); `None` (the default) finds one as the WLCG Bearer Token
+    /// Discovery profile says: `BEARER_TOKEN`, `BEARER_TOKEN_FILE`,
+    /// `$XDG_RUNTIME_DIR/bt_u<euid>`, `/tmp/bt_u<euid>`
+    /// ([`xroot_sec::ztn::discover`]).
+    pub bearer_token: Option<xroot_sec::ztn::BearerToken>,
 }
 
 impl Default for Config {
@@ -54,6 +60,7 @@ impl Default for Config {
             max_answer_frames: 65_536,
             app_name: "xroot".to_string(),
             substreams: 1,
+            bearer_token: None,
         }
     }
 }

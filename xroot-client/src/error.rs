@@ -87,6 +87,20 @@ pub enum Error {
         offered: Vec<String>,
     },
 
+    /// A protocol the server offered could not be answered and no other
+    /// could: `ztn` on a link without TLS, no bearer token found, a token
+    /// file that may not be used (open to group or others, unreadable),
+    /// a token the server's limits refuse.
+    #[error("{endpoint} requires {protocol} authentication, but {reason}")]
+    Credential {
+        /// `host:port` of the server.
+        endpoint: String,
+        /// The protocol (`ztn`, ...).
+        protocol: &'static str,
+        /// Why no credential could be made.
+        reason: String,
+    },
+
     /// pgread pages still failed their crc32c after the retry bound.
     #[error("pages at offsets {offsets:?} failed crc32c after {attempts} retries")]
     PageChecksum {
@@ -155,7 +169,7 @@ impl Error {
             Error::Timeout { .. } => K::TimedOut,
             Error::PageChecksum { .. } => K::InvalidData,
             Error::Url(_) | Error::InvalidArgument(_) => K::InvalidInput,
-            Error::AuthUnsupported { .. } => K::PermissionDenied,
+            Error::AuthUnsupported { .. } | Error::Credential { .. } => K::PermissionDenied,
             Error::NotOpen => K::NotConnected,
             _ => K::Other,
         }

@@ -236,6 +236,8 @@ pub fn decode_credential(cred: &[u8]) -> Result<&str, ZtnError> {
 /// Where [`discover`] found a token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum TokenSource {
+    /// Given by the application ([`BearerToken::new`]).
+    Given,
     /// The `BEARER_TOKEN` environment variable.
     Env,
     /// A file: `BEARER_TOKEN_FILE`, `$XDG_RUNTIME_DIR/bt_u<euid>` or
@@ -243,14 +245,24 @@ pub enum TokenSource {
     File(PathBuf),
 }
 
-/// A bearer token found by [`discover`]: trimmed of surrounding whitespace,
-/// never empty.
+/// A bearer token, given or found by [`discover`]: trimmed of surrounding
+/// whitespace. Its `Debug` shows only its length.
 #[derive(Clone, PartialEq, Eq)]
 pub struct BearerToken {
     /// The token text.
     pub token: String,
     /// Where it came from.
     pub source: TokenSource,
+}
+
+impl BearerToken {
+    /// A token the application has: trimmed, [`TokenSource::Given`].
+    pub fn new(token: impl AsRef<str>) -> BearerToken {
+        BearerToken {
+            token: token.as_ref().trim().to_string(),
+            source: TokenSource::Given,
+        }
+    }
 }
 
 impl fmt::Debug for BearerToken {

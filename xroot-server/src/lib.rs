@@ -12,7 +12,8 @@
 //! - [`Server`]: the TCP listener (IPv4 and IPv6), one task per connection,
 //!   graceful shutdown through a [`ServerHandle`], [`ServerStats`].
 //! - Sessions: the handshake, `kXR_protocol`, `kXR_login` with optional
-//!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`]),
+//!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`],
+//!   [`ZtnAuth`] for bearer tokens validated by [`token`]),
 //!   `kXR_bind` substreams, `kXR_endsess`, and the reference's gating of
 //!   every request (see `session`).
 //! - Dispatch: requests on one link run concurrently, each frame written
@@ -66,6 +67,7 @@ mod fattr;
 mod files;
 pub mod fs;
 mod io;
+pub mod jwks;
 mod limit;
 mod link;
 pub mod local;
@@ -79,11 +81,15 @@ mod readv;
 mod server;
 mod session;
 pub mod stats;
+pub mod token;
+pub mod ztn;
 
 pub use auth::{AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, Identity, UnixAuth};
 pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
+pub use token::{TokenConfig, TokenError, TokenValidator};
+pub use ztn::ZtnAuth;
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
 pub use xroot_proto as proto;
