@@ -10,9 +10,10 @@
 //! refused (and the link closed) until [`Authenticator::authenticate`]
 //! accepts a credential.
 //!
-//! Two protocols are built in, as in the reference: [`HostAuth`] (`host`,
-//! always accepted) and [`UnixAuth`] (`unix`: the user and group the client
-//! claims). [`AnyOf`] offers several.
+//! Three protocols are built in, as in the reference: [`HostAuth`] (`host`,
+//! always accepted), [`UnixAuth`] (`unix`: the user and group the client
+//! claims) and [`SssAuth`] (`sss`: a credential sealed with a shared key).
+//! [`AnyOf`] offers several.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,9 @@ use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 
 use crate::authz::Scope;
+
+mod sss;
+pub use sss::SssAuth;
 
 /// Who is authenticating.
 #[derive(Debug, Clone)]
