@@ -713,3 +713,69 @@ async fn serve_and_xcache_auth_flags() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(std::fs::read(&dest).unwrap(), pattern(5000));
 }
+
+/// Keys of other lengths than the default 32 bytes (`xrdsssadmin -l`):
+/// OpenSSL's Blowfish takes 1 to 72 key bytes (ignoring the rest), which
+/// our cipher matches both ways.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keys_of_every_length_interoperate() {
+    if !tools_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let all = dir.path().join("all.kt");
+    let lengths = [2usize, 8, 56, 64, 72, 100, 128];
+    for len in lengths {
+        let mut child = Command::new("xrdsssadmin")
+            .args(["-k", &format!("len{len}"), "-u", "anybody", "-g", "users"])
+            .args(["-l", &len.to_string(), "add"])
+            .arg(&all)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        child.stdin.take().unwrap().write_all(b"y\n").unwrap();
+        assert!(child.wait().unwrap().success());
+    }
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("in.bin"), pattern(3000)).unwrap();
+    let Some((server, _ktdir)) = stock_server(data.path(), &all) else {
+        return;
+    };
+    let (ours, _) = our_server(data.path(), &all).await;
+    for len in lengths {
+        let kt = one_key(
+            &all,
+            &format!("len{len}"),
+            &dir.path().join(format!("{len}.kt")),
+        );
+        assert_eq!(
+            Keytab::load(&kt, SystemTime::now()).unwrap().keys()[0]
+                .value()
+                .len(),
+            (len / 4 * 4).max(4),
+            "xrdsssadmin makes keys of a multiple of 4 bytes, at least 4"
+        );
+        // our client, the stock server
+        let url = format!("root://127.0.0.1:{}//in.bin", server.port);
+        let f = client_with(Some(&kt))
+            .open(&url, OpenFlags::READ)
+            .await
+            .unwrap_or_else(|e| panic!("{len}-byte key, stock server: {e}"));
+        assert_eq!(f.read_at(0, 3000).await.unwrap(), pattern(3000));
+        // the stock client, our server
+        let dest = dir.path().join(format!("{len}.bin"));
+        let out = stock(
+            "xrdcp",
+            Some(&kt),
+            &[
+                "-f",
+                &format!("root://{ours}//in.bin"),
+                dest.to_str().unwrap(),
+            ],
+        )
+        .await;
+        assert!(out.status.success(), "{len}-byte key, our server: {out:?}");
+    }
+}
