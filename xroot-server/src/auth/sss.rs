@@ -2,8 +2,9 @@
 //! credential is opened with a key of the server's keytab
 //! ([`xroot_sec::sss`]).
 
-use std::path::Path;
-use std::time::SystemTime;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
@@ -22,18 +23,40 @@ use super::{wrong_protocol, AuthContext, AuthOutcome, Authenticator, Identity};
 /// `usrgroup`. A refusal carries the stock server's message ("Decryption
 /// key not found.", "Unable to decrypt credentials.", "Credentials expired
 /// (check for clock skew).", "IP address mismatch."...).
+///
+/// A keytab read from a file is read again when it has changed, checked at
+/// most once per refresh interval (an hour by default, as the stock
+/// server's `-r 60`); a new version that cannot be used is logged and the
+/// keys in use are kept.
 #[derive(Debug, Clone)]
 pub struct SssAuth {
-    keytab: Keytab,
+    keytab: Arc<Mutex<Loaded>>,
     params: Params,
+    refresh: Duration,
+}
+
+/// The keys in use and where they came from.
+#[derive(Debug)]
+struct Loaded {
+    keytab: Arc<Keytab>,
+    /// The file, its modification time when read, and when it was checked.
+    source: Option<(PathBuf, Option<SystemTime>, Instant)>,
+}
+
+fn modified(path: &Path) -> Option<SystemTime> {
+    std::fs::metadata(path).and_then(|m| m.modified()).ok()
 }
 
 impl SssAuth {
     /// With these keys and the stock parameters (credentials fresh for 13 s).
     pub fn new(keytab: Keytab) -> SssAuth {
         SssAuth {
-            keytab,
+            keytab: Arc::new(Mutex::new(Loaded {
+                keytab: Arc::new(keytab),
+                source: None,
+            })),
             params: Params::default(),
+            refresh: Duration::from_secs(3600),
         }
     }
 
@@ -42,7 +65,17 @@ impl SssAuth {
     ///
     /// Errors: [`KeytabError`] naming the file.
     pub fn load(path: &Path) -> Result<SssAuth, KeytabError> {
-        Ok(SssAuth::new(Keytab::load(path, SystemTime::now())?))
+        let mtime = modified(path);
+        let auth = SssAuth::new(Keytab::load(path, SystemTime::now())?);
+        auth.keytab.lock().unwrap().source = Some((path.to_path_buf(), mtime, Instant::now()));
+        Ok(auth)
+    }
+
+    /// How often a keytab read from a file is checked for changes (an
+    /// hour by default; the stock server's `-r` gives minutes, at least 10).
+    pub fn refresh(mut self, every: Duration) -> SssAuth {
+        self.refresh = every;
+        self
     }
 
     /// How long a credential stays fresh after the client made it, seconds
@@ -53,9 +86,29 @@ impl SssAuth {
         self
     }
 
-    /// The keys it accepts.
-    pub fn keytab(&self) -> &Keytab {
-        &self.keytab
+    /// The keys it accepts now (the keytab read again first if its file
+    /// changed and the refresh interval has passed).
+    pub fn keytab(&self) -> Arc<Keytab> {
+        let mut loaded = self.keytab.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((path, mtime, checked)) = &mut loaded.source {
+            if checked.elapsed() >= self.refresh {
+                *checked = Instant::now();
+                let now = modified(path);
+                if now != *mtime {
+                    match Keytab::load(path, SystemTime::now()) {
+                        Ok(kt) => {
+                            *mtime = now;
+                            tracing::info!(path = %path.display(), keys = kt.keys().len(), "sss keytab read again");
+                            loaded.keytab = Arc::new(kt);
+                        }
+                        Err(e) => {
+                            tracing::warn!(error = %e, "sss keytab changed but cannot be used; keeping the keys in use")
+                        }
+                    }
+                }
+            }
+        }
+        loaded.keytab.clone()
     }
 }
 
@@ -72,7 +125,7 @@ impl Authenticator for SssAuth {
             return wrong_protocol("sss", credtype);
         }
         match sss::open(
-            &self.keytab,
+            &self.keytab(),
             cred,
             ctx.peer,
             self.params.lifetime,
@@ -136,5 +189,49 @@ mod tests {
             auth.authenticate(&ctx(), "unix", b"unix\0bob\0"),
             AuthOutcome::Refused(_)
         ));
+    }
+
+    #[test]
+    fn reads_a_changed_keytab_again() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kt");
+        let write = |text: &str| {
+            std::fs::write(&path, text).unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        };
+        write("0 n:a N:1 k:01020304");
+        let auth = SssAuth::load(&path).unwrap().refresh(Duration::ZERO);
+        assert_eq!(auth.keytab().keys()[0].id, 1);
+        // a new version with another mtime
+        write("0 n:b N:2 k:01020304");
+        let later = SystemTime::now() + Duration::from_secs(5);
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        assert_eq!(auth.keytab().keys()[0].id, 2);
+        // one that cannot be used: the keys stay
+        write("garbage");
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later + Duration::from_secs(5))
+            .unwrap();
+        assert_eq!(auth.keytab().keys()[0].id, 2);
+        // not checked before the interval passes
+        write("0 n:c N:3 k:01020304");
+        let hourly = SssAuth::load(&path).unwrap();
+        write("0 n:d N:4 k:01020304");
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(later + Duration::from_secs(10))
+            .unwrap();
+        assert_eq!(hourly.keytab().keys()[0].id, 3);
     }
 }
