@@ -80,7 +80,9 @@ mod server;
 mod session;
 pub mod stats;
 
-pub use auth::{AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, Identity, UnixAuth};
+pub use auth::{
+    AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, UnixAuth,
+};
 pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use local::LocalFs;
