@@ -81,7 +81,7 @@ mod session;
 pub mod stats;
 
 pub use auth::{
-    AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, Identity, SssAuth, UnixAuth,
+    AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
 };
 pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
