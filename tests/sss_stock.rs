@@ -1,6 +1,7 @@
 //! The `sss` protocol against the stock xrootd 5.5.3, with keytabs the real
 //! `xrdsssadmin` writes: (a) the stock `xrdcp`/`xrdfs` authenticate to our
-//! server ([`SssAuth`]) and read and write; (b) our client authenticates to
+//! server ([`SssAuth`]) and read and write, the identity deciding what
+//! `LocalFs`'s `AccessPolicy` allows; (b) our client authenticates to
 //! the stock server (`sec.protocol sss -s FILE`, `sec.protbind * only sss`)
 //! and reads and writes; (c) credentials sealed with a wrong key, stale, or
 //! naming another address are refused with the stock messages and the
@@ -25,6 +26,7 @@ use xroot::proto::response::SecProtocol;
 use xroot::proto::response::{LoginResponse, Response};
 use xroot::proto::{ClientHandshake, ErrorCode};
 use xroot::sec::sss::{self, Key, Keytab, Params};
+use xroot::server::local::{Access, AccessPolicy};
 use xroot::server::{AuthContext, AuthOutcome, Authenticator, Config, Identity, LocalFs, SssAuth};
 
 /// Whether `xrdsssadmin` and the stock tools are installed (panics under
@@ -129,6 +131,11 @@ impl Authenticator for Recording {
 /// Our server on `dir` with `sss` from `keytab`; its address and the
 /// identities it accepted.
 async fn our_server(dir: &Path, keytab: &Path) -> (SocketAddr, Arc<Mutex<Vec<Identity>>>) {
+    our_server_with(LocalFs::new(dir).unwrap(), keytab).await
+}
+
+/// As [`our_server`], serving `fs`.
+async fn our_server_with(fs: LocalFs, keytab: &Path) -> (SocketAddr, Arc<Mutex<Vec<Identity>>>) {
     let auth = Recording {
         inner: Arc::new(SssAuth::load(keytab).unwrap()),
         seen: Arc::default(),
@@ -138,7 +145,7 @@ async fn our_server(dir: &Path, keytab: &Path) -> (SocketAddr, Arc<Mutex<Vec<Ide
         authenticator: Some(Arc::new(auth)),
         ..Config::default()
     };
-    let addr = support::ours::serve_with(LocalFs::new(dir).unwrap(), config).await;
+    let addr = support::ours::serve_with(fs, config).await;
     (addr, seen)
 }
 
@@ -234,6 +241,31 @@ async fn stock_clients_authenticate_to_our_server() {
     );
     let accepted = seen.lock().unwrap().len();
     assert_eq!(accepted, 3);
+
+    // the identity decides what the backend allows: only bob may write
+    let policy = AccessPolicy::new(Access::ReadOnly).allow_user("bob", "/", Access::ReadWrite);
+    let fs = LocalFs::new(data.path()).unwrap().with_policy(policy);
+    let (guarded, _) = our_server_with(fs, &kt.all).await;
+    let to = |name: &str| format!("root://{guarded}//{name}");
+    let out = stock(
+        "xrdcp",
+        Some(&kt.open),
+        &["-f", src.to_str().unwrap(), &to("nobody.bin")],
+    )
+    .await;
+    assert!(!out.status.success(), "nobody wrote: {out:?}");
+    assert!(!data.path().join("nobody.bin").exists());
+    let out = stock(
+        "xrdcp",
+        Some(&kt.bob),
+        &["-f", src.to_str().unwrap(), &to("bob.bin")],
+    )
+    .await;
+    assert!(out.status.success(), "bob's write: {out:?}");
+    assert_eq!(
+        std::fs::read(data.path().join("bob.bin")).unwrap(),
+        pattern(70_000)
+    );
 
     // without a keytab the stock client has no credential: nothing served
     let dest = out_dir.path().join("none.bin");
