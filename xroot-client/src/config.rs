@@ -1,9 +1,11 @@
 //! Client settings, with the reference client's defaults (XrdCl's
 //! `XRD_*` environment settings, PROTOCOL.md §12.3).
 
+use std::path::PathBuf;
 use std::time::Duration;
 
-/// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl.
+/// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl
+/// (and reads the security environment: `XrdSecSSSKT`, `XrdSecPROTOCOL`).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Deadline for one request, redirects and waits included
@@ -39,6 +41,19 @@ pub struct Config {
     /// TCP connections per channel toward a data server: the main stream
     /// plus `substreams - 1` bound with `kXR_bind` (`XRD_SUBSTREAMSPERCHANNEL`, 1).
     pub substreams: usize,
+    /// The `sss` keytab to seal credentials with: `XrdSecSSSKT` (or the
+    /// older `XrdSecsssKT`) when set to a file that exists, as the stock
+    /// client reads them (XrdSecProtocolsss.cc `Load_Client`). When `None`
+    /// or absent, the keytab the server suggests in its `sss` parameters,
+    /// then `$HOME/.xrd/sss.keytab`; with none of them, `sss` is skipped for
+    /// the next protocol the server offers.
+    pub sss_keytab: Option<PathBuf>,
+    /// The security protocols this client may answer with
+    /// (`XrdSecPROTOCOL`, a comma list such as `sss,unix`); the server's
+    /// order of preference still decides among them, as in the stock
+    /// client (XrdSecPManager.cc). `None`: every protocol this client
+    /// speaks (`host`, `unix`, `sss`, `ztn`).
+    pub sec_protocols: Option<Vec<String>>,
     /// The bearer token answered to a server that offers `ztn` (over TLS
     /// only); `None` (the default) finds one as the WLCG Bearer Token
     /// Discovery profile says: `BEARER_TOKEN`, `BEARER_TOKEN_FILE`,
@@ -60,6 +75,17 @@ impl Default for Config {
             max_answer_frames: 65_536,
             app_name: "xroot".to_string(),
             substreams: 1,
+            sss_keytab: ["XrdSecSSSKT", "XrdSecsssKT"]
+                .iter()
+                .filter_map(std::env::var_os)
+                .find(|p| !p.is_empty() && std::path::Path::new(p).exists())
+                .map(PathBuf::from),
+            sec_protocols: std::env::var("XrdSecPROTOCOL").ok().map(|l| {
+                l.split(',')
+                    .map(|p| p.trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            }),
             bearer_token: None,
         }
     }

@@ -76,9 +76,10 @@ pub enum Error {
     },
 
     /// The server asked for authentication with protocols this client does
-    /// not implement (it implements `host` and `unix`).
+    /// not implement (it implements `host`, `unix` and `sss`), has no
+    /// credential for (no `sss` keytab) or may not use (`XrdSecPROTOCOL`).
     #[error(
-        "{endpoint} requires authentication by {offered:?}; this client supports host and unix"
+        "{endpoint} requires authentication by {offered:?}; this client supports host, unix and sss (with a keytab)"
     )]
     AuthUnsupported {
         /// `host:port` of the server.
@@ -87,17 +88,16 @@ pub enum Error {
         offered: Vec<String>,
     },
 
-    /// A protocol the server offered could not be answered and no other
-    /// could: `ztn` on a link without TLS, no bearer token found, a token
-    /// file that may not be used (open to group or others, unreadable),
-    /// a token the server's limits refuse.
-    #[error("{endpoint} requires {protocol} authentication, but {reason}")]
+    /// A credential for a protocol the server offered could not be made,
+    /// and no later protocol could either: the `sss` keytab is unreadable,
+    /// readable by group or others, malformed, or holds no unexpired key.
+    #[error("no {protocol} credential for {endpoint}: {reason}")]
     Credential {
         /// `host:port` of the server.
         endpoint: String,
-        /// The protocol (`ztn`, ...).
-        protocol: &'static str,
-        /// Why no credential could be made.
+        /// The protocol (`sss`).
+        protocol: String,
+        /// Why, naming the file.
         reason: String,
     },
 

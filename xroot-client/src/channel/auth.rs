@@ -3,16 +3,18 @@
 //! (PROTOCOL.md §5.2–5.3). The exchange itself runs in [`super::login`].
 
 use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
 
 use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
+use xroot_sec::sss::{self, Keytab, Params};
 use xroot_sec::ztn;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
 
 /// What the credential of one connection may depend on.
-#[allow(dead_code)] // tls, local and cfg: for the sss and ztn credentials
 pub(crate) struct AuthCtx<'a> {
     /// `host:port` of the server, for errors.
     pub(crate) endpoint: &'a str,
@@ -32,65 +34,78 @@ pub(crate) struct Credential {
     pub(crate) credentials: Bytes,
 }
 
-/// The credential for the first protocol in `offered` (the server's order
-/// of preference) that this client can answer. Errors:
-/// [`Error::Credential`] when a `ztn` token file may not be used, or when
-/// `ztn` was offered but could not be answered (no TLS, no token) and no
-/// other protocol could; [`Error::AuthUnsupported`] when it speaks none of
-/// the protocols offered.
-pub(crate) fn credential(offered: &[SecProtocol], ctx: &AuthCtx<'_>) -> Result<Credential> {
-    let names: Vec<String> = offered
-        .iter()
-        .map(|p| String::from_utf8_lossy(&p.name).into_owned())
-        .collect();
-    let mut why_not = None;
-    for p in offered {
-        if let Some(c) = answer(p, ctx, &mut why_not)? {
-            return Ok(c);
+/// The credential for the first protocol of `offered` (the server's order
+/// of preference) that this client may use ([`Config::sec_protocols`]) and
+/// can answer, with its index in `offered`. Errors: the
+/// [`Error::Credential`] of the first protocol whose credential could not be
+/// made when none could, else [`Error::AuthUnsupported`].
+pub(crate) fn credential(
+    offered: &[SecProtocol],
+    ctx: &AuthCtx<'_>,
+) -> Result<(usize, Credential)> {
+    let mut failed = None;
+    for (i, p) in offered.iter().enumerate() {
+        if !allowed(&p.name, ctx.cfg) {
+            continue;
+        }
+        match answer(p, ctx) {
+            Ok(Some(c)) => return Ok((i, c)),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(endpoint = ctx.endpoint, error = %e, "skipping a security protocol");
+                failed.get_or_insert(e);
+            }
         }
     }
-    Err(match why_not {
-        Some((protocol, reason)) => Error::Credential {
-            endpoint: ctx.endpoint.to_string(),
-            protocol,
-            reason,
-        },
-        None => Error::AuthUnsupported {
-            endpoint: ctx.endpoint.to_string(),
-            offered: names,
-        },
-    })
+    Err(failed.unwrap_or_else(|| Error::AuthUnsupported {
+        endpoint: ctx.endpoint.to_string(),
+        offered: offered
+            .iter()
+            .map(|p| String::from_utf8_lossy(&p.name).into_owned())
+            .collect(),
+    }))
 }
 
-/// Why a protocol this client speaks was passed over: `(protocol, reason)`.
-type WhyNot = Option<(&'static str, String)>;
+/// Whether `XrdSecPROTOCOL` (as [`Config::sec_protocols`]) lets us use
+/// protocol `name`.
+fn allowed(name: &[u8], cfg: &Config) -> bool {
+    cfg.sec_protocols
+        .as_ref()
+        .is_none_or(|list| list.iter().any(|p| p.as_bytes() == name))
+}
 
 /// The credential for protocol `p`, or `None` when this client does not
-/// speak it or has no credential for it (then, for a protocol it speaks,
-/// `why_not` says why).
-fn answer(p: &SecProtocol, ctx: &AuthCtx<'_>, why_not: &mut WhyNot) -> Result<Option<Credential>> {
+/// speak it (or has no credential for it).
+fn answer(p: &SecProtocol, ctx: &AuthCtx<'_>) -> Result<Option<Credential>> {
     Ok(match p.name.as_ref() {
         b"unix" => Some(unix(ctx.user)),
         b"host" => Some(Credential {
             credtype: *b"host",
             credentials: Bytes::from_static(b"host\0"),
         }),
-        b"ztn" => ztn(&p.params, ctx, why_not)?,
+        b"sss" => sss_credential(&p.params, ctx)?,
+        b"ztn" => Some(ztn_credential(&p.params, ctx)?),
         _ => None,
     })
 }
 
 /// `ztn` (xroot_sec::ztn): over TLS only, with the configured bearer token
 /// or the one discovery finds.
-fn ztn(params: &[u8], ctx: &AuthCtx<'_>, why_not: &mut WhyNot) -> Result<Option<Credential>> {
+///
+/// Errors ([`Error::Credential`], after which the next offered protocol is
+/// tried): no TLS on the link, no token found, a token file that may not
+/// be used, server parameters that do not parse, a token over the server's
+/// size limit.
+fn ztn_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Credential> {
     let fail = |reason: String| Error::Credential {
         endpoint: ctx.endpoint.to_string(),
-        protocol: "ztn",
+        protocol: "ztn".into(),
         reason,
     };
     if !ctx.tls {
-        *why_not = Some(("ztn", "ztn needs a TLS connection (use roots://)".into()));
-        return Ok(None);
+        return Err(fail(
+            "ztn needs a TLS connection (roots://, or a server that starts TLS)".into(),
+        ));
     }
     let params = ztn::LoginParams::parse(params).map_err(|e| fail(e.to_string()))?;
     let token = match &ctx.cfg.bearer_token {
@@ -98,13 +113,11 @@ fn ztn(params: &[u8], ctx: &AuthCtx<'_>, why_not: &mut WhyNot) -> Result<Option<
         None => match ztn::discover(params.max_token_size) {
             Ok(Some(t)) => t,
             Ok(None) => {
-                *why_not = Some((
-                    "ztn",
+                return Err(fail(
                     "no bearer token found (BEARER_TOKEN, BEARER_TOKEN_FILE, \
                      $XDG_RUNTIME_DIR/bt_u<euid>, /tmp/bt_u<euid>)"
                         .into(),
-                ));
-                return Ok(None);
+                ))
             }
             Err(e) => return Err(fail(e.to_string())),
         },
@@ -112,10 +125,10 @@ fn ztn(params: &[u8], ctx: &AuthCtx<'_>, why_not: &mut WhyNot) -> Result<Option<
     let credentials = ztn::encode_credential(&token.token, params.max_token_size)
         .map_err(|e| fail(e.to_string()))?;
     tracing::debug!(endpoint = ctx.endpoint, source = ?token.source, "ztn: sending bearer token");
-    Ok(Some(Credential {
+    Ok(Credential {
         credtype: *b"ztn\0",
         credentials,
-    }))
+    })
 }
 
 /// `unix`: `"unix\0user[ group]\0"`, the group from `$GROUP` when set.
@@ -131,4 +144,58 @@ fn unix(user: &str) -> Credential {
         credtype: *b"unix",
         credentials: Bytes::from(cred),
     }
+}
+
+/// The keytab an `sss` credential is sealed with, as the stock client
+/// looks for it (`Load_Client`, `Init_Client`): the configured one, the
+/// server's suggestion (an absolute path), `$HOME/.xrd/sss.keytab`; the
+/// first that exists.
+fn sss_keytab(params: &Params, cfg: &Config) -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(|h| Path::new(&h).join(".xrd/sss.keytab"));
+    let suggested = Some(PathBuf::from(&params.client_keytab)).filter(|p| p.is_absolute());
+    [cfg.sss_keytab.clone(), suggested, home]
+        .into_iter()
+        .flatten()
+        .find(|p| p.exists())
+}
+
+/// `sss`: the login user's name and our address as the server sees it,
+/// sealed with the keytab's key ([`xroot_sec::sss::seal`]). `None` without
+/// a keytab or for a cipher other than Blowfish. Errors:
+/// [`Error::Credential`] for parameters that do not parse, a keytab that
+/// cannot be used, or no unexpired key.
+fn sss_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Option<Credential>> {
+    let fail = |reason: String| Error::Credential {
+        endpoint: ctx.endpoint.to_string(),
+        protocol: "sss".into(),
+        reason,
+    };
+    let params = Params::parse(params).map_err(|e| fail(e.to_string()))?;
+    if params.cipher != sss::credential::CIPHER_BLOWFISH {
+        return Ok(None);
+    }
+    let Some(path) = sss_keytab(&params, ctx.cfg) else {
+        return Ok(None);
+    };
+    let now = SystemTime::now();
+    let keytab = Keytab::load(&path, now).map_err(|e| fail(e.to_string()))?;
+    let unix_now = now
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
+    let key = keytab
+        .client_key(unix_now)
+        .ok_or_else(|| fail(format!("keytab {} has no unexpired key", path.display())))?;
+    let entity = sss::Entity {
+        host: ctx.local.map(sss::address_item),
+        name: Some(ctx.user.to_string()),
+        auth: params.v2.then(|| "sss".to_string()),
+        ..sss::Entity::default()
+    };
+    let cred = sss::seal(key, &entity, now, params.v2).map_err(|e| fail(e.to_string()))?;
+    Ok(Some(Credential {
+        credtype: *b"sss\0",
+        credentials: Bytes::from(cred),
+    }))
 }
