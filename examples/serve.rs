@@ -3,13 +3,16 @@
 //!
 //! ```text
 //! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] \
-//!     [--auth host,unix,sss] [--sss-keytab FILE] [-v] DIR
+//!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
+//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [-v] DIR
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
 //!
 //! Without `--auth` there is no authentication and clients may write; with
 //! it, clients authenticate with one of the protocols listed (`sss` needs
-//! `--sss-keytab`, a keytab `xrdsssadmin` wrote). The default address
+//! `--sss-keytab`, a keytab `xrdsssadmin` wrote; `ztn` needs TLS and
+//! `--token-issuer`, and each request is then checked against the token's
+//! WLCG scopes). The default address
 //! is the loopback one; `--bind 0.0.0.0` (or `::`) serves other hosts.
 //! The first line on stdout is `serve listening on ADDR` once the port is
 //! bound (with `--port 0`, the port picked).

@@ -42,7 +42,8 @@ use xroot::cache::plan::Geometry;
 use xroot::cache::purge::{disk_space, Level, PurgeConfig};
 use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs};
-use xroot::client::Client;
+use xroot::client::{Client, Config as ClientConfig};
+use xroot::sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
 use xroot::server::Server;
 
 /// `xcache --origin URL --cache-dir DIR [options]`
@@ -95,6 +96,12 @@ pub struct Cli {
     /// Log debug events too.
     #[arg(short, long)]
     pub verbose: bool,
+    /// A bearer token file (mode 0600) the cache presents to its origin
+    /// when the origin asks for `ztn` (over `roots://`). Without it the
+    /// cache's client discovers one as any client does (`BEARER_TOKEN`,
+    /// `BEARER_TOKEN_FILE`, `$XDG_RUNTIME_DIR/bt_u<euid>`, `/tmp/bt_u<euid>`).
+    #[arg(long, value_name = "FILE")]
+    pub origin_token_file: Option<PathBuf>,
     #[command(flatten)]
     pub auth: auth::AuthArgs,
 }
@@ -125,7 +132,9 @@ fn level(s: &str) -> Result<Level, String> {
 /// Errors: an origin that is not a `root://` URL, a geometry the cache
 /// refuses, a cache directory that cannot be created, purge watermarks
 /// whose low one is not below the high one or that exceed the disk (as
-/// the stock XCache refuses them), or an address that cannot be bound.
+/// the stock XCache refuses them), an `--origin-token-file` that cannot be
+/// used (missing, empty, open to group or others), or an address that
+/// cannot be bound.
 pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
     let geometry = Geometry::new(cli.block_size, cli.io_size, cli.io_gap)
@@ -152,7 +161,19 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
         },
         ..CacheConfig::default()
     };
-    let origin = RemoteOrigin::new(Client::new(), &cli.origin)
+    let mut client = ClientConfig::default();
+    if let Some(file) = &cli.origin_token_file {
+        let token = read_token_file(file, DEFAULT_MAX_TOKEN_SIZE)
+            .map_err(|e| invalid(format!("--origin-token-file: {e}")))?
+            .ok_or_else(|| {
+                invalid(format!(
+                    "--origin-token-file: {} does not exist or is empty",
+                    file.display()
+                ))
+            })?;
+        client.bearer_token = Some(BearerToken::new(token));
+    }
+    let origin = RemoteOrigin::new(Client::with_config(client), &cli.origin)
         .map_err(|e| invalid(format!("--origin: {e}")))?;
     let fs = CacheFs::new(origin, store, config);
     let server = Server::bind((cli.bind, cli.port), fs, cli.auth.config()?).await?;

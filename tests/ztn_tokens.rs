@@ -128,13 +128,21 @@ fn refuses_untrusted_issuers_and_signatures() {
     assert_eq!(v.validate(&spliced), Err(TokenError::Signature));
 
     // an unknown key id
-    let t = iss.sign(Algorithm::ES256, Some("nope"), &iss.claims("storage.read:/"));
+    let t = iss.sign(
+        Algorithm::ES256,
+        Some("nope"),
+        &iss.claims("storage.read:/"),
+    );
     assert!(matches!(
         v.validate(&t),
         Err(TokenError::UnknownKey { kid: Some(k), .. }) if k == "nope"
     ));
     // an RSA key id for an ES256 token
-    let t = iss.sign(Algorithm::ES256, Some("rsa1"), &iss.claims("storage.read:/"));
+    let t = iss.sign(
+        Algorithm::ES256,
+        Some("rsa1"),
+        &iss.claims("storage.read:/"),
+    );
     assert!(matches!(v.validate(&t), Err(TokenError::UnknownKey { .. })));
 }
 
@@ -202,7 +210,7 @@ impl Https {
     fn start(pki: &TestPki, dir: &std::path::Path) -> Https {
         let port = support::stock::free_port();
         let mut child = Command::new("openssl")
-            .args(["s_server", "-quiet", "-WWW", "-accept"])
+            .args(["s_server", "-WWW", "-accept"])
             .arg(port.to_string())
             .arg("-cert")
             .arg(&pki.host_cert)
@@ -252,7 +260,9 @@ fn keys_by_discovery_over_https() {
         .validate(&iss.es256(&iss.claims("storage.read:/a")))
         .unwrap();
     assert_eq!(ok.issuer, issuer_url);
-    assert!(v.validate(&iss.rs256(&iss.claims("storage.read:/a"))).is_ok());
+    assert!(v
+        .validate(&iss.rs256(&iss.claims("storage.read:/a")))
+        .is_ok());
 
     // a CA this client does not trust: no keys, tokens refused with why
     let other = TestPki::new();

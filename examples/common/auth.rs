@@ -1,12 +1,16 @@
-//! The `--auth LIST` and `--sss-keytab FILE` flags the long-running
-//! examples (`serve`, `xcache`) share: which security protocols the login
-//! reply offers, in order.
+//! The `--auth LIST`, `--sss-keytab FILE`, `--token-issuer` and
+//! `--token-audience` flags the long-running examples (`serve`, `xcache`)
+//! share: which security protocols the login reply offers, in order, and
+//! what they trust.
 
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use xroot::server::{AnyOf, Authenticator, Config, HostAuth, SssAuth, UnixAuth};
+use xroot::server::jwks::IssuerConfig;
+use xroot::server::{
+    AnyOf, Authenticator, Config, HostAuth, SssAuth, TokenConfig, TokenValidator, UnixAuth, ZtnAuth,
+};
 
 /// `[--auth host,unix,sss,ztn] [--sss-keytab FILE]`
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -19,6 +23,17 @@ pub struct AuthArgs {
     /// with `--auth ...sss`.
     #[arg(long, value_name = "FILE")]
     pub sss_keytab: Option<PathBuf>,
+    /// A trusted token issuer for `--auth ...ztn` (repeatable):
+    /// `ISSUER=JWKS_FILE`, `ISSUER=https://…/jwks` (its key set URL) or
+    /// `ISSUER` alone (keys from `ISSUER/.well-known/openid-configuration`).
+    /// Fetches trust the CA directory `X509_CERT_DIR`, else the Mozilla
+    /// roots; keys are refreshed in the background as their cache expires.
+    #[arg(long, value_name = "ISSUER=JWKS_FILE_OR_URL")]
+    pub token_issuer: Vec<IssuerConfig>,
+    /// An accepted token audience (repeatable); the WLCG "any" audience is
+    /// accepted too. Without it, `aud` is not checked.
+    #[arg(long, value_name = "AUD")]
+    pub token_audience: Vec<String>,
 }
 
 impl AuthArgs {
@@ -35,12 +50,22 @@ impl AuthArgs {
     ///
     /// Errors (`InvalidInput`): `sss` without `--sss-keytab`, a keytab that
     /// cannot be used (the message names the file), `--sss-keytab` without
-    /// `sss`, `ztn` (not available in this build yet).
+    /// `sss`, `ztn` without `--token-issuer`, a JWKS file that cannot be
+    /// used, `--token-*` without `ztn`. Fetching remote keys blocks here
+    /// (at most 10 s per issuer); one that fails is retried in the
+    /// background.
     pub fn authenticator(&self) -> io::Result<Option<Arc<dyn Authenticator>>> {
         let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
         if self.sss_keytab.is_some() && !self.auth.iter().any(|p| p == "sss") {
             return Err(invalid(
                 "--sss-keytab is only used with --auth ...,sss".into(),
+            ));
+        }
+        let ztn = self.auth.iter().any(|p| p == "ztn");
+        let token_flags = !self.token_issuer.is_empty() || !self.token_audience.is_empty();
+        if token_flags && !ztn {
+            return Err(invalid(
+                "--token-issuer and --token-audience are only used with --auth ...,ztn".into(),
             ));
         }
         let mut all: Vec<Arc<dyn Authenticator>> = Vec::new();
@@ -57,11 +82,17 @@ impl AuthArgs {
                         SssAuth::load(path).map_err(|e| invalid(format!("--sss-keytab: {e}")))?,
                     )
                 }
-                other => {
-                    return Err(invalid(format!(
-                        "--auth {other}: not available in this build (ztn needs TLS)"
-                    )))
+                "ztn" => {
+                    if self.token_issuer.is_empty() {
+                        return Err(invalid("--auth ztn needs --token-issuer".into()));
+                    }
+                    let mut config = TokenConfig::new(self.token_issuer.clone());
+                    config.audiences = self.token_audience.clone();
+                    let validator = TokenValidator::new(config)
+                        .map_err(|e| invalid(format!("--token-issuer: {e}")))?;
+                    Arc::new(ZtnAuth::new(validator))
                 }
+                other => return Err(invalid(format!("--auth {other}: unknown protocol"))),
             });
         }
         Ok(match all.len() {

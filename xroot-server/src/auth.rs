@@ -24,7 +24,9 @@ use xroot_proto::response::SecProtocol;
 use crate::authz::Scope;
 
 mod sss;
+mod ztn;
 pub use sss::SssAuth;
+pub use ztn::{ZtnAuth, NON_TLS_REFUSAL};
 
 /// Who is authenticating.
 #[derive(Debug, Clone)]

@@ -85,9 +85,13 @@ impl Scope {
     }
 
     /// Whether this scope allows `action` on `path` (absolute, normalized by
-    /// the server: no `..`, no `//`).
+    /// the server: no `..`, no `//`). `storage.modify` allows creating too:
+    /// the WLCG profile (§3.3) makes it "a strict superset of
+    /// storage.create".
     pub fn allows(&self, action: Action, path: &str) -> bool {
-        self.action == action && covers(&self.path, path)
+        let grants =
+            self.action == action || (self.action == Action::Modify && action == Action::Create);
+        grants && covers(&self.path, path)
     }
 }
 
@@ -151,6 +155,13 @@ mod tests {
         assert!(!allowed(&s, Action::Read, "/database"));
         assert!(!allowed(&s, Action::Read, "/"));
         assert!(!allowed(&s, Action::Modify, "/data/f.root"));
+        let m = Scope::parse("storage.modify:/out");
+        assert!(allowed(&m, Action::Create, "/out/new"));
+        assert!(!allowed(
+            &Scope::parse("storage.create:/out"),
+            Action::Modify,
+            "/out/f"
+        ));
         assert!(allowed(&Scope::parse("read:/"), Action::Read, "/x/y"));
     }
 }

@@ -41,7 +41,7 @@ use crate::order::{Access, Ticket};
 use crate::server::Shared;
 use crate::session::Session;
 use crate::stats::{InFlight, Scope};
-use crate::{fattr, io, namespace, query, readv};
+use crate::{fattr, guard, io, namespace, query, readv};
 
 /// Everything a request's handler may reach.
 pub(crate) struct Ctx<F: FileSystem> {
@@ -244,6 +244,10 @@ pub(crate) async fn run<F: FileSystem>(mut ctx: Ctx<F>, request: Request) {
     }
     for t in &mut ctx.tickets {
         t.ready().await;
+    }
+    if let Err(e) = guard::check(&ctx, &request).await {
+        let _ = ctx.link.send(ctx.sid, &fs_response(e)).await;
+        return;
     }
     let streamed = match request {
         Request::Read(r) => io::read(&ctx, r).await,

@@ -27,7 +27,7 @@ use std::str::FromStr;
 use std::sync::{Arc, Condvar, Mutex, RwLock, Weak};
 use std::time::{Duration, Instant};
 
-use jsonwebtoken::jwk::JwkSet;
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk, JwkSet};
 
 /// How long one HTTPS fetch (discovery document or key set) may take.
 pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -438,8 +438,9 @@ pub fn read_jwks_file(path: &Path) -> Result<JwkSet, KeyError> {
     parse_jwks(&body, &path.display().to_string())
 }
 
-/// A key set from JSON; keys of types jsonwebtoken does not know make the
-/// whole set fail to parse there, so they are dropped first.
+/// A key set from JSON, with only its RSA and EC keys (the types RS256
+/// and ES256 use); keys that do not parse are dropped one by one rather
+/// than failing the whole set.
 fn parse_jwks(body: &[u8], origin: &str) -> Result<JwkSet, KeyError> {
     let parse = |why: String| KeyError::Parse {
         origin: origin.to_string(),
@@ -451,7 +452,13 @@ fn parse_jwks(body: &[u8], origin: &str) -> Result<JwkSet, KeyError> {
     };
     let keys: Vec<_> = keys
         .iter()
-        .filter_map(|k| serde_json::from_value(k.clone()).ok())
+        .filter_map(|k| serde_json::from_value::<Jwk>(k.clone()).ok())
+        .filter(|k| {
+            matches!(
+                k.algorithm,
+                AlgorithmParameters::RSA(_) | AlgorithmParameters::EllipticCurve(_)
+            )
+        })
         .collect();
     if keys.is_empty() {
         return Err(parse("no usable key".into()));
@@ -520,7 +527,10 @@ mod tests {
 
     #[test]
     fn cache_control() {
-        assert_eq!(cache_time("public, max-age=3600"), Duration::from_secs(3600));
+        assert_eq!(
+            cache_time("public, max-age=3600"),
+            Duration::from_secs(3600)
+        );
         assert_eq!(cache_time("max-age=5"), MIN_CACHE);
         assert_eq!(cache_time("max-age=99999999"), MAX_CACHE);
         assert_eq!(cache_time("no-store"), MIN_CACHE);

@@ -66,6 +66,7 @@ mod dispatch;
 mod fattr;
 mod files;
 pub mod fs;
+mod guard;
 mod io;
 pub mod jwks;
 mod limit;
@@ -82,16 +83,15 @@ mod server;
 mod session;
 pub mod stats;
 pub mod token;
-pub mod ztn;
 
 pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
+    ZtnAuth,
 };
 pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
-pub use token::{TokenConfig, TokenError, TokenValidator};
-pub use ztn::ZtnAuth;
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
+pub use token::{TokenConfig, TokenError, TokenValidator};
 pub use xroot_proto as proto;

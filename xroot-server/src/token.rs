@@ -168,7 +168,9 @@ impl TokenValidator {
     pub fn validate(&self, token: &str) -> Result<ValidToken, TokenError> {
         let parts: Vec<&str> = token.split('.').collect();
         let [header, payload, _signature] = parts[..] else {
-            return Err(TokenError::Malformed("not three dot-separated parts".into()));
+            return Err(TokenError::Malformed(
+                "not three dot-separated parts".into(),
+            ));
         };
         let header = json_part(header, "header")?;
         let alg = match header.get("alg").and_then(Value::as_str) {
@@ -259,17 +261,21 @@ fn json_part(part: &str, what: &str) -> Result<Value, TokenError> {
         .map_err(|_| TokenError::Malformed(format!("{what} is not base64url")))?;
     match serde_json::from_slice(&bytes) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        _ => Err(TokenError::Malformed(format!("{what} is not a JSON object"))),
+        _ => Err(TokenError::Malformed(format!(
+            "{what} is not a JSON object"
+        ))),
     }
 }
 
 /// The key a token names, or without a `kid` the only key that suits
 /// `alg`.
 fn pick_key<'a>(keys: &'a [Jwk], kid: Option<&str>, alg: Algorithm) -> Option<&'a Jwk> {
-    let suits = |k: &&Jwk| match (&k.algorithm, alg) {
-        (AlgorithmParameters::RSA(_), Algorithm::RS256) => true,
-        (AlgorithmParameters::EllipticCurve(_), Algorithm::ES256) => true,
-        _ => false,
+    let suits = |k: &&Jwk| {
+        matches!(
+            (&k.algorithm, alg),
+            (AlgorithmParameters::RSA(_), Algorithm::RS256)
+                | (AlgorithmParameters::EllipticCurve(_), Algorithm::ES256)
+        )
     };
     match kid {
         Some(kid) => keys

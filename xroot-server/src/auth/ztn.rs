@@ -6,7 +6,7 @@ use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 use xroot_sec::ztn::{self, LoginParams};
 
-use crate::auth::{AuthContext, AuthOutcome, Authenticator, Identity};
+use super::{AuthContext, AuthOutcome, Authenticator, Identity};
 use crate::token::TokenValidator;
 
 /// The stock server's refusal of `ztn` on a link without TLS

@@ -1,0 +1,341 @@
+//! `ZtnAuth` in our server over plain links: the `ztn` offer at login, the
+//! refusal of `ztn` without TLS (server and client side), and — with the
+//! link declared TLS by a test wrapper, since the TLS layer is not in this
+//! build — the scopes of an accepted token enforced on every request
+//! before it reaches the backend.
+
+mod support;
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use support::raw::{login_request, open_request, Raw};
+use support::tokens::{TestIssuer, AUDIENCE, ISSUER};
+use xroot::client::{Client, Error as ClientError, OpenFlags};
+use xroot::proto::request::{
+    Auth, Dirlist, Mkdir, Mode, Mv, OpenOptions, Prepare, PrepareOptions, Rm, Stat,
+};
+use xroot::proto::response::{LoginResponse, Response};
+use xroot::proto::ErrorCode;
+use xroot::sec::ztn;
+use xroot::server::auth::NON_TLS_REFUSAL;
+use xroot::server::{
+    AuthContext, AuthOutcome, Authenticator, Config, LocalFs, Server, TokenConfig, TokenValidator,
+    ZtnAuth,
+};
+
+fn ztn_auth(iss: &TestIssuer) -> ZtnAuth {
+    let mut config = TokenConfig::new(vec![iss.arg().parse().unwrap()]);
+    config.audiences = vec![AUDIENCE.into()];
+    ZtnAuth::new(TokenValidator::new(config).unwrap())
+}
+
+/// `ZtnAuth` told that every link runs TLS: lets the scope checks be tested
+/// over plain TCP.
+struct AssumeTls(ZtnAuth);
+
+impl Authenticator for AssumeTls {
+    fn protocols(&self) -> Vec<xroot::proto::response::SecProtocol> {
+        self.0.protocols()
+    }
+    fn authenticate(&self, ctx: &AuthContext<'_>, credtype: &str, cred: &[u8]) -> AuthOutcome {
+        let tls = AuthContext {
+            tls: true,
+            ..ctx.clone()
+        };
+        self.0.authenticate(&tls, credtype, cred)
+    }
+}
+
+async fn serve(dir: &std::path::Path, auth: Arc<dyn Authenticator>) -> std::net::SocketAddr {
+    let config = Config {
+        authenticator: Some(auth),
+        ..Config::default()
+    };
+    let server = Server::bind("127.0.0.1:0", LocalFs::new(dir).unwrap(), config)
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    addr
+}
+
+/// Logs in, checks the `ztn` offer, and sends `token`; the answer.
+async fn login_with(addr: std::net::SocketAddr, token: &str) -> (Raw, Response) {
+    let mut r = Raw::hello(addr, 3).await;
+    r.send(0, login_request()).await;
+    let (_, Response::Ok(body)) = r.expect().await else {
+        panic!("login reply")
+    };
+    let reply = LoginResponse::decode(body).unwrap();
+    assert_eq!(reply.sec.as_deref(), Some(&b"&P=ztn,0:4096:"[..]));
+    let auth = Auth {
+        credtype: *b"ztn\0",
+        credentials: ztn::encode_credential(token, 4096).unwrap(),
+    };
+    r.send(1, auth).await;
+    let answer = r.expect().await.1;
+    (r, answer)
+}
+
+async fn session(addr: std::net::SocketAddr, token: &str) -> Raw {
+    let (r, answer) = login_with(addr, token).await;
+    assert!(matches!(answer, Response::Ok(_)), "{answer:?}");
+    r
+}
+
+/// Sends `req` and expects `kXR_NotAuthorized` naming `scope`.
+async fn refused(r: &mut Raw, req: impl Into<xroot::proto::request::Request>, scope: &str) {
+    r.send(5, req).await;
+    let msg = r.expect_error(ErrorCode::NOT_AUTHORIZED).await;
+    assert_eq!(msg, format!("missing scope {scope}"));
+}
+
+async fn ok(r: &mut Raw, req: impl Into<xroot::proto::request::Request>) -> Bytes {
+    r.send(6, req).await;
+    match r.expect().await.1 {
+        Response::Ok(b) => b,
+        other => panic!("expected ok, got {other:?}"),
+    }
+}
+
+fn stat(path: &str) -> Stat {
+    Stat {
+        path: Bytes::copy_from_slice(path.as_bytes()),
+        ..Default::default()
+    }
+}
+
+#[tokio::test]
+async fn ztn_is_refused_without_tls() {
+    let iss = TestIssuer::new(ISSUER);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f"), b"x").unwrap();
+    let addr = serve(dir.path(), Arc::new(ztn_auth(&iss))).await;
+    let token = iss.es256(&iss.claims("storage.read:/"));
+    let (_, answer) = login_with(addr, &token).await;
+    match answer {
+        Response::Error(e) => {
+            assert_eq!(e.code, ErrorCode::AUTH_FAILED);
+            assert_eq!(e.message_lossy(), NON_TLS_REFUSAL);
+        }
+        other => panic!("expected the non-TLS refusal, got {other:?}"),
+    }
+
+    // our client does not even send its token over a plain link
+    let client = Client::with_config(xroot::client::Config {
+        bearer_token: Some(ztn::BearerToken::new(&token)),
+        ..Default::default()
+    });
+    let e = client
+        .open(&format!("root://{addr}//f"), OpenFlags::READ)
+        .await
+        .unwrap_err();
+    match &e {
+        ClientError::Credential {
+            protocol, reason, ..
+        } => {
+            assert_eq!(protocol, "ztn");
+            assert!(reason.contains("TLS"), "{e}");
+        }
+        other => panic!("expected a ztn credential error, got {other}"),
+    }
+}
+
+#[tokio::test]
+async fn bad_tokens_are_refused_at_auth() {
+    let iss = TestIssuer::new(ISSUER);
+    let dir = tempfile::tempdir().unwrap();
+    let addr = serve(dir.path(), Arc::new(AssumeTls(ztn_auth(&iss)))).await;
+    let mut expired = iss.claims("storage.read:/");
+    expired["exp"] = serde_json::json!(support::tokens::now() - 3600);
+    let mut wrong_aud = iss.claims("storage.read:/");
+    wrong_aud["aud"] = serde_json::json!("https://elsewhere.test");
+    let forger = TestIssuer::new(ISSUER);
+    for (token, why) in [
+        (iss.es256(&expired), "token expired"),
+        (iss.rs256(&wrong_aud), "token audience not accepted"),
+        (
+            forger.es256(&iss.claims("storage.read:/")),
+            "token signature invalid",
+        ),
+        (
+            support::tokens::unsigned(&iss.claims("storage.read:/")),
+            "token algorithm \"none\" refused (RS256 and ES256 only)",
+        ),
+    ] {
+        let (_, answer) = login_with(addr, &token).await;
+        match answer {
+            Response::Error(e) => {
+                assert_eq!(e.code, ErrorCode::AUTH_FAILED);
+                assert_eq!(e.message_lossy(), why);
+            }
+            other => panic!("{why}: got {other:?}"),
+        }
+    }
+}
+
+#[tokio::test]
+async fn scopes_are_enforced_on_every_request() {
+    let iss = TestIssuer::new(ISSUER);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("data/out")).unwrap();
+    std::fs::create_dir_all(dir.path().join("other")).unwrap();
+    std::fs::write(dir.path().join("data/f"), b"data").unwrap();
+    std::fs::write(dir.path().join("other/g"), b"other").unwrap();
+    let addr = serve(dir.path(), Arc::new(AssumeTls(ztn_auth(&iss)))).await;
+
+    // a read-only token for /data
+    let mut r = session(addr, &iss.es256(&iss.claims("storage.read:/data"))).await;
+    ok(&mut r, stat("/data/f")).await;
+    let h = r.open("/data/f").await;
+    r.send(
+        7,
+        xroot::proto::request::Read {
+            fhandle: h,
+            offset: 0,
+            rlen: 4,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(matches!(r.expect().await.1, Response::Ok(b) if &b[..] == b"data"));
+    ok(
+        &mut r,
+        Dirlist {
+            path: Bytes::from_static(b"/data"),
+            ..Default::default()
+        },
+    )
+    .await;
+    // a scope for another path
+    refused(&mut r, stat("/other/g"), "storage.read:/other/g").await;
+    refused(
+        &mut r,
+        open_request("/other/g", OpenOptions::READ),
+        "storage.read:/other/g",
+    )
+    .await;
+    refused(
+        &mut r,
+        Dirlist {
+            path: Bytes::from_static(b"/"),
+            ..Default::default()
+        },
+        "storage.read:/",
+    )
+    .await;
+    // writes with a read scope
+    refused(
+        &mut r,
+        open_request("/data/new", OpenOptions::NEW),
+        "storage.create:/data/new",
+    )
+    .await;
+    refused(
+        &mut r,
+        open_request("/data/f", OpenOptions::DELETE),
+        "storage.modify:/data/f",
+    )
+    .await;
+    refused(
+        &mut r,
+        open_request("/data/f", OpenOptions::UPDATE),
+        "storage.modify:/data/f",
+    )
+    .await;
+    refused(
+        &mut r,
+        Rm {
+            path: Bytes::from_static(b"/data/f"),
+        },
+        "storage.modify:/data/f",
+    )
+    .await;
+    refused(
+        &mut r,
+        Mkdir {
+            path: Bytes::from_static(b"/data/d"),
+            mode: Mode(0o755),
+            ..Default::default()
+        },
+        "storage.create:/data/d",
+    )
+    .await;
+    refused(
+        &mut r,
+        Mv::new(b"/data/f", b"/data/g"),
+        "storage.modify:/data/f",
+    )
+    .await;
+    refused(
+        &mut r,
+        Prepare {
+            options: PrepareOptions::STAGE,
+            paths: Bytes::from_static(b"/data/f"),
+            ..Default::default()
+        },
+        "storage.stage:/data/f",
+    )
+    .await;
+    assert_eq!(std::fs::read(dir.path().join("data/f")).unwrap(), b"data");
+    assert!(!dir.path().join("data/new").exists());
+    assert!(!dir.path().join("data/d").exists());
+
+    // create in /data/out: new files yes, overwriting no
+    let create = iss.rs256(&iss.claims("storage.read:/data storage.create:/data/out"));
+    let mut c = session(addr, &create).await;
+    let h = c
+        .open_with("/data/out/x", OpenOptions::NEW | OpenOptions::MKPATH)
+        .await;
+    c.send(8, xroot::proto::request::Close { fhandle: h }).await;
+    assert!(matches!(c.expect().await.1, Response::Ok(_)));
+    assert!(dir.path().join("data/out/x").exists());
+    refused(
+        &mut c,
+        open_request("/data/out/x", OpenOptions::DELETE),
+        "storage.modify:/data/out/x",
+    )
+    .await;
+    // kXR_delete on a file that does not exist is a create
+    let h = c.open_with("/data/out/y", OpenOptions::DELETE).await;
+    c.send(8, xroot::proto::request::Close { fhandle: h }).await;
+    assert!(matches!(c.expect().await.1, Response::Ok(_)));
+    ok(
+        &mut c,
+        Mkdir {
+            path: Bytes::from_static(b"/data/out/d"),
+            mode: Mode(0o755),
+            ..Default::default()
+        },
+    )
+    .await;
+    refused(
+        &mut c,
+        Mv::new(b"/data/out/x", b"/data/out/z"),
+        "storage.modify:/data/out/x",
+    )
+    .await;
+
+    // modify: overwrite, rename (both paths in scope), remove
+    let modify = iss.es256(&iss.claims("storage.modify:/data/out"));
+    let mut m = session(addr, &modify).await;
+    let _ = m.open_with("/data/out/x", OpenOptions::DELETE).await;
+    refused(
+        &mut m,
+        Mv::new(b"/data/out/y", b"/other/y"),
+        "storage.modify:/other/y",
+    )
+    .await;
+    ok(&mut m, Mv::new(b"/data/out/y", b"/data/out/z")).await;
+    ok(
+        &mut m,
+        Rm {
+            path: Bytes::from_static(b"/data/out/z"),
+        },
+    )
+    .await;
+    assert!(!dir.path().join("data/out/z").exists());
+    // the read-only session is still served
+    ok(&mut r, stat("/data/f")).await;
+}
