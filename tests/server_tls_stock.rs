@@ -744,3 +744,59 @@ fn serve_names_the_tls_file_that_failed() {
     ]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_authentication_the_session_switches_after_the_final_auth_answer() {
+    use xroot::proto::request::Auth;
+    use xroot::server::{Config, HostAuth, LocalFs, Server, ServerTls, ServerTlsFiles};
+    use xroot::server::{TlsConfig, TlsRequirement};
+    let pki = TestPki::new();
+    let big = pattern(200_000);
+    let data = dir_with(&[("big.bin", &big)]);
+    let files = ServerTlsFiles::new(&pki.host_cert, &pki.host_key);
+    let config = Config {
+        authenticator: Some(Arc::new(HostAuth)),
+        tls: Some(TlsConfig {
+            server: Arc::new(ServerTls::load(files).unwrap()),
+            requirement: TlsRequirement::Session,
+        }),
+        ..Config::default()
+    };
+    let server = Server::bind("127.0.0.1:0", LocalFs::new(data.path()).unwrap(), config)
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+
+    // login answered with the security token, no switch yet; kXR_auth in
+    // plain, then TLS
+    let (mut link, _) = hello(addr, ABLE, 3).await;
+    link.send(0, login_request()).await.unwrap();
+    let Response::Ok(body) = link.expect().await else {
+        panic!("login answer")
+    };
+    assert!(LoginResponse::decode(body).unwrap().sec.is_some());
+    let auth = Auth {
+        credtype: *b"host",
+        credentials: Bytes::from_static(b"host\0"),
+    };
+    link.send(1, auth).await.unwrap();
+    let Response::Ok(_) = link.expect().await else {
+        panic!("auth answer")
+    };
+    let name = ServerName::try_from("localhost").unwrap();
+    let tls = tokio_rustls::TlsConnector::from(client_config(&pki, None))
+        .connect(name, link.s)
+        .await
+        .unwrap();
+    let mut link = Link::new(tls);
+    assert_eq!(&link.read("/big.bin", 10, 10).await[..], &big[10..20]);
+
+    if support::stock::xrootd_available() {
+        let got = tempfile::tempdir().unwrap();
+        let got = got.path().join("big.bin");
+        let url = format!("root://localhost:{}//big.bin", addr.port());
+        xrdcp(&pki, &[&url, got.to_str().unwrap()]).await;
+        assert!(std::fs::read(&got).unwrap() == big);
+    }
+}

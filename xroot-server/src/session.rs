@@ -311,12 +311,16 @@ pub(crate) async fn run<F: FileSystem>(
                 tracing::debug!(%peer, "closing: bytes sent past the switch to TLS");
                 break false;
             }
-            rd = match conn.switch_to_tls(rd).await {
-                Ok(rd) => rd,
-                Err(e) => {
-                    tracing::debug!(%peer, "closing: TLS: {e}");
-                    break false;
-                }
+            rd = tokio::select! {
+                switched = conn.switch_to_tls(rd) => match switched {
+                    Ok(rd) => rd,
+                    Err(e) => {
+                        tracing::debug!(%peer, "closing: TLS: {e}");
+                        break false;
+                    }
+                },
+                _ = killed(&kill) => break true,
+                _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
             };
         }
         tokio::select! {
