@@ -61,6 +61,29 @@ impl Identity {
     }
 }
 
+/// Who a backend call is for, as the server authenticated it: every
+/// [`crate::FileSystem`] call gets the caller of the session it serves, so
+/// a backend can authorize or map users (the reference's `XrdSecEntity`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// Who the client is. Without an [`Authenticator`] the protocol is empty
+    /// and the name the user of the `kXR_login` request.
+    pub identity: Identity,
+    /// The client's address (its main link's).
+    pub peer: SocketAddr,
+}
+
+impl Caller {
+    /// A caller inside this process, not a client (a cache reading its
+    /// local origin): protocol empty, the address unspecified.
+    pub fn local(name: &str) -> Caller {
+        Caller {
+            identity: Identity::new("", name),
+            peer: SocketAddr::from(([0, 0, 0, 0], 0)),
+        }
+    }
+}
+
 /// The result of one `kXR_auth` round.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum AuthOutcome {

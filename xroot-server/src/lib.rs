@@ -87,7 +87,9 @@ pub mod stats;
 mod tls;
 mod transport;
 
-pub use auth::{AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, Identity, UnixAuth};
+pub use auth::{
+    AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, UnixAuth,
+};
 pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use local::LocalFs;
