@@ -15,6 +15,11 @@
 //!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`], [`SssAuth`]),
 //!   `kXR_bind` substreams, `kXR_endsess`, and the reference's gating of
 //!   every request (see `session`).
+//! - TLS ([`TlsConfig`]): offered to clients that ask (`roots://`) or
+//!   required for login, the session or the data substreams
+//!   ([`TlsRequirement`]), switched on the same connection as the
+//!   reference does; the certificate reloads without a restart
+//!   ([`ServerHandle::reload_tls`]).
 //! - Dispatch: requests on one link run concurrently, each frame written
 //!   whole; partial answers chunked as the reference chunks them; slow
 //!   backend calls deferred with `kXR_waitresp` + `kXR_attn`.
@@ -79,6 +84,8 @@ mod readv;
 mod server;
 mod session;
 pub mod stats;
+mod tls;
+mod transport;
 
 pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
@@ -88,4 +95,6 @@ pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcu
 pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
+pub use tls::{TlsConfig, TlsRequirement};
 pub use xroot_proto as proto;
+pub use xroot_sec::tls::server::{ServerTls, ServerTlsError, ServerTlsFiles};
