@@ -3,6 +3,8 @@
 
 use std::time::Duration;
 
+use xroot_sec::tls::client::ClientTls;
+
 /// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -39,6 +41,54 @@ pub struct Config {
     /// TCP connections per channel toward a data server: the main stream
     /// plus `substreams - 1` bound with `kXR_bind` (`XRD_SUBSTREAMSPERCHANNEL`, 1).
     pub substreams: usize,
+    /// TLS: whom to trust (and a client certificate, if any). With it the
+    /// client offers `kXR_ableTLS` on `root://` and switches when the
+    /// server says so; without it a `roots://` URL fails with
+    /// [`TlsCause::NotConfigured`](crate::TlsCause::NotConfigured) and a
+    /// server that requires TLS with
+    /// [`TlsCause::Required`](crate::TlsCause::Required). Default: from
+    /// the environment as the stock client builds it,
+    /// [`ClientTls::from_env`] — the CA directory `X509_CERT_DIR`, else
+    /// `/etc/grid-security/certificates`, when it exists and holds a
+    /// certificate; else none.
+    pub tls: Option<ClientTls>,
+    /// Data substreams in plain text when the main stream runs TLS and the
+    /// server does not require TLS for data (`XRD_TLSNODATA`, off; the
+    /// default reads that variable, non-zero = on). A channel then opens at
+    /// least 2 streams, as XrdCl does, so that reads have a plain one.
+    pub tls_no_data: bool,
+}
+
+impl Config {
+    /// This configuration with `tls` as its TLS configuration.
+    pub fn with_tls(mut self, tls: ClientTls) -> Config {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// This configuration without TLS (no `kXR_ableTLS`; `roots://` fails).
+    pub fn without_tls(mut self) -> Config {
+        self.tls = None;
+        self
+    }
+}
+
+/// The TLS configuration of the environment; none when there is no CA
+/// directory, or it cannot be read (logged).
+fn tls_from_env() -> Option<ClientTls> {
+    ClientTls::from_env().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "no TLS configuration from the environment");
+        None
+    })
+}
+
+/// An `XRD_*` integer setting as XrdCl's `Env::GetInt` reads it: set and
+/// a non-zero integer.
+fn env_flag(name: &str) -> bool {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .is_some_and(|v| v != 0)
 }
 
 impl Default for Config {
@@ -54,6 +104,8 @@ impl Default for Config {
             max_answer_frames: 65_536,
             app_name: "xroot".to_string(),
             substreams: 1,
+            tls: tls_from_env(),
+            tls_no_data: env_flag("XRD_TLSNODATA"),
         }
     }
 }
