@@ -7,8 +7,10 @@
 //!     SRC... DST
 //! ```
 //!
-//! SRC and DST are `root://host[:port]//path` URLs or local paths, on either
-//! side; `-` is standard input as SRC and standard output as DST. With
+//! SRC and DST are `root://host[:port]//path` URLs (`roots://` for TLS,
+//! trusting the CA certificates of `X509_CERT_DIR`, default
+//! `/etc/grid-security/certificates`, as the stock tool) or local paths, on
+//! either side; `-` is standard input as SRC and standard output as DST. With
 //! several SRC, DST is a directory and `--parallel N` copies N files at once;
 //! a DST that is an existing directory receives the file under its own name.
 //! A DST that exists is an error unless `-f`; missing parent directories are
@@ -89,7 +91,7 @@ struct Args {
     /// No output but errors (and requested checksums).
     #[arg(short = 's', long)]
     silent: bool,
-    /// SRC... DST: root:// URLs or local paths; `-` is stdin / stdout.
+    /// SRC... DST: root:// or roots:// URLs or local paths; `-` is stdin / stdout.
     #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
 }

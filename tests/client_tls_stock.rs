@@ -475,3 +475,64 @@ async fn a_client_without_tls_told_to_switch_sends_no_login() {
     .await;
     assert_eq!(cause(&e), &TlsCause::NotConfigured);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
+    let pki = pki();
+    let content = pattern(300_000);
+    let Some((server, data)) = tls_server(
+        &pki,
+        (&pki.host_cert, &pki.host_key),
+        "capable all",
+        &content,
+    ) else {
+        return;
+    };
+    let (xrdcp, xrdfs) = tokio::task::spawn_blocking(|| {
+        (
+            support::example::example_bin("xrdcp"),
+            support::example::example_bin("xrdfs"),
+        )
+    })
+    .await
+    .unwrap();
+    let run = |bin: &Path, cert_dir: &Path, args: &[&str]| {
+        let out = Command::new(bin)
+            .args(args)
+            .env("X509_CERT_DIR", cert_dir)
+            .env_remove("XRD_TLSNODATA")
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned()
+                + &String::from_utf8_lossy(&out.stderr),
+        )
+    };
+    let base = format!("roots://localhost:{}", server.port);
+    let local = tempfile::tempdir().unwrap();
+    let copy = local.path().join("copy.bin");
+    let (ok, text) = run(
+        &xrdcp,
+        &pki.ca_dir,
+        &["-s", &format!("{base}//f.bin"), copy.to_str().unwrap()],
+    );
+    assert!(ok, "{text}");
+    assert!(std::fs::read(&copy).unwrap() == content);
+    let (ok, text) = run(
+        &xrdcp,
+        &pki.ca_dir,
+        &["-s", copy.to_str().unwrap(), &format!("{base}//up.bin")],
+    );
+    assert!(ok, "{text}");
+    assert!(std::fs::read(data.path().join("up.bin")).unwrap() == content);
+    let (ok, text) = run(&xrdfs, &pki.ca_dir, &[&base, "stat", "/up.bin"]);
+    assert!(ok && text.contains("Size:   300000"), "{text}");
+    // trust from another CA directory: the handshake fails, naming why
+    let other = TestPki::new();
+    let (ok, text) = run(&xrdfs, &other.ca_dir, &[&base, "ls", "/"]);
+    assert!(
+        !ok && text.contains("untrusted certificate chain"),
+        "{text}"
+    );
+}

@@ -432,3 +432,103 @@ pub(crate) async fn bind(key: &ChannelKey, cfg: &Config, main: &ServerInfo) -> R
         after: cfg.connect_timeout,
     })?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+    use xroot_proto::response::ProtocolFlags as Srv;
+    use xroot_sec::tls::client::TrustStore;
+
+    /// A peer that reads the handshake and `kXR_protocol` (44 bytes),
+    /// answers them with `flags` followed by `extra` in the same write, and
+    /// returns what it read until the client closed.
+    async fn peer(flags: Srv, extra: &'static [u8]) -> (u16, tokio::task::JoinHandle<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut got = vec![0u8; 44];
+            sock.read_exact(&mut got).await.unwrap();
+            let mut out = BytesMut::new();
+            ServerHandshake {
+                protover: 0x511,
+                server_type: ServerType::DATA_SERVER,
+            }
+            .encode(&mut out);
+            let mut body = BytesMut::new();
+            ProtocolResponse {
+                pval: 0x511,
+                flags,
+                bifinfo: None,
+                security: None,
+            }
+            .encode(&mut body);
+            ResponseFrame::new(StreamId::ZERO, xroot_proto::Status::OK, body.freeze())
+                .encode(&mut out);
+            out.extend_from_slice(extra);
+            sock.write_all(&out).await.unwrap();
+            let _ = sock.read_to_end(&mut got).await;
+            got
+        });
+        (port, task)
+    }
+
+    fn key(port: u16) -> ChannelKey {
+        ChannelKey::of(
+            &xroot_proto::url::Url::parse(&format!("root://127.0.0.1:{port}//f")).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn plain_text_past_the_switch_point_is_refused() {
+        let flags = Srv::IS_SERVER | Srv::HAVE_TLS | Srv::GOTO_TLS;
+        let (port, task) = peer(flags, b"\0\0\0\0\0\0\0\0injected").await;
+        let cfg = Config::default().with_tls(ClientTls::new(TrustStore::new()).unwrap());
+        let Err(err) = establish(&key(port), &cfg, None).await else {
+            panic!("established")
+        };
+        assert!(
+            matches!(
+                err,
+                Error::Tls {
+                    cause: TlsCause::PlaintextLeftOver { bytes: 16 },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // nothing but the handshake and kXR_protocol went out
+        assert_eq!(task.await.unwrap().len(), 44);
+    }
+
+    #[tokio::test]
+    async fn a_switch_without_tls_configured_stops_before_the_login() {
+        let flags = Srv::IS_SERVER | Srv::HAVE_TLS | Srv::TLS_SESS;
+        let (port, task) = peer(flags, b"").await;
+        let cfg = Config::default().without_tls();
+        let Err(err) = establish(&key(port), &cfg, None).await else {
+            panic!("established")
+        };
+        assert!(
+            matches!(
+                err,
+                Error::Tls {
+                    cause: TlsCause::Required {
+                        asked: "kXR_tlsSess"
+                    },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let sent = task.await.unwrap();
+        assert_eq!(sent.len(), 44, "no login after the protocol answer");
+        // kXR_protocol's flags byte (request byte 8, after the 20-byte handshake)
+        assert_eq!(
+            sent[28],
+            (ProtocolFlags::SECREQS | ProtocolFlags::BIFREQS).0,
+            "no kXR_ableTLS without a configuration"
+        );
+    }
+}
