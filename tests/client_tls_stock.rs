@@ -536,3 +536,44 @@ async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
         "{text}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cache_reads_its_origin_over_roots() {
+    use xroot::cache::origin::{Origin, OriginFs, RemoteOrigin};
+    let pki = pki();
+    let content = pattern(3_000_000);
+    let Some((server, _data)) = tls_server(
+        &pki,
+        (&pki.host_cert, &pki.host_key),
+        "capable all",
+        &content,
+    ) else {
+        return;
+    };
+    let client = client(&pki.ca_dir, 2, false);
+    let base = format!("roots://localhost:{}", server.port);
+    let origin = RemoteOrigin::new(client.clone(), &base).unwrap();
+    let f = origin.open("/f.bin").await.unwrap();
+    assert_eq!(Origin::stat(&f).await.unwrap().size, 3_000_000);
+    // one run (a pgread), then many (a readv)
+    let runs = [(8192u64, 1 << 20)];
+    let got = f.read_runs(&runs).await.unwrap();
+    assert!(got.data[0][..] == content[8192..8192 + (1 << 20)]);
+    let runs: Vec<(u64, usize)> = (0..50u64).map(|i| (i * 57_344, 4096)).collect();
+    let got = f.read_runs(&runs).await.unwrap();
+    for (&(o, l), d) in runs.iter().zip(&got.data) {
+        assert!(d[..] == content[o as usize..o as usize + l], "run at {o}");
+    }
+    Origin::close(&f).await.unwrap();
+    let names: Vec<String> = origin
+        .dirlist("/sub", false)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.name)
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let ch = &client.channels()[0];
+    assert_eq!(ch.key().scheme, "roots");
+    assert!(ch.server_info().unwrap().tls);
+}
