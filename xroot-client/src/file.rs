@@ -145,7 +145,8 @@ pub struct File {
 
 impl File {
     /// Opens `url` with `flags`. Errors: [`Error::Server`] (e.g.
-    /// `kXR_NotFound`), connection errors, [`Error::RedirectLimit`],
+    /// `kXR_NotFound`), connection errors (among them [`Error::Tls`] when
+    /// TLS is needed and fails), [`Error::RedirectLimit`],
     /// [`Error::Timeout`].
     pub async fn open(client: &Client, url: &Url, flags: OpenFlags) -> Result<File> {
         let (handle, stat) = open_at(client, url, flags).await?;

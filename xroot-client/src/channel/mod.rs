@@ -132,7 +132,8 @@ impl Channel {
 
     /// A live link, connecting (and logging in) first if there is none.
     /// Errors: those of connecting ([`Error::Io`], [`Error::Timeout`],
-    /// [`Error::Server`] for a refused login, [`Error::AuthUnsupported`]).
+    /// [`Error::Server`] for a refused login, [`Error::AuthUnsupported`],
+    /// [`Error::Tls`]).
     pub(crate) async fn link(&self) -> Result<Arc<Link>> {
         loop {
             let mut waiter = {
