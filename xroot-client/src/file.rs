@@ -172,6 +172,18 @@ impl File {
         self.handle.lock().unwrap().as_ref().map(|h| h.url.clone())
     }
 
+    /// Whether the connection that holds the file runs TLS (its main
+    /// stream; XrdCl's `File::IsSecure`, which xrdcp consults to skip
+    /// `kXR_pgread` / `kXR_pgwrite`: TLS protects the data already).
+    /// `false` when closed.
+    pub fn is_secure(&self) -> bool {
+        self.handle
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|h| h.link.info.tls)
+    }
+
     /// The stat the server returned at open (or the last [`File::stat`]).
     pub fn cached_stat(&self) -> Option<StatInfo> {
         self.stat.lock().unwrap().clone()
