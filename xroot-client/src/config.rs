@@ -1,9 +1,11 @@
 //! Client settings, with the reference client's defaults (XrdCl's
 //! `XRD_*` environment settings, PROTOCOL.md §12.3).
 
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
 
-use xroot_sec::tls::client::ClientTls;
+use xroot_sec::tls::client::{default_cert_dir, ClientTls};
 
 /// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl.
 #[derive(Debug, Clone)]
@@ -74,12 +76,26 @@ impl Config {
 }
 
 /// The TLS configuration of the environment; none when there is no CA
-/// directory, or it cannot be read (logged).
+/// directory, or it cannot be read (logged). The directory is read once
+/// per path and modification time (adding or removing a CA, as `openssl
+/// rehash` does, changes it), not at every `Config::default()`.
 fn tls_from_env() -> Option<ClientTls> {
-    ClientTls::from_env().unwrap_or_else(|e| {
+    type Seen = (PathBuf, Option<SystemTime>, Option<ClientTls>);
+    static LAST: Mutex<Option<Seen>> = Mutex::new(None);
+    let dir = default_cert_dir();
+    let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((d, t, tls)) = &*last {
+        if *d == dir && *t == mtime && mtime.is_some() {
+            return tls.clone();
+        }
+    }
+    let tls = ClientTls::from_env().unwrap_or_else(|e| {
         tracing::warn!(error = %e, "no TLS configuration from the environment");
         None
-    })
+    });
+    *last = Some((dir, mtime, tls.clone()));
+    tls
 }
 
 /// An `XRD_*` integer setting as XrdCl's `Env::GetInt` reads it: set and
