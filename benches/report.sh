@@ -28,7 +28,7 @@ mkdir -p "$(dirname "$out")"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-benches=(server_readv cache_trace client_copy server_copy server_memory)
+benches=(server_readv cache_trace client_copy server_copy server_memory tls_copy)
 declare -A summary=() took=() status=()
 
 now() { date +%s.%N; }
@@ -42,7 +42,7 @@ bench_args=()
 for b in "${benches[@]}"; do bench_args+=(--bench "$b"); done
 cargo bench --no-run -q "${bench_args[@]}"
 # client_copy runs our xrdcp example: build it now rather than inside its timing
-cargo build --release -q --example xrdcp
+cargo build --release -q --example xrdcp --example serve
 build_s=$(since "$t0" "$(now)")
 
 load_before=$(loadavg)
@@ -150,6 +150,13 @@ fi
   copy_row "bulk copy, 1 GiB with the stock \`xrdcp\`: from our server vs from the stock one, plain reads (stock time ÷ ours)" \
     server_copy plain 1.0
   copy_row "the same with pgread" server_copy pgread 1.0
+  copy_row "bulk copy over TLS (\`roots://\`), 1 GiB from the stock TLS server: our \`xrdcp\` vs the stock one (stock time ÷ ours)" \
+    tls_copy client 1.0
+  copy_row "bulk copy over TLS, 1 GiB with the stock \`xrdcp\`: from our TLS server vs from the stock one (stock time ÷ ours)" \
+    tls_copy server 1.0
+  row "time to first byte over TLS from the stock server (connect, TLS, login, open, 1 byte; fresh client; best ms)" \
+    "—" "$(fig tls_copy.ttfb.stock_ms 1) ms" "**$(fig tls_copy.ttfb.ours_ms 1) ms**" "≤ stock" "$(awk -v o="${summary[tls_copy.ttfb.ours_ms]:-}" -v s="${summary[tls_copy.ttfb.stock_ms]:-}" \
+      'BEGIN { if (o == "" || s == "") print "n/a"; else if (o <= s) print "yes"; else print "**no**" }')"
   row "server peak resident set under unread 2 GiB readv / pgread (1–16 per link, 1 or 8 links) and 500 partial 16 MiB logins: the largest row, MiB" \
     "—" "$(fig server_memory.stock.max_mib 1)" "**$(fig server_memory.ours.max_mib 1)**" \
     "≤ 4 × stock" "$(awk -v o="${summary[server_memory.ours.max_mib]:-}" -v s="${summary[server_memory.stock.max_mib]:-}" \

@@ -52,7 +52,8 @@ use xroot::proto::response::StatInfo;
 use xroot::proto::RequestId;
 use xroot::server::local::LocalFile;
 use xroot::server::{
-    Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, ReadvConcurrency, Server,
+    Caller, Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, ReadvConcurrency,
+    Server,
 };
 
 /// Batches per K; the median counts.
@@ -90,16 +91,27 @@ struct DelayedFile(LocalFile);
 impl FileSystem for Delayed {
     type File = DelayedFile;
 
-    async fn open(&self, path: &str, mode: OpenMode, cgi: &str) -> FsResult<DelayedFile> {
-        self.0.open(path, mode, cgi).await.map(DelayedFile)
+    async fn open(
+        &self,
+        caller: &Caller,
+        path: &str,
+        mode: OpenMode,
+        cgi: &str,
+    ) -> FsResult<DelayedFile> {
+        self.0.open(caller, path, mode, cgi).await.map(DelayedFile)
     }
 
-    async fn stat(&self, path: &str) -> FsResult<StatInfo> {
-        self.0.stat(path).await
+    async fn stat(&self, caller: &Caller, path: &str) -> FsResult<StatInfo> {
+        self.0.stat(caller, path).await
     }
 
-    async fn dirlist(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
-        self.0.dirlist(path, with_stat).await
+    async fn dirlist(
+        &self,
+        caller: &Caller,
+        path: &str,
+        with_stat: bool,
+    ) -> FsResult<Vec<DirEntry>> {
+        self.0.dirlist(caller, path, with_stat).await
     }
 }
 

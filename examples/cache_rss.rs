@@ -22,7 +22,7 @@ use std::time::Instant;
 use clap::Parser;
 use xroot::cache::{CacheConfig, CacheFs, LocalOrigin, OriginFs, RemoteOrigin, Store};
 use xroot::client::Client;
-use xroot::server::{File, FileSystem, OpenMode};
+use xroot::server::{Caller, File, FileSystem, OpenMode};
 
 /// Largest readv element (`maxRVdsz`).
 const ELEMENT: usize = 2_097_136;
@@ -106,7 +106,12 @@ async fn main() -> io::Result<()> {
 /// Reads the file through `fs` and prints the figures.
 async fn run<O: OriginFs>(cli: &Cli, fs: CacheFs<O>, size: u64) -> io::Result<()> {
     let f = fs
-        .open("/big.bin", OpenMode::default(), "")
+        .open(
+            &Caller::local("cache_rss"),
+            "/big.bin",
+            OpenMode::default(),
+            "",
+        )
         .await
         .map_err(|e| io::Error::other(format!("{e:?}")))?;
     line("open");

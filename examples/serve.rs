@@ -2,11 +2,14 @@
 //! Python bindings, ROOT) with [`LocalFs`] behind [`Server`].
 //!
 //! ```text
-//! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] [-v] DIR
+//! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] \
+//!     [--auth host,unix,sss] [--sss-keytab FILE] [-v] DIR
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
 //!
-//! There is no authentication and clients may write: the default address
+//! Without `--auth` there is no authentication and clients may write; with
+//! it, clients authenticate with one of the protocols listed (`sss` needs
+//! `--sss-keytab`, a keytab `xrdsssadmin` wrote). The default address
 //! is the loopback one; `--bind 0.0.0.0` (or `::`) serves other hosts.
 //! The first line on stdout is `serve listening on ADDR` once the port is
 //! bound (with `--port 0`, the port picked).
@@ -14,6 +17,8 @@
 //! answered first).
 //! Logging goes to stderr through `tracing`; `-v` adds the debug events.
 
+#[path = "common/auth.rs"]
+mod auth;
 #[path = "common/daemon.rs"]
 mod daemon;
 
@@ -22,7 +27,7 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use xroot::server::{Config, LocalFs, ReadvConcurrency, Server};
+use xroot::server::{LocalFs, ReadvConcurrency, Server};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [-v] DIR`
 #[derive(Debug, Parser)]
@@ -41,6 +46,8 @@ pub struct Cli {
     /// Log debug events too.
     #[arg(short, long)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub auth: auth::AuthArgs,
     /// The directory to export; nothing outside it is reachable.
     pub dir: PathBuf,
 }
@@ -55,7 +62,7 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
     };
     let fs = LocalFs::new(&cli.dir)?.readv_concurrency(readv);
     let root = fs.root().display().to_string();
-    let server = Server::bind((cli.bind, cli.port), fs, Config::default()).await?;
+    let server = Server::bind((cli.bind, cli.port), fs, cli.auth.config()?).await?;
     tracing::info!(
         %root,
         addr = %server.local_addr(),

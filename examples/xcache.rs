@@ -5,7 +5,7 @@
 //! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
 //!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
 //!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
-//!     [--no-purge] [-v]
+//!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
 //! ```
 //!
@@ -26,6 +26,8 @@
 //! disk fills up then stops storing (it keeps serving, from the origin)
 //! until something else makes room.
 
+#[path = "common/auth.rs"]
+mod auth;
 #[path = "common/daemon.rs"]
 mod daemon;
 
@@ -41,7 +43,7 @@ use xroot::cache::purge::{disk_space, Level, PurgeConfig};
 use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs};
 use xroot::client::Client;
-use xroot::server::{Config, Server};
+use xroot::server::Server;
 
 /// `xcache --origin URL --cache-dir DIR [options]`
 #[derive(Debug, Parser)]
@@ -93,6 +95,8 @@ pub struct Cli {
     /// Log debug events too.
     #[arg(short, long)]
     pub verbose: bool,
+    #[command(flatten)]
+    pub auth: auth::AuthArgs,
 }
 
 /// A size in bytes with an optional `k`, `m`, `g` suffix (powers of 1024).
@@ -151,7 +155,7 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let origin = RemoteOrigin::new(Client::new(), &cli.origin)
         .map_err(|e| invalid(format!("--origin: {e}")))?;
     let fs = CacheFs::new(origin, store, config);
-    let server = Server::bind((cli.bind, cli.port), fs, Config::default()).await?;
+    let server = Server::bind((cli.bind, cli.port), fs, cli.auth.config()?).await?;
     tracing::info!(
         origin = %cli.origin,
         cache = %cli.cache_dir.display(),

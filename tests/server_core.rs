@@ -29,8 +29,8 @@ use xroot::proto::{
     ClientHandshake, ErrorCode, FHandle, ReadListEntry, RequestId, Status, StreamId,
 };
 use xroot::server::{
-    Config, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency, Server,
-    ServerHandle, UnixAuth,
+    Caller, Config, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
+    Server, ServerHandle, UnixAuth,
 };
 
 /// Byte `i` of every test file is `(i * 7) % 251`.
@@ -156,14 +156,22 @@ impl File for MemFile {
     }
 
     async fn truncate(&self, size: u64) -> FsResult<()> {
-        self.fs.truncate(&self.path, size).await
+        self.fs
+            .truncate(&Caller::local("test"), &self.path, size)
+            .await
     }
 }
 
 impl FileSystem for MemFs {
     type File = MemFile;
 
-    async fn open(&self, path: &str, mode: OpenMode, _cgi: &str) -> FsResult<MemFile> {
+    async fn open(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        mode: OpenMode,
+        _cgi: &str,
+    ) -> FsResult<MemFile> {
         let mut store = self.store.lock().unwrap();
         let exists = store.files.contains_key(path);
         if mode.create_new && exists {
@@ -180,7 +188,7 @@ impl FileSystem for MemFs {
         })
     }
 
-    async fn stat(&self, path: &str) -> FsResult<StatInfo> {
+    async fn stat(&self, _caller: &Caller, path: &str) -> FsResult<StatInfo> {
         match path {
             "/slow" => tokio::time::sleep(self.slow_stat).await,
             "/redirect" => {
@@ -206,7 +214,12 @@ impl FileSystem for MemFs {
         }
     }
 
-    async fn dirlist(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
+    async fn dirlist(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        with_stat: bool,
+    ) -> FsResult<Vec<DirEntry>> {
         let store = self.store.lock().unwrap();
         if !store.dirs.iter().any(|d| d == path) {
             return Err(not_found(path));
@@ -228,17 +241,23 @@ impl FileSystem for MemFs {
         Ok(out)
     }
 
-    async fn mkdir(&self, path: &str, _mode: u32, _parents: bool) -> FsResult<()> {
+    async fn mkdir(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        _mode: u32,
+        _parents: bool,
+    ) -> FsResult<()> {
         self.store.lock().unwrap().dirs.push(path.to_string());
         Ok(())
     }
 
-    async fn rm(&self, path: &str) -> FsResult<()> {
+    async fn rm(&self, _caller: &Caller, path: &str) -> FsResult<()> {
         let removed = self.store.lock().unwrap().files.remove(path);
         removed.map(drop).ok_or_else(|| not_found(path))
     }
 
-    async fn truncate(&self, path: &str, size: u64) -> FsResult<()> {
+    async fn truncate(&self, _caller: &Caller, path: &str, size: u64) -> FsResult<()> {
         let mut store = self.store.lock().unwrap();
         let data = store.files.get(path).ok_or_else(|| not_found(path))?;
         let mut data = data.to_vec();
@@ -247,7 +266,7 @@ impl FileSystem for MemFs {
         Ok(())
     }
 
-    async fn rmdir(&self, path: &str) -> FsResult<()> {
+    async fn rmdir(&self, _caller: &Caller, path: &str) -> FsResult<()> {
         let mut store = self.store.lock().unwrap();
         let before = store.dirs.len();
         store.dirs.retain(|d| d != path);
@@ -257,14 +276,19 @@ impl FileSystem for MemFs {
         }
     }
 
-    async fn mv(&self, from: &str, to: &str) -> FsResult<()> {
+    async fn mv(&self, _caller: &Caller, from: &str, to: &str) -> FsResult<()> {
         let mut store = self.store.lock().unwrap();
         let data = store.files.remove(from).ok_or_else(|| not_found(from))?;
         store.files.insert(to.to_string(), data);
         Ok(())
     }
 
-    async fn checksum(&self, path: &str, alg: Option<&str>) -> FsResult<ChecksumAnswer> {
+    async fn checksum(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        alg: Option<&str>,
+    ) -> FsResult<ChecksumAnswer> {
         let data = self.content(path).ok_or_else(|| not_found(path))?;
         let (mut a, mut b) = (1u32, 0u32);
         for &x in data.iter() {

@@ -14,7 +14,7 @@ use support::stock::StockServer;
 use xroot::client::{Client, Config, Error, FileSystem as Remote, OpenFlags};
 use xroot::proto::response::StatInfo;
 use xroot::proto::ErrorCode;
-use xroot::server::{FileSystem, FsError, LocalFs, OpenMode};
+use xroot::server::{Caller, FileSystem, FsError, LocalFs, OpenMode};
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
@@ -133,7 +133,7 @@ async fn stat_text_and_listings_equal_the_stock_servers() {
     };
     for p in STAT_PATHS {
         let want: StatInfo = remote.stat(p).await.unwrap();
-        let got = local.stat(p).await.unwrap();
+        let got = local.stat(&Caller::local("test"), p).await.unwrap();
         assert_eq!(got, want, "stat {p}");
     }
     for dir in ["/", "/dir", "/empty", "/indir"] {
@@ -146,7 +146,7 @@ async fn stat_text_and_listings_equal_the_stock_servers() {
                 .map(|e| (e.name, e.stat))
                 .collect();
             let got: Vec<(String, Option<StatInfo>)> = local
-                .dirlist(dir, with_stat)
+                .dirlist(&Caller::local("test"), dir, with_stat)
                 .await
                 .unwrap()
                 .into_iter()
@@ -173,12 +173,16 @@ async fn errors_equal_the_stock_servers() {
         }};
     }
     for p in ["/missing", "/nine/x", "/dir/../nine", "/dangling"] {
-        assert!(same!(format!("stat {p}"), remote.stat(p), local.stat(p)));
+        assert!(same!(
+            format!("stat {p}"),
+            remote.stat(p),
+            local.stat(&Caller::local("test"), p)
+        ));
     }
     for p in ["/missing", "/nine", "/a/../b"] {
         for s in [false, true] {
             let want = theirs(remote.dirlist(p, s).await).map(drop);
-            let got = ours(local.dirlist(p, s).await).map(drop);
+            let got = ours(local.dirlist(&Caller::local("test"), p, s).await).map(drop);
             assert_eq!(got, want, "dirlist {p} {s}");
             got.unwrap_err();
         }
@@ -198,12 +202,16 @@ async fn errors_equal_the_stock_servers() {
         let mkdir = same!(
             what,
             remote.mkdir(p, parents, mode),
-            local.mkdir(p, mode, parents)
+            local.mkdir(&Caller::local("test"), p, mode, parents)
         );
         assert_eq!(mkdir, refused, "mkdir {p}");
     }
     for p in ["/missing", "/full", "/a/../b"] {
-        assert!(same!(format!("rm {p}"), remote.rm(p), local.rm(p)));
+        assert!(same!(
+            format!("rm {p}"),
+            remote.rm(p),
+            local.rm(&Caller::local("test"), p)
+        ));
     }
     // rmdir of a missing directory passes
     for (p, refused) in [
@@ -212,7 +220,11 @@ async fn errors_equal_the_stock_servers() {
         ("/missing", false),
         ("/x/../y", true),
     ] {
-        let rmdir = same!(format!("rmdir {p}"), remote.rmdir(p), local.rmdir(p));
+        let rmdir = same!(
+            format!("rmdir {p}"),
+            remote.rmdir(p),
+            local.rmdir(&Caller::local("test"), p)
+        );
         assert_eq!(rmdir, refused, "rmdir {p}");
     }
     for (from, to) in [
@@ -223,15 +235,27 @@ async fn errors_equal_the_stock_servers() {
         ("/x/../y", "/z"),
     ] {
         let what = format!("mv {from} {to}");
-        assert!(same!(what, remote.mv(from, to), local.mv(from, to)));
+        assert!(same!(
+            what,
+            remote.mv(from, to),
+            local.mv(&Caller::local("test"), from, to)
+        ));
     }
     for p in ["/missing", "/a/../b"] {
         let what = format!("chmod {p}");
-        assert!(same!(what, remote.chmod(p, 0o644), local.chmod(p, 0o644)));
+        assert!(same!(
+            what,
+            remote.chmod(p, 0o644),
+            local.chmod(&Caller::local("test"), p, 0o644)
+        ));
     }
     for p in ["/missing", "/dir", "/a/../b"] {
         let what = format!("truncate {p}");
-        assert!(same!(what, remote.truncate(p, 1), local.truncate(p, 1)));
+        assert!(same!(
+            what,
+            remote.truncate(p, 1),
+            local.truncate(&Caller::local("test"), p, 1)
+        ));
     }
     for (p, alg) in [
         ("/missing", None),
@@ -242,7 +266,7 @@ async fn errors_equal_the_stock_servers() {
     ] {
         let what = format!("checksum {p} {alg:?}");
         let want = theirs(remote.query_checksum(p, alg).await);
-        let got = ours(local.checksum(p, alg).await);
+        let got = ours(local.checksum(&Caller::local("test"), p, alg).await);
         assert_eq!(got.map(drop), want.map(drop), "{what}");
     }
     // opens: XrdCl always adds kXR_async, which with kXR_new the reference
@@ -267,7 +291,7 @@ async fn errors_equal_the_stock_servers() {
     ] {
         let url = format!("root://127.0.0.1:{}/{p}", server.port);
         let want = theirs(client.open(&url, flags).await);
-        let got = ours(local.open(p, mode, "").await);
+        let got = ours(local.open(&Caller::local("test"), p, mode, "").await);
         assert_eq!(got.map(drop), want.map(drop), "open {p}");
     }
 
@@ -275,7 +299,7 @@ async fn errors_equal_the_stock_servers() {
     // its export, LocalFs refuses it
     std::os::unix::fs::symlink("/etc/hostname", data.path().join("out")).unwrap();
     assert!(remote.stat("/out").await.is_ok());
-    let refused = ours(local.stat("/out").await).unwrap_err();
+    let refused = ours(local.stat(&Caller::local("test"), "/out").await).unwrap_err();
     assert_eq!(refused.0, ErrorCode::NOT_AUTHORIZED);
 }
 
@@ -292,7 +316,10 @@ async fn open_files_answer_as_the_stock_servers() {
         mode: 0o644,
         ..OpenMode::default()
     };
-    let file = local.open("/big", read, "").await.unwrap();
+    let file = local
+        .open(&Caller::local("test"), "/big", read, "")
+        .await
+        .unwrap();
     assert_eq!(file.stat().await.unwrap(), remote.stat().await.unwrap());
     for (offset, len) in [(0, 100), (299_950, 100), (300_000, 10), (123_456, 70_000)] {
         let want = remote.read_at(offset, len).await.unwrap();
@@ -322,7 +349,10 @@ async fn checksums_equal_the_stock_servers() {
     for p in ["/nine", "/big", "/zero", "/inlink"] {
         for alg in [None, Some("adler32"), Some("crc32c"), Some("CRC32C")] {
             let (want_alg, want) = remote.query_checksum(p, alg).await.unwrap();
-            let got = local.checksum(p, alg).await.unwrap();
+            let got = local
+                .checksum(&Caller::local("test"), p, alg)
+                .await
+                .unwrap();
             assert_eq!(
                 (&got.alg[..], &got.value[..]),
                 (want_alg.as_bytes(), want.as_bytes()),
@@ -391,31 +421,39 @@ async fn namespace_changes_equal_the_stock_servers() {
         same!(
             what,
             remote.mkdir(p, parents, mode),
-            local.mkdir(p, mode, parents)
+            local.mkdir(&Caller::local("test"), p, mode, parents)
         );
     }
     for p in ["/a/b/c", "/a/b/c", "/empty"] {
-        same!(format!("rmdir {p}"), remote.rmdir(p), local.rmdir(p));
+        same!(
+            format!("rmdir {p}"),
+            remote.rmdir(p),
+            local.rmdir(&Caller::local("test"), p)
+        );
     }
     for p in ["/torm", "/a/b", "/inlink", "/dangling"] {
-        same!(format!("rm {p}"), remote.rm(p), local.rm(p));
+        same!(
+            format!("rm {p}"),
+            remote.rm(p),
+            local.rm(&Caller::local("test"), p)
+        );
     }
     same!(
         "mv",
         remote.mv("/tomv", "/dir/moved"),
-        local.mv("/tomv", "/dir/moved")
+        local.mv(&Caller::local("test"), "/tomv", "/dir/moved")
     );
     same!(
         "mv dir",
         remote.mv("/full", "/dir/full"),
-        local.mv("/full", "/dir/full")
+        local.mv(&Caller::local("test"), "/full", "/dir/full")
     );
     for mode in [0o000, 0o4755, 0o640] {
         let what = format!("chmod {mode:o}");
         same!(
             what,
             remote.chmod("/small", mode),
-            local.chmod("/small", mode)
+            local.chmod(&Caller::local("test"), "/small", mode)
         );
     }
     for size in [100, 6000, 0, 7] {
@@ -423,7 +461,7 @@ async fn namespace_changes_equal_the_stock_servers() {
         same!(
             what,
             remote.truncate("/small", size),
-            local.truncate("/small", size)
+            local.truncate(&Caller::local("test"), "/small", size)
         );
     }
     let (theirs_now, ours_now) = (snapshot(data.path()), snapshot(twin.path()));
@@ -448,7 +486,7 @@ async fn space_and_vfs_match_the_stock_server() {
 
     let (a, b) = (
         stock.query_space("/").await.unwrap(),
-        ours.space("/").await.unwrap(),
+        ours.space(&Caller::local("test"), "/").await.unwrap(),
     );
     assert_eq!((&a.cgroup, a.space, a.quota), (&b.cgroup, b.space, b.quota));
     assert_eq!(b.used + b.free, b.space);
@@ -457,7 +495,7 @@ async fn space_and_vfs_match_the_stock_server() {
 
     let (a, b) = (
         stock.stat_vfs("/").await.unwrap(),
-        ours.stat_vfs("/").await.unwrap(),
+        ours.stat_vfs(&Caller::local("test"), "/").await.unwrap(),
     );
     assert_eq!(
         (a.nodes_rw, a.nodes_stage, a.free_stage, a.util_stage),

@@ -20,7 +20,9 @@ use tokio::sync::Semaphore;
 use xroot::proto::request::{Close, Endsess, OpenOptions, Write};
 use xroot::proto::response::{Response, StatInfo};
 use xroot::proto::ErrorCode;
-use xroot::server::{Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, Server};
+use xroot::server::{
+    Caller, Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, Server,
+};
 
 use support::raw::{Raw, GUARD};
 use support::stock::xrootd_available;
@@ -70,23 +72,34 @@ impl File for GatedFile {
 impl FileSystem for Gated {
     type File = GatedFile;
 
-    async fn open(&self, path: &str, mode: OpenMode, cgi: &str) -> FsResult<GatedFile> {
+    async fn open(
+        &self,
+        caller: &Caller,
+        path: &str,
+        mode: OpenMode,
+        cgi: &str,
+    ) -> FsResult<GatedFile> {
         Ok(GatedFile {
-            file: self.fs.open(path, mode, cgi).await?,
+            file: self.fs.open(caller, path, mode, cgi).await?,
             gate: self.gate.clone(),
         })
     }
 
-    async fn stat(&self, path: &str) -> FsResult<StatInfo> {
-        self.fs.stat(path).await
+    async fn stat(&self, caller: &Caller, path: &str) -> FsResult<StatInfo> {
+        self.fs.stat(caller, path).await
     }
 
-    async fn dirlist(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
-        self.fs.dirlist(path, with_stat).await
+    async fn dirlist(
+        &self,
+        caller: &Caller,
+        path: &str,
+        with_stat: bool,
+    ) -> FsResult<Vec<DirEntry>> {
+        self.fs.dirlist(caller, path, with_stat).await
     }
 
-    async fn rm(&self, path: &str) -> FsResult<()> {
-        self.fs.rm(path).await
+    async fn rm(&self, caller: &Caller, path: &str) -> FsResult<()> {
+        self.fs.rm(caller, path).await
     }
 }
 

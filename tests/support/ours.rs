@@ -35,8 +35,14 @@ pub struct ServeProcess {
 impl ServeProcess {
     /// Starts it and waits for its `serve listening on ADDR` line.
     pub fn start(dir: &Path) -> ServeProcess {
+        ServeProcess::start_with(dir, &[])
+    }
+
+    /// `serve --port 0 ARGS... DIR`, as [`ServeProcess::start`].
+    pub fn start_with(dir: &Path, args: &[&str]) -> ServeProcess {
         let mut child = Command::new(example_bin("serve"))
             .args(["--port", "0"])
+            .args(args)
             .arg(dir)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

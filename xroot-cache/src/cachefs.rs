@@ -31,7 +31,9 @@ use bytes::Bytes;
 use tokio::sync::OnceCell;
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_proto::ErrorCode;
-use xroot_server::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
+use xroot_server::{
+    Caller, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
+};
 
 use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
 use crate::origin::{Origin, OriginFs};
@@ -412,7 +414,13 @@ impl<F: OriginFs> File for CacheHandle<F> {
 impl<F: OriginFs> FileSystem for CacheFs<F> {
     type File = CacheHandle<F>;
 
-    async fn open(&self, path: &str, mode: OpenMode, _cgi: &str) -> FsResult<CacheHandle<F>> {
+    async fn open(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        mode: OpenMode,
+        _cgi: &str,
+    ) -> FsResult<CacheHandle<F>> {
         if mode.write || mode.create_new || mode.truncate || mode.append {
             return Err(read_only("opening for writing"));
         }
@@ -443,43 +451,59 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
         Ok(CacheHandle { file, stat, claim })
     }
 
-    async fn stat(&self, path: &str) -> FsResult<StatInfo> {
+    async fn stat(&self, _caller: &Caller, path: &str) -> FsResult<StatInfo> {
         Ok(self.inner.origin.stat(path).await?)
     }
 
-    async fn dirlist(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
+    async fn dirlist(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        with_stat: bool,
+    ) -> FsResult<Vec<DirEntry>> {
         Ok(self.inner.origin.dirlist(path, with_stat).await?)
     }
 
-    async fn mkdir(&self, _path: &str, _mode: u32, _parents: bool) -> FsResult<()> {
+    async fn mkdir(
+        &self,
+        _caller: &Caller,
+        _path: &str,
+        _mode: u32,
+        _parents: bool,
+    ) -> FsResult<()> {
         Err(read_only("mkdir"))
     }
 
-    async fn rm(&self, _path: &str) -> FsResult<()> {
+    async fn rm(&self, _caller: &Caller, _path: &str) -> FsResult<()> {
         Err(read_only("rm"))
     }
 
-    async fn rmdir(&self, _path: &str) -> FsResult<()> {
+    async fn rmdir(&self, _caller: &Caller, _path: &str) -> FsResult<()> {
         Err(read_only("rmdir"))
     }
 
-    async fn mv(&self, _from: &str, _to: &str) -> FsResult<()> {
+    async fn mv(&self, _caller: &Caller, _from: &str, _to: &str) -> FsResult<()> {
         Err(read_only("mv"))
     }
 
-    async fn chmod(&self, _path: &str, _mode: u32) -> FsResult<()> {
+    async fn chmod(&self, _caller: &Caller, _path: &str, _mode: u32) -> FsResult<()> {
         Err(read_only("chmod"))
     }
 
-    async fn truncate(&self, _path: &str, _size: u64) -> FsResult<()> {
+    async fn truncate(&self, _caller: &Caller, _path: &str, _size: u64) -> FsResult<()> {
         Err(read_only("truncate"))
     }
 
-    async fn checksum(&self, path: &str, alg: Option<&str>) -> FsResult<ChecksumAnswer> {
+    async fn checksum(
+        &self,
+        _caller: &Caller,
+        path: &str,
+        alg: Option<&str>,
+    ) -> FsResult<ChecksumAnswer> {
         Ok(self.inner.origin.checksum(path, alg).await?)
     }
 
-    async fn stats_report(&self, _what: &str) -> FsResult<String> {
+    async fn stats_report(&self, _caller: &Caller, _what: &str) -> FsResult<String> {
         Ok(self.stats().to_string())
     }
 }
@@ -526,7 +550,10 @@ mod tests {
             Store::open(cache.path()).unwrap(),
             CacheConfig::default(),
         );
-        let h = fs.open("/f.bin", OpenMode::default(), "").await.unwrap();
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
         assert!(h.read_at(0, 10_000).await.unwrap() == data);
         let stat = h.stat().await.unwrap();
         drop(h);

@@ -14,7 +14,7 @@ use std::time::Duration;
 use support::{calls_reach, from_origin, open, readv, until, Setup, GUARD};
 use xroot_cache::{CacheConfig, Geometry};
 use xroot_proto::ErrorCode;
-use xroot_server::{File, FileSystem, FsError, OpenMode};
+use xroot_server::{Caller, File, FileSystem, FsError, OpenMode};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
@@ -272,6 +272,7 @@ async fn reads_past_the_end_fail_whole_and_reads_at_the_end_are_short() {
     assert!(f.read_at(10_000, 10).await.unwrap().is_empty());
     match fs
         .open(
+            &Caller::local("test"),
             "/f.bin",
             OpenMode {
                 write: true,
@@ -357,7 +358,10 @@ async fn purge_removes_closed_files_and_keeps_open_ones() {
     s.open_gate();
     let fs = s.cache(CacheConfig::default());
     let whole = [(0u64, 256 << 10)];
-    let g = fs.open("/g.bin", OpenMode::default(), "").await.unwrap();
+    let g = fs
+        .open(&Caller::local("test"), "/g.bin", OpenMode::default(), "")
+        .await
+        .unwrap();
     readv(&g, &whole).await.unwrap();
     drop(g);
     let f = open(&fs).await;

@@ -18,7 +18,7 @@ use std::process::Command;
 
 use support::{open, readv, until, Gated, Setup};
 use xroot_cache::{CacheConfig, CacheHandle, Geometry, PurgeConfig, Store, Validators};
-use xroot_server::{File, FileSystem, OpenMode};
+use xroot_server::{Caller, File, FileSystem, OpenMode};
 
 /// A tmpfs of a given size on a temporary directory, unmounted on drop.
 struct SmallDisk {
@@ -135,7 +135,10 @@ async fn a_full_disk_stops_storing_keeps_serving_and_keeps_what_it_indexed() {
     let stat = a.stat().await.unwrap();
     read_all(&s, &a, Some(&b), len).await;
     // a file opened once the disk is full is served too
-    let g = fs.open("/g.bin", OpenMode::default(), "").await.unwrap();
+    let g = fs
+        .open(&Caller::local("test"), "/g.bin", OpenMode::default(), "")
+        .await
+        .unwrap();
     let e = [(0u64, 4 * MIB)];
     assert!(g.readv(e.to_vec()).await.unwrap()[0] == s.data[..4 * MIB]);
     let st = fs.stats();

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use support::{calls_reach, open, readv, until, Setup, GUARD};
 use xroot_cache::{CacheConfig, Watermarks};
 use xroot_proto::ErrorCode;
-use xroot_server::{File, FileSystem, FsError, OpenMode};
+use xroot_server::{Caller, File, FileSystem, FsError, OpenMode};
 
 /// The code of a failed call.
 fn code<T>(r: Result<T, FsError>) -> ErrorCode {
@@ -69,7 +69,9 @@ async fn opens_the_cache_cannot_store_close_their_origin_file() {
             ("/g.bin", ErrorCode::IS_DIRECTORY),
             (&long, ErrorCode::ARG_TOO_LONG),
         ] {
-            let got = fs.open(path, OpenMode::default(), "").await;
+            let got = fs
+                .open(&Caller::local("test"), path, OpenMode::default(), "")
+                .await;
             assert_eq!(code(got), want, "{path}");
         }
     }
@@ -97,7 +99,11 @@ async fn an_abandoned_open_leaves_no_handle_behind() {
     let fs = s.cache(CacheConfig::default());
     let abandoned = tokio::spawn({
         let fs = fs.clone();
-        async move { fs.open("/f.bin", OpenMode::default(), "").await.map(drop) }
+        async move {
+            fs.open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+                .await
+                .map(drop)
+        }
     });
     until("the origin open started", || {
         s.probe.opening.load(Ordering::SeqCst) == 1

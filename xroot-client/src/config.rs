@@ -7,7 +7,8 @@ use std::time::{Duration, SystemTime};
 
 use xroot_sec::tls::client::{default_cert_dir, ClientTls};
 
-/// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl.
+/// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl
+/// (and reads the security environment: `XrdSecSSSKT`, `XrdSecPROTOCOL`).
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Deadline for one request, redirects and waits included
@@ -59,6 +60,19 @@ pub struct Config {
     /// default reads that variable, non-zero = on). A channel then opens at
     /// least 2 streams, as XrdCl does, so that reads have a plain one.
     pub tls_no_data: bool,
+    /// The `sss` keytab to seal credentials with: `XrdSecSSSKT` (or the
+    /// older `XrdSecsssKT`) when set to a file that exists, as the stock
+    /// client reads them (XrdSecProtocolsss.cc `Load_Client`). When `None`
+    /// or absent, the keytab the server suggests in its `sss` parameters,
+    /// then `$HOME/.xrd/sss.keytab`; with none of them, `sss` is skipped for
+    /// the next protocol the server offers.
+    pub sss_keytab: Option<PathBuf>,
+    /// The security protocols this client may answer with
+    /// (`XrdSecPROTOCOL`, a comma list such as `sss,unix`); the server's
+    /// order of preference still decides among them, as in the stock
+    /// client (XrdSecPManager.cc). `None`: every protocol this client
+    /// speaks (`host`, `unix`, `sss`).
+    pub sec_protocols: Option<Vec<String>>,
 }
 
 impl Config {
@@ -122,6 +136,17 @@ impl Default for Config {
             substreams: 1,
             tls: tls_from_env(),
             tls_no_data: env_flag("XRD_TLSNODATA"),
+            sss_keytab: ["XrdSecSSSKT", "XrdSecsssKT"]
+                .iter()
+                .filter_map(std::env::var_os)
+                .find(|p| !p.is_empty() && std::path::Path::new(p).exists())
+                .map(PathBuf::from),
+            sec_protocols: std::env::var("XrdSecPROTOCOL").ok().map(|l| {
+                l.split(',')
+                    .map(|p| p.trim().to_string())
+                    .filter(|p| !p.is_empty())
+                    .collect()
+            }),
         }
     }
 }

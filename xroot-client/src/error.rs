@@ -77,9 +77,10 @@ pub enum Error {
     },
 
     /// The server asked for authentication with protocols this client does
-    /// not implement (it implements `host` and `unix`).
+    /// not implement (it implements `host`, `unix` and `sss`), has no
+    /// credential for (no `sss` keytab) or may not use (`XrdSecPROTOCOL`).
     #[error(
-        "{endpoint} requires authentication by {offered:?}; this client supports host and unix"
+        "{endpoint} requires authentication by {offered:?}; this client supports host, unix and sss (with a keytab)"
     )]
     AuthUnsupported {
         /// `host:port` of the server.
@@ -97,6 +98,19 @@ pub enum Error {
         endpoint: String,
         /// Why.
         cause: TlsCause,
+    },
+
+    /// A credential for a protocol the server offered could not be made,
+    /// and no later protocol could either: the `sss` keytab is unreadable,
+    /// readable by group or others, malformed, or holds no unexpired key.
+    #[error("no {protocol} credential for {endpoint}: {reason}")]
+    Credential {
+        /// `host:port` of the server.
+        endpoint: String,
+        /// The protocol (`sss`).
+        protocol: String,
+        /// Why, naming the file.
+        reason: String,
     },
 
     /// pgread pages still failed their crc32c after the retry bound.
@@ -167,7 +181,7 @@ impl Error {
             Error::Timeout { .. } => K::TimedOut,
             Error::PageChecksum { .. } => K::InvalidData,
             Error::Url(_) | Error::InvalidArgument(_) => K::InvalidInput,
-            Error::AuthUnsupported { .. } => K::PermissionDenied,
+            Error::AuthUnsupported { .. } | Error::Credential { .. } => K::PermissionDenied,
             Error::Tls { cause, .. } => cause.kind(),
             Error::NotOpen => K::NotConnected,
             _ => K::Other,

@@ -10,9 +10,10 @@
 //! refused (and the link closed) until [`Authenticator::authenticate`]
 //! accepts a credential.
 //!
-//! Two protocols are built in, as in the reference: [`HostAuth`] (`host`,
-//! always accepted) and [`UnixAuth`] (`unix`: the user and group the client
-//! claims). [`AnyOf`] offers several.
+//! Three protocols are built in, as in the reference: [`HostAuth`] (`host`,
+//! always accepted), [`UnixAuth`] (`unix`: the user and group the client
+//! claims) and [`SssAuth`] (`sss`: a credential sealed with a shared key).
+//! [`AnyOf`] offers several.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,6 +22,9 @@ use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 
 use crate::authz::Scope;
+
+mod sss;
+pub use sss::SssAuth;
 
 /// Who is authenticating.
 #[derive(Debug, Clone)]
@@ -57,6 +61,29 @@ impl Identity {
             name: name.into(),
             group: None,
             scopes: None,
+        }
+    }
+}
+
+/// Who a backend call is for, as the server authenticated it: every
+/// [`crate::FileSystem`] call gets the caller of the session it serves, so
+/// a backend can authorize or map users (the reference's `XrdSecEntity`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Caller {
+    /// Who the client is. Without an [`Authenticator`] the protocol is empty
+    /// and the name the user of the `kXR_login` request.
+    pub identity: Identity,
+    /// The client's address (its main link's).
+    pub peer: SocketAddr,
+}
+
+impl Caller {
+    /// A caller inside this process, not a client (a cache reading its
+    /// local origin): protocol empty, the address unspecified.
+    pub fn local(name: &str) -> Caller {
+        Caller {
+            identity: Identity::new("", name),
+            peer: SocketAddr::from(([0, 0, 0, 0], 0)),
         }
     }
 }

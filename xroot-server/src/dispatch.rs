@@ -30,6 +30,7 @@ use xroot_proto::request::Request;
 use xroot_proto::response::{Attn, Redirect, Response, ServerError, Wait, WaitResp};
 use xroot_proto::{DecodeError, ErrorCode, FHandle, RequestHeader, RequestId, Status, StreamId};
 
+use crate::auth::Caller;
 use crate::budget::{Budget, Share};
 use crate::config::Config;
 use crate::files::{not_open, OpenFile};
@@ -133,6 +134,11 @@ pub(crate) fn fs_response(e: FsError) -> Response {
 impl<F: FileSystem> Ctx<F> {
     pub(crate) fn fs(&self) -> &F {
         &self.shared.fs
+    }
+
+    /// Who the request is for, as the backend sees it.
+    pub(crate) fn caller(&self) -> &Caller {
+        self.session.caller()
     }
 
     pub(crate) fn config(&self) -> &Config {

@@ -44,13 +44,13 @@ pub(crate) async fn fattr<F: FileSystem>(ctx: &Ctx<F>, r: Fattr) -> Result<Respo
             path::payload_target(op, &r.path)?.path
         }
     };
-    let fs = ctx.fs();
+    let (fs, caller) = (ctx.fs(), ctx.caller());
     if sub == FattrSubcode::LIST {
         let with_values = r.options.contains(FattrOptions::A_DATA);
         let mut entries = Vec::new();
-        for name in fs.list_xattr(&path).await? {
+        for name in fs.list_xattr(caller, &path).await? {
             let value = match with_values {
-                true => Some(fs.get_xattr(&path, &name).await?),
+                true => Some(fs.get_xattr(caller, &path, &name).await?),
                 false => None,
             };
             entries.push((Bytes::from(name), value));
@@ -61,19 +61,21 @@ pub(crate) async fn fattr<F: FileSystem>(ctx: &Ctx<F>, r: Fattr) -> Result<Respo
     for (i, raw) in r.names.iter().enumerate() {
         let name = path::text(raw)?;
         let outcome = match sub {
-            FattrSubcode::GET => fs.get_xattr(&path, name).await.map(Some),
+            FattrSubcode::GET => fs.get_xattr(caller, &path, name).await.map(Some),
             FattrSubcode::SET => {
                 let exists = r.options.contains(FattrOptions::IS_NEW)
-                    && fs.get_xattr(&path, name).await.is_ok();
+                    && fs.get_xattr(caller, &path, name).await.is_ok();
                 match exists {
                     true => Err(err(ErrorCode::ITEM_EXISTS, "attribute exists")),
                     false => {
                         let value = r.values.get(i).cloned().unwrap_or_default();
-                        fs.set_xattr(&path, name, value).await.map(|()| None)
+                        fs.set_xattr(caller, &path, name, value)
+                            .await
+                            .map(|()| None)
                     }
                 }
             }
-            _ => fs.del_xattr(&path, name).await.map(|()| None),
+            _ => fs.del_xattr(caller, &path, name).await.map(|()| None),
         };
         items.push(item(raw.clone(), outcome, sub == FattrSubcode::GET)?);
     }

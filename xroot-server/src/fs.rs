@@ -10,6 +10,7 @@
 //! `kXR_waitresp` and later with the result in a `kXR_attn` asynresp,
 //! without the backend doing anything.
 
+use crate::auth::Caller;
 use std::future::Future;
 
 use bytes::Bytes;
@@ -188,7 +189,10 @@ pub trait File: Send + Sync + 'static {
 }
 
 /// A namespace the server exports. Paths are absolute (`/a/b`), without CGI;
-/// the CGI of the request is passed separately where it matters.
+/// the CGI of the request is passed separately where it matters. Every call
+/// names its [`Caller`]: who the session authenticated as (see
+/// [`crate::Authenticator`]), so a backend can authorize or map users;
+/// calls made with an open [`File`] were authorized at its open.
 pub trait FileSystem: Send + Sync + 'static {
     /// The open file type.
     type File: File;
@@ -196,17 +200,22 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Opens `path`.
     fn open(
         &self,
+        caller: &Caller,
         path: &str,
         mode: OpenMode,
         cgi: &str,
     ) -> impl Future<Output = FsResult<Self::File>> + Send;
 
     /// The stat of `path`.
-    fn stat(&self, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send;
+    fn stat(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send;
 
     /// File system usage for `path` (`kXR_stat` with `kXR_vfs`).
-    fn stat_vfs(&self, path: &str) -> impl Future<Output = FsResult<StatVfs>> + Send {
-        let _ = path;
+    fn stat_vfs(
+        &self,
+        caller: &Caller,
+        path: &str,
+    ) -> impl Future<Output = FsResult<StatVfs>> + Send {
+        let _ = (caller, path);
         async { Err(FsError::unsupported("stat vfs")) }
     }
 
@@ -214,6 +223,7 @@ pub trait FileSystem: Send + Sync + 'static {
     /// when `with_stat`.
     fn dirlist(
         &self,
+        caller: &Caller,
         path: &str,
         with_stat: bool,
     ) -> impl Future<Output = FsResult<Vec<DirEntry>>> + Send;
@@ -221,41 +231,57 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Creates directory `path` with `mode`, and its parents when `parents`.
     fn mkdir(
         &self,
+        caller: &Caller,
         path: &str,
         mode: u32,
         parents: bool,
     ) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = (path, mode, parents);
+        let _ = (caller, path, mode, parents);
         async { Err(FsError::unsupported("mkdir")) }
     }
 
     /// Removes file `path`.
-    fn rm(&self, path: &str) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = path;
+    fn rm(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
+        let _ = (caller, path);
         async { Err(FsError::unsupported("rm")) }
     }
 
     /// Removes empty directory `path`.
-    fn rmdir(&self, path: &str) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = path;
+    fn rmdir(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
+        let _ = (caller, path);
         async { Err(FsError::unsupported("rmdir")) }
     }
 
     /// Renames `from` to `to`.
-    fn mv(&self, from: &str, to: &str) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = (from, to);
+    fn mv(
+        &self,
+        caller: &Caller,
+        from: &str,
+        to: &str,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let _ = (caller, from, to);
         async { Err(FsError::unsupported("mv")) }
     }
 
     /// Sets the permission bits of `path`.
-    fn chmod(&self, path: &str, mode: u32) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = (path, mode);
+    fn chmod(
+        &self,
+        caller: &Caller,
+        path: &str,
+        mode: u32,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let _ = (caller, path, mode);
         async { Err(FsError::unsupported("chmod")) }
     }
 
     /// Sets the size of `path` to `size` bytes.
-    fn truncate(&self, path: &str, size: u64) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = (path, size);
+    fn truncate(
+        &self,
+        caller: &Caller,
+        path: &str,
+        size: u64,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let _ = (caller, path, size);
         async { Err(FsError::unsupported("truncate")) }
     }
 
@@ -263,10 +289,11 @@ pub trait FileSystem: Send + Sync + 'static {
     /// `md5`, ...), or the default algorithm when `None`.
     fn checksum(
         &self,
+        caller: &Caller,
         path: &str,
         alg: Option<&str>,
     ) -> impl Future<Output = FsResult<ChecksumAnswer>> + Send {
-        let _ = (path, alg);
+        let _ = (caller, path, alg);
         async { Err(FsError::unsupported("checksum")) }
     }
 
@@ -277,8 +304,12 @@ pub trait FileSystem: Send + Sync + 'static {
     }
 
     /// Space usage of the space holding `path` (`kXR_Qspace`).
-    fn space(&self, path: &str) -> impl Future<Output = FsResult<SpaceInfo>> + Send {
-        let _ = path;
+    fn space(
+        &self,
+        caller: &Caller,
+        path: &str,
+    ) -> impl Future<Output = FsResult<SpaceInfo>> + Send {
+        let _ = (caller, path);
         async { Err(FsError::unsupported("space query")) }
     }
 
@@ -287,37 +318,56 @@ pub trait FileSystem: Send + Sync + 'static {
     /// being the client's argument (the reference's letters, e.g. `a` for
     /// all). Default: `kXR_Unsupported`, as before a backend reports any.
     #[doc(alias = "kXR_QStats")]
-    fn stats_report(&self, what: &str) -> impl Future<Output = FsResult<String>> + Send {
-        let _ = what;
+    fn stats_report(
+        &self,
+        caller: &Caller,
+        what: &str,
+    ) -> impl Future<Output = FsResult<String>> + Send {
+        let _ = (caller, what);
         async { Err(FsError::unsupported("kXR_QStats")) }
     }
 
     /// Extended attributes: the value of `name` on `path`.
-    fn get_xattr(&self, path: &str, name: &str) -> impl Future<Output = FsResult<Bytes>> + Send {
-        let _ = (path, name);
+    fn get_xattr(
+        &self,
+        caller: &Caller,
+        path: &str,
+        name: &str,
+    ) -> impl Future<Output = FsResult<Bytes>> + Send {
+        let _ = (caller, path, name);
         async { Err(FsError::unsupported("fattr")) }
     }
 
     /// Extended attributes: set `name` on `path` to `value`.
     fn set_xattr(
         &self,
+        caller: &Caller,
         path: &str,
         name: &str,
         value: Bytes,
     ) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = (path, name, value);
+        let _ = (caller, path, name, value);
         async { Err(FsError::unsupported("fattr")) }
     }
 
     /// Extended attributes: remove `name` from `path`.
-    fn del_xattr(&self, path: &str, name: &str) -> impl Future<Output = FsResult<()>> + Send {
-        let _ = (path, name);
+    fn del_xattr(
+        &self,
+        caller: &Caller,
+        path: &str,
+        name: &str,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let _ = (caller, path, name);
         async { Err(FsError::unsupported("fattr")) }
     }
 
     /// Extended attributes: the names on `path`.
-    fn list_xattr(&self, path: &str) -> impl Future<Output = FsResult<Vec<String>>> + Send {
-        let _ = path;
+    fn list_xattr(
+        &self,
+        caller: &Caller,
+        path: &str,
+    ) -> impl Future<Output = FsResult<Vec<String>>> + Send {
+        let _ = (caller, path);
         async { Err(FsError::unsupported("fattr")) }
     }
 }

@@ -65,7 +65,10 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         && (opts.contains(OpenOptions::UPDATE) || opts.contains(OpenOptions::WRITE_ONLY));
     let force = opts.contains(OpenOptions::FORCE);
     let lock = ctx.shared.locks.lock(&target.path, locks_write, force)?;
-    let file = ctx.fs().open(&target.path, mode, &target.cgi).await?;
+    let file = ctx
+        .fs()
+        .open(ctx.caller(), &target.path, mode, &target.cgi)
+        .await?;
     let retstat = opts.contains(OpenOptions::RETSTAT) || optt.contains(OpenOptionT::RETSTATX);
     let stat = match retstat {
         true => match file.stat().await {
@@ -99,7 +102,7 @@ pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Respo
     ctx.session.files.remove(r.fhandle, &f);
     let closed = f.file.close().await;
     if f.posc && f.pgw_outstanding() > 0 {
-        let _ = ctx.fs().rm(&f.path).await;
+        let _ = ctx.fs().rm(ctx.caller(), &f.path).await;
     }
     f.unlock();
     match f.pgw_outstanding() {
@@ -400,5 +403,8 @@ pub(crate) async fn truncate<F: FileSystem>(
         return f.file.truncate(size).await.map(|()| ok());
     }
     let target = path::payload_target("Truncating", &r.path)?;
-    ctx.fs().truncate(&target.path, size).await.map(|()| ok())
+    ctx.fs()
+        .truncate(ctx.caller(), &target.path, size)
+        .await
+        .map(|()| ok())
 }

@@ -12,7 +12,7 @@
 //! - [`Server`]: the TCP listener (IPv4 and IPv6), one task per connection,
 //!   graceful shutdown through a [`ServerHandle`], [`ServerStats`].
 //! - Sessions: the handshake, `kXR_protocol`, `kXR_login` with optional
-//!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`]),
+//!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`], [`SssAuth`]),
 //!   `kXR_bind` substreams, `kXR_endsess`, and the reference's gating of
 //!   every request (see `session`).
 //! - Dispatch: requests on one link run concurrently, each frame written
@@ -80,7 +80,9 @@ mod server;
 mod session;
 pub mod stats;
 
-pub use auth::{AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, Identity, UnixAuth};
+pub use auth::{
+    AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
+};
 pub use config::Config;
 pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 pub use local::LocalFs;

@@ -16,11 +16,16 @@
 //!   ("Unable to locate /x; no such file or directory").
 //! - `kXR_vfs` stat and the space query describe the file system holding
 //!   the export root (`statvfs`, through rustix), in the stock server's units.
+//! - An optional [`AccessPolicy`] ([`LocalFs::with_policy`]): per path,
+//!   read-only or read-write, for everyone or by the caller's name.
 //! - Not supported (`kXR_Unsupported`, the trait defaults): extended
 //!   attributes (std has no xattr calls).
 
 mod confine;
 mod meta;
+mod policy;
+
+pub use policy::{Access, AccessPolicy};
 
 use std::fs::{DirBuilder, Metadata, OpenOptions};
 use std::future::Future;
@@ -35,6 +40,7 @@ use xroot_proto::ErrorCode;
 
 use self::confine::{fail, os_error, resolve, Op};
 use self::meta::{Meta, User};
+use crate::auth::Caller;
 use crate::checksum::{Algorithm, ALGORITHMS};
 use crate::fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
 
@@ -61,6 +67,7 @@ pub struct LocalFs {
     root: Arc<Path>,
     meta: Meta,
     readv: ReadvConcurrency,
+    policy: Option<Arc<AccessPolicy>>,
 }
 
 impl LocalFs {
@@ -82,6 +89,7 @@ impl LocalFs {
             root: root.into(),
             meta: Meta::new(User::current()),
             readv: ReadvConcurrency::Parallel(8),
+            policy: None,
         })
     }
 
@@ -103,6 +111,24 @@ impl LocalFs {
     pub fn with_user(mut self, uid: u32, gid: u32) -> LocalFs {
         self.meta.user = User { uid, gid };
         self
+    }
+
+    /// Restricts who may read and write where ([`AccessPolicy`]): every
+    /// call checks the caller's access to the paths it names first (both
+    /// for a rename), and is refused with `kXR_NotAuthorized` without
+    /// touching the disk. Without a policy every caller may do everything
+    /// the server's own user may.
+    pub fn with_policy(mut self, policy: AccessPolicy) -> LocalFs {
+        self.policy = Some(Arc::new(policy));
+        self
+    }
+
+    /// `Ok` when the policy (if any) grants `caller` `need` on `path`.
+    fn allowed(&self, caller: &Caller, path: &str, need: Access) -> FsResult<()> {
+        match &self.policy {
+            Some(p) => p.check(caller, path, need),
+            None => Ok(()),
+        }
     }
 
     /// The exported directory, canonical.
@@ -336,17 +362,25 @@ impl FileSystem for LocalFs {
 
     fn open(
         &self,
+        caller: &Caller,
         path: &str,
         mode: OpenMode,
         _cgi: &str,
     ) -> impl Future<Output = FsResult<LocalFile>> + Send {
+        let need = match mode.write || mode.create_new || mode.truncate {
+            true => Access::ReadWrite,
+            false => Access::ReadOnly,
+        };
+        let allowed = self.allowed(caller, path, need);
         let path = path.to_owned();
-        self.run(move |fs| fs.open_sync(&path, mode))
+        self.run(move |fs| allowed.and_then(|()| fs.open_sync(&path, mode)))
     }
 
-    fn stat(&self, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send {
+    fn stat(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadOnly);
         let path = path.to_owned();
         self.run(move |fs| {
+            allowed?;
             let (_, md) = fs.metadata(&path, Op::Stat)?;
             Ok(fs.meta.stat_info(&md))
         })
@@ -354,46 +388,72 @@ impl FileSystem for LocalFs {
 
     fn dirlist(
         &self,
+        caller: &Caller,
         path: &str,
         with_stat: bool,
     ) -> impl Future<Output = FsResult<Vec<DirEntry>>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadOnly);
         let path = path.to_owned();
-        self.run(move |fs| fs.dirlist_sync(&path, with_stat))
+        self.run(move |fs| allowed.and_then(|()| fs.dirlist_sync(&path, with_stat)))
     }
 
     fn mkdir(
         &self,
+        caller: &Caller,
         path: &str,
         mode: u32,
         parents: bool,
     ) -> impl Future<Output = FsResult<()>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadWrite);
         let path = path.to_owned();
-        self.run(move |fs| fs.mkdir_sync(&path, mode, parents))
+        self.run(move |fs| allowed.and_then(|()| fs.mkdir_sync(&path, mode, parents)))
     }
 
-    fn rm(&self, path: &str) -> impl Future<Output = FsResult<()>> + Send {
+    fn rm(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadWrite);
         let path = path.to_owned();
-        self.run(move |fs| fs.rm_sync(&path))
+        self.run(move |fs| allowed.and_then(|()| fs.rm_sync(&path)))
     }
 
-    fn rmdir(&self, path: &str) -> impl Future<Output = FsResult<()>> + Send {
+    fn rmdir(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadWrite);
         let path = path.to_owned();
-        self.run(move |fs| fs.rmdir_sync(&path))
+        self.run(move |fs| allowed.and_then(|()| fs.rmdir_sync(&path)))
     }
 
-    fn mv(&self, from: &str, to: &str) -> impl Future<Output = FsResult<()>> + Send {
+    fn mv(
+        &self,
+        caller: &Caller,
+        from: &str,
+        to: &str,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let allowed = self
+            .allowed(caller, from, Access::ReadWrite)
+            .and_then(|()| self.allowed(caller, to, Access::ReadWrite));
         let (from, to) = (from.to_owned(), to.to_owned());
-        self.run(move |fs| fs.mv_sync(&from, &to))
+        self.run(move |fs| allowed.and_then(|()| fs.mv_sync(&from, &to)))
     }
 
-    fn chmod(&self, path: &str, mode: u32) -> impl Future<Output = FsResult<()>> + Send {
+    fn chmod(
+        &self,
+        caller: &Caller,
+        path: &str,
+        mode: u32,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadWrite);
         let path = path.to_owned();
-        self.run(move |fs| fs.chmod_sync(&path, mode))
+        self.run(move |fs| allowed.and_then(|()| fs.chmod_sync(&path, mode)))
     }
 
-    fn truncate(&self, path: &str, size: u64) -> impl Future<Output = FsResult<()>> + Send {
+    fn truncate(
+        &self,
+        caller: &Caller,
+        path: &str,
+        size: u64,
+    ) -> impl Future<Output = FsResult<()>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadWrite);
         let path = path.to_owned();
-        self.run(move |fs| fs.truncate_sync(&path, size))
+        self.run(move |fs| allowed.and_then(|()| fs.truncate_sync(&path, size)))
     }
 
     /// Reads the whole file. `alg` is matched case-insensitively; `None`
@@ -401,20 +461,27 @@ impl FileSystem for LocalFs {
     /// "`<alg>` checksum not supported." as the reference answers.
     fn checksum(
         &self,
+        caller: &Caller,
         path: &str,
         alg: Option<&str>,
     ) -> impl Future<Output = FsResult<ChecksumAnswer>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadOnly);
         let (path, alg) = (path.to_owned(), alg.map(str::to_owned));
-        self.run(move |fs| fs.checksum_sync(&path, alg.as_deref()))
+        self.run(move |fs| allowed.and_then(|()| fs.checksum_sync(&path, alg.as_deref())))
     }
 
     /// The file system holding the export root, as the stock server reports
     /// it: one read/write node, free space in MiB, utilisation in percent,
     /// no staging space.
-    fn stat_vfs(&self, path: &str) -> impl Future<Output = FsResult<StatVfs>> + Send {
-        let _ = path;
+    fn stat_vfs(
+        &self,
+        caller: &Caller,
+        path: &str,
+    ) -> impl Future<Output = FsResult<StatVfs>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadOnly);
         let root = self.root().to_path_buf();
         async move {
+            allowed?;
             let s = root_space(root).await?;
             Ok(StatVfs {
                 nodes_rw: 1,
@@ -434,9 +501,17 @@ impl FileSystem for LocalFs {
     /// Space of the file system holding the export root, in bytes, in the
     /// stock server's `public` space group: `free` and `maxf` are what an
     /// unprivileged user may still write, `quota` is -1 (none).
-    fn space(&self, path: &str) -> impl Future<Output = FsResult<SpaceInfo>> + Send {
-        let _ = path;
-        root_space(self.root().to_path_buf())
+    fn space(
+        &self,
+        caller: &Caller,
+        path: &str,
+    ) -> impl Future<Output = FsResult<SpaceInfo>> + Send {
+        let allowed = self.allowed(caller, path, Access::ReadOnly);
+        let root = self.root().to_path_buf();
+        async move {
+            allowed?;
+            root_space(root).await
+        }
     }
 
     /// `["adler32", "crc32c", "md5"]`.

@@ -116,7 +116,7 @@ impl<F: FileSystem> Conn<F> {
         match authn.authenticate(&ctx, &credtype, &auth.credentials) {
             AuthOutcome::Accepted(id) => {
                 tracing::debug!(peer = %self.peer, ?id, "authenticated");
-                session.authenticated.store(true, Ordering::Release);
+                session.authenticated_as(id);
                 self.phase = Phase::LoggedIn {
                     session,
                     auth_pending: false,

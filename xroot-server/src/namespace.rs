@@ -17,6 +17,7 @@ use xroot_proto::response::{
 };
 use xroot_proto::ErrorCode;
 
+use crate::auth::Caller;
 use crate::dispatch::{err, ok, ok_with, Ctx, Fail};
 use crate::fs::{File, FileSystem, FsError};
 use crate::path::{self, Target};
@@ -36,10 +37,10 @@ pub(crate) async fn stat<F: FileSystem>(ctx: &Ctx<F>, r: Stat) -> Result<Respons
     }
     let t = path::payload_target("Stating", &r.path)?;
     if vfs {
-        let v = ctx.fs().stat_vfs(&t.path).await?;
+        let v = ctx.fs().stat_vfs(ctx.caller(), &t.path).await?;
         return Ok(ok_with(|b| v.encode(b)));
     }
-    let s = ctx.fs().stat(&t.path).await?;
+    let s = ctx.fs().stat(ctx.caller(), &t.path).await?;
     Ok(ok_with(|b| s.encode(b)))
 }
 
@@ -49,7 +50,7 @@ pub(crate) async fn statx<F: FileSystem>(ctx: &Ctx<F>, r: Statx) -> Result<Respo
     let mut flags = Vec::new();
     for line in r.path_list() {
         let t = path::payload_target("Stating", &line)?;
-        let s = ctx.fs().stat(&t.path).await?;
+        let s = ctx.fs().stat(ctx.caller(), &t.path).await?;
         flags.push(if s.flags.contains(StatFlags::OFFLINE) {
             StatFlags::OFFLINE
         } else if s.is_dir() {
@@ -82,7 +83,7 @@ pub(crate) async fn dirlist<F: FileSystem>(ctx: &Ctx<F>, r: Dirlist) -> Result<(
         true => checksum_alg(ctx.fs(), t.cgi_value("cks.type"))?,
         false => None,
     };
-    let entries = ctx.fs().dirlist(&t.path, with_stat).await?;
+    let entries = ctx.fs().dirlist(ctx.caller(), &t.path, with_stat).await?;
     let entries = entries
         .into_iter()
         .filter(|e| e.name != "." && e.name != "..");
@@ -91,7 +92,9 @@ pub(crate) async fn dirlist<F: FileSystem>(ctx: &Ctx<F>, r: Dirlist) -> Result<(
         true => {
             let mut out = Vec::new();
             for e in entries {
-                if let Some(entry) = stat_entry(ctx.fs(), &t, e, alg.as_deref()).await? {
+                if let Some(entry) =
+                    stat_entry(ctx.fs(), ctx.caller(), &t, e, alg.as_deref()).await?
+                {
                     out.push(entry);
                 }
             }
@@ -109,6 +112,7 @@ pub(crate) async fn dirlist<F: FileSystem>(ctx: &Ctx<F>, r: Dirlist) -> Result<(
 /// when the entry vanished.
 async fn stat_entry<F: FileSystem>(
     fs: &F,
+    caller: &Caller,
     dir: &Target,
     e: crate::fs::DirEntry,
     alg: Option<&str>,
@@ -116,7 +120,7 @@ async fn stat_entry<F: FileSystem>(
     let path = child(&dir.path, &e.name);
     let stat: StatInfo = match e.stat {
         Some(s) => s,
-        None => match fs.stat(&path).await {
+        None => match fs.stat(caller, &path).await {
             Ok(s) => s,
             Err(FsError::Error { code, .. }) if code == ErrorCode::NOT_FOUND => return Ok(None),
             Err(e) => return Err(e),
@@ -125,7 +129,7 @@ async fn stat_entry<F: FileSystem>(
     let checksum = match alg {
         None => None,
         Some(alg) => {
-            let value = match fs.checksum(&path, Some(alg)).await {
+            let value = match fs.checksum(caller, &path, Some(alg)).await {
                 Ok(c) if !c.value.starts_with(b"!") => c.value,
                 _ => Bytes::from_static(b"none"),
             };
@@ -147,19 +151,22 @@ pub(crate) async fn mkdir<F: FileSystem>(ctx: &Ctx<F>, r: Mkdir) -> Result<Respo
     let t = path::payload_target("Creating", &r.path)?;
     let mode = (u32::from(r.mode.0) & 0o777) | 0o700;
     let parents = r.options.contains(MkdirOptions::MKDIRPATH);
-    ctx.fs().mkdir(&t.path, mode, parents).await.map(|()| ok())
+    ctx.fs()
+        .mkdir(ctx.caller(), &t.path, mode, parents)
+        .await
+        .map(|()| ok())
 }
 
 /// `kXR_rm`.
 pub(crate) async fn rm<F: FileSystem>(ctx: &Ctx<F>, r: Rm) -> Result<Response, FsError> {
     let t = path::payload_target("Removing", &r.path)?;
-    ctx.fs().rm(&t.path).await.map(|()| ok())
+    ctx.fs().rm(ctx.caller(), &t.path).await.map(|()| ok())
 }
 
 /// `kXR_rmdir`.
 pub(crate) async fn rmdir<F: FileSystem>(ctx: &Ctx<F>, r: Rmdir) -> Result<Response, FsError> {
     let t = path::payload_target("Removing", &r.path)?;
-    ctx.fs().rmdir(&t.path).await.map(|()| ok())
+    ctx.fs().rmdir(ctx.caller(), &t.path).await.map(|()| ok())
 }
 
 /// `kXR_mv`: the old and new paths as `arg1len` splits them.
@@ -169,14 +176,20 @@ pub(crate) async fn mv<F: FileSystem>(ctx: &Ctx<F>, r: Mv) -> Result<Response, F
         .map_err(|_| err(ErrorCode::ARG_INVALID, "invalid path specification"))?;
     let old = path::payload_target("Renaming", &old)?;
     let new = path::payload_target("Renaming to", &new)?;
-    ctx.fs().mv(&old.path, &new.path).await.map(|()| ok())
+    ctx.fs()
+        .mv(ctx.caller(), &old.path, &new.path)
+        .await
+        .map(|()| ok())
 }
 
 /// `kXR_chmod`.
 pub(crate) async fn chmod<F: FileSystem>(ctx: &Ctx<F>, r: Chmod) -> Result<Response, FsError> {
     let t = path::payload_target("Modifying", &r.path)?;
     let mode = u32::from(r.mode.0) & 0o777;
-    ctx.fs().chmod(&t.path, mode).await.map(|()| ok())
+    ctx.fs()
+        .chmod(ctx.caller(), &t.path, mode)
+        .await
+        .map(|()| ok())
 }
 
 /// This server as a locate answer names it: `[::a.b.c.d]:port` for IPv4
@@ -198,7 +211,7 @@ pub(crate) async fn locate<F: FileSystem>(ctx: &Ctx<F>, r: Locate) -> Result<Res
         "*" => (LocateNode::ServerOnline, LocateAccess::ReadWrite),
         _ => {
             let t = path::target("Locating", arg.strip_prefix('*').unwrap_or(arg))?;
-            let s = ctx.fs().stat(&t.path).await?;
+            let s = ctx.fs().stat(ctx.caller(), &t.path).await?;
             let writable = match &s.extended {
                 Some(x) => x.mode & 0o200 != 0,
                 None => s.flags.contains(StatFlags::WRITABLE),

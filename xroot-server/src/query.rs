@@ -37,13 +37,13 @@ pub(crate) async fn query<F: FileSystem>(ctx: &Ctx<F>, r: Query) -> Result<Respo
         QueryCode::CONFIG => config(ctx, &r).await,
         QueryCode::SPACE => {
             let t = path::payload_target("Stating", &r.args)?;
-            let space = ctx.fs().space(&t.path).await?;
+            let space = ctx.fs().space(ctx.caller(), &t.path).await?;
             Ok(ok_with(|b| space.encode(b)))
         }
         QueryCode::FINFO | QueryCode::OPAQUG => by_handle(ctx, &r),
         QueryCode::STATS => {
             let what = path::text(&r.args)?;
-            let report = ctx.fs().stats_report(what).await?;
+            let report = ctx.fs().stats_report(ctx.caller(), what).await?;
             Ok(ok_with(|b| b.extend_from_slice(report.as_bytes())))
         }
         QueryCode::XATTR
@@ -109,7 +109,10 @@ async fn checksum<F: FileSystem>(ctx: &Ctx<F>, r: &Query) -> Result<Response, Fs
     let t = path::payload_target("Check summing", &r.args)?;
     let requested = t.cgi_value("cks.type");
     let alg = checksum_alg(ctx.fs(), requested)?.or(requested.map(str::to_string));
-    let answer = ctx.fs().checksum(&t.path, alg.as_deref()).await?;
+    let answer = ctx
+        .fs()
+        .checksum(ctx.caller(), &t.path, alg.as_deref())
+        .await?;
     Ok(ok_with(|b| answer.encode(b)))
 }
 
@@ -171,7 +174,7 @@ async fn config_value<F: FileSystem>(ctx: &Ctx<F>, key: &str) -> String {
                     .join(","),
             }
         }
-        "fattr" => match ctx.fs().list_xattr("/").await {
+        "fattr" => match ctx.fs().list_xattr(ctx.caller(), "/").await {
             Err(FsError::Error { code, .. }) if code == ErrorCode::UNSUPPORTED => "0 0".into(),
             _ => format!("{MAX_FATTR_NAME} {MAX_FATTR_VALUE}"),
         },

@@ -51,7 +51,7 @@
 use std::net::SocketAddr;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use bytes::{Buf, BytesMut};
 use tokio::io::AsyncReadExt;
@@ -67,6 +67,7 @@ use xroot_proto::{
     ServerHandshake, ServerType, StreamId,
 };
 
+use crate::auth::{Caller, Identity};
 use crate::budget::{Budget, Share};
 use crate::dispatch::{self, Ctx};
 use crate::files::FileTable;
@@ -103,6 +104,8 @@ pub(crate) struct Session<F: FileSystem> {
     pub(crate) files: FileTable<F::File>,
     /// Login done and, if required, authentication too.
     pub(crate) authenticated: AtomicBool,
+    /// Who the session is for, once authenticated (see [`Session::caller`]).
+    caller: OnceLock<Caller>,
     /// The session is ending: no more binds.
     ending: AtomicBool,
     /// Set once the session has ended: its requests done, its files
@@ -128,10 +131,30 @@ impl<F: FileSystem> Session<F> {
             user,
             files: FileTable::new(),
             authenticated: AtomicBool::new(false),
+            caller: OnceLock::new(),
             ending: AtomicBool::new(false),
             ended: watch::Sender::new(false),
             streams: Mutex::new(streams),
         }
+    }
+
+    /// Who the session's requests are for: the identity its authentication
+    /// established, or, without authentication, the user of its login.
+    pub(crate) fn caller(&self) -> &Caller {
+        self.caller.get_or_init(|| Caller {
+            identity: Identity::new("", self.user.as_str()),
+            peer: self.peer,
+        })
+    }
+
+    /// Records the identity authentication established; the first one
+    /// stays (a session authenticates once).
+    pub(crate) fn authenticated_as(&self, identity: Identity) {
+        let _ = self.caller.set(Caller {
+            identity,
+            peer: self.peer,
+        });
+        self.authenticated.store(true, Ordering::Release);
     }
 
     /// The link of `pathid` (1..=15) if it is bound and open.
@@ -186,7 +209,7 @@ impl<F: FileSystem> Session<F> {
         for f in self.files.drain() {
             let _ = f.file.close().await;
             if f.posc {
-                match fs.rm(&f.path).await {
+                match fs.rm(self.caller(), &f.path).await {
                     Ok(()) => tracing::debug!(path = %f.path, "posc: removed, never closed"),
                     Err(e) => tracing::warn!(path = %f.path, "posc: cannot remove: {e}"),
                 }

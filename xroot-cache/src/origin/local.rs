@@ -8,7 +8,7 @@ use std::path::Path;
 
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_server::local::LocalFile;
-use xroot_server::{DirEntry, File as _, FileSystem as _, LocalFs, OpenMode};
+use xroot_server::{Caller, DirEntry, File as _, FileSystem as _, LocalFs, OpenMode};
 
 use super::{Fetched, Origin, OriginError, OriginFs};
 
@@ -18,6 +18,8 @@ use super::{Fetched, Origin, OriginError, OriginFs};
 #[derive(Debug, Clone)]
 pub struct LocalOrigin {
     fs: LocalFs,
+    /// Who the cache is to its origin.
+    caller: Caller,
 }
 
 impl LocalOrigin {
@@ -25,6 +27,7 @@ impl LocalOrigin {
     /// [`LocalFs::new`] (`root` missing or not a directory).
     pub fn new(root: impl AsRef<Path>) -> io::Result<LocalOrigin> {
         Ok(LocalOrigin {
+            caller: Caller::local("xcache"),
             fs: LocalFs::new(root)?,
         })
     }
@@ -66,19 +69,22 @@ impl OriginFs for LocalOrigin {
     type File = LocalOriginFile;
 
     async fn open(&self, path: &str) -> Result<LocalOriginFile, OriginError> {
-        let file = self.fs.open(path, OpenMode::default(), "").await?;
+        let file = self
+            .fs
+            .open(&self.caller, path, OpenMode::default(), "")
+            .await?;
         Ok(LocalOriginFile { file })
     }
 
     async fn stat(&self, path: &str) -> Result<StatInfo, OriginError> {
-        Ok(self.fs.stat(path).await?)
+        Ok(self.fs.stat(&self.caller, path).await?)
     }
 
     async fn dirlist(&self, path: &str, with_stat: bool) -> Result<Vec<DirEntry>, OriginError> {
-        Ok(self.fs.dirlist(path, with_stat).await?)
+        Ok(self.fs.dirlist(&self.caller, path, with_stat).await?)
     }
 
     async fn checksum(&self, path: &str, alg: Option<&str>) -> Result<ChecksumAnswer, OriginError> {
-        Ok(self.fs.checksum(path, alg).await?)
+        Ok(self.fs.checksum(&self.caller, path, alg).await?)
     }
 }

@@ -13,7 +13,7 @@ use xroot_cache::{
     OriginFs, Store,
 };
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
-use xroot_server::{DirEntry, File, FileSystem, FsError, OpenMode};
+use xroot_server::{Caller, DirEntry, File, FileSystem, FsError, OpenMode};
 
 /// Hang guard for every wait in these tests.
 pub const GUARD: Duration = Duration::from_secs(30);
@@ -199,7 +199,9 @@ pub fn from_origin(probe: &Probe, data: &[u8]) -> bool {
 
 /// Opens `/f.bin` for reading.
 pub async fn open(fs: &CacheFs<Gated>) -> CacheHandle<Gated> {
-    fs.open("/f.bin", OpenMode::default(), "").await.unwrap()
+    fs.open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+        .await
+        .unwrap()
 }
 
 /// A vector read, under the hang guard.

@@ -364,7 +364,9 @@ async fn end_session(s: &mut Setup, old: [u8; 16]) -> Result<()> {
 }
 
 /// Answers the login's security token with the first protocol offered
-/// that this client speaks ([`super::auth`]).
+/// that this client speaks ([`super::auth`]); when the server refuses it
+/// (`kXR_AuthFailed`), with the next one, as the stock client does
+/// (XrdClXRootDTransport.cc, `GetCredentials` after a `kXR_error`).
 async fn authenticate(
     s: &mut Setup,
     login: &LoginResponse,
@@ -375,26 +377,46 @@ async fn authenticate(
         endpoint: s.endpoint.clone(),
         source,
     })?;
-    let ctx = AuthCtx {
-        endpoint: &s.endpoint,
-        user,
-        tls: s.sock.is_tls(),
-        local: s.sock.local_addr().ok(),
-        cfg,
-    };
-    let Credential {
-        credtype,
-        credentials,
-    } = auth::credential(&offered, &ctx)?;
-    s.call(
-        Auth {
-            credtype,
-            credentials,
+    let mut from = 0;
+    loop {
+        let local = s.sock.local_addr().ok();
+        let endpoint = s.endpoint.clone();
+        let ctx = AuthCtx {
+            endpoint: &endpoint,
+            user,
+            tls: s.sock.is_tls(),
+            local,
+            cfg,
+        };
+        let (
+            used,
+            Credential {
+                credtype,
+                credentials,
+            },
+        ) = auth::credential(&offered[from..], &ctx)?;
+        let sent = s
+            .call(
+                Auth {
+                    credtype,
+                    credentials,
+                }
+                .into(),
+            )
+            .await;
+        match sent {
+            Err(Error::Server { code, message })
+                if code == xroot_proto::ErrorCode::AUTH_FAILED
+                    && offered[from + used + 1..]
+                        .iter()
+                        .any(|p| auth::credential(std::slice::from_ref(p), &ctx).is_ok()) =>
+            {
+                tracing::warn!(endpoint = %s.endpoint, message, "authentication refused; trying the next protocol");
+                from += used + 1;
+            }
+            other => return other.map(drop),
         }
-        .into(),
-    )
-    .await?;
-    Ok(())
+    }
 }
 
 /// Connects a substream of the channel whose main stream is `main`,

@@ -68,6 +68,15 @@ fn copy_error(e: &Error) -> Error {
             endpoint: endpoint.clone(),
             cause: cause.clone(),
         },
+        Error::Credential {
+            endpoint,
+            protocol,
+            reason,
+        } => Error::Credential {
+            endpoint: endpoint.clone(),
+            protocol: protocol.clone(),
+            reason: reason.clone(),
+        },
         Error::Io { endpoint, source } => Error::Io {
             endpoint: endpoint.clone(),
             source: std::io::Error::new(source.kind(), source.to_string()),

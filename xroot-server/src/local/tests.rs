@@ -65,39 +65,68 @@ async fn dotdot_absolute_and_nul_paths_are_refused() {
     let t = Tree::new();
     let fs = &t.fs;
     assert_error(
-        fs.stat("/dir/../nine").await,
+        fs.stat(&Caller::local("test"), "/dir/../nine").await,
         ErrorCode::NOT_AUTHORIZED,
         "Stating relative path '/dir/../nine' is disallowed.",
     );
-    assert_code(fs.stat("/..").await, ErrorCode::NOT_AUTHORIZED);
-    assert_code(fs.stat("/dir/..").await, ErrorCode::NOT_AUTHORIZED);
-    assert_code(fs.stat("nine").await, ErrorCode::NOT_AUTHORIZED);
     assert_code(
-        fs.open("/../root/nine", READ, "").await,
+        fs.stat(&Caller::local("test"), "/..").await,
         ErrorCode::NOT_AUTHORIZED,
     );
-    assert_code(fs.dirlist("/..", false).await, ErrorCode::NOT_AUTHORIZED);
     assert_code(
-        fs.mkdir("/../x", 0o755, true).await,
+        fs.stat(&Caller::local("test"), "/dir/..").await,
         ErrorCode::NOT_AUTHORIZED,
     );
-    assert_code(fs.rm("/../outside/secret").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.stat(&Caller::local("test"), "nine").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.open(&Caller::local("test"), "/../root/nine", READ, "")
+            .await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.dirlist(&Caller::local("test"), "/..", false).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mkdir(&Caller::local("test"), "/../x", 0o755, true).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.rm(&Caller::local("test"), "/../outside/secret").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
     assert_error(
-        fs.mv("/nine", "/../stolen").await,
+        fs.mv(&Caller::local("test"), "/nine", "/../stolen").await,
         ErrorCode::NOT_AUTHORIZED,
         "Renaming to relative path '/../stolen' is disallowed.",
     );
     assert_code(
-        fs.checksum("/../outside/secret", None).await,
+        fs.checksum(&Caller::local("test"), "/../outside/secret", None)
+            .await,
         ErrorCode::NOT_AUTHORIZED,
     );
-    assert_code(fs.stat("/nine\0/../..").await, ErrorCode::ARG_INVALID);
-    assert_code(fs.open("/nine\0", READ, "").await, ErrorCode::ARG_INVALID);
+    assert_code(
+        fs.stat(&Caller::local("test"), "/nine\0/../..").await,
+        ErrorCode::ARG_INVALID,
+    );
+    assert_code(
+        fs.open(&Caller::local("test"), "/nine\0", READ, "").await,
+        ErrorCode::ARG_INVALID,
+    );
     // an absolute path is a path beneath the root, never the host's
-    let st = fs.stat("//nine").await.unwrap();
+    let st = fs.stat(&Caller::local("test"), "//nine").await.unwrap();
     assert_eq!(st.size, 9);
-    assert_code(fs.stat("/etc/passwd").await, ErrorCode::NOT_FOUND);
-    assert_code(fs.stat("//etc//passwd").await, ErrorCode::NOT_FOUND);
+    assert_code(
+        fs.stat(&Caller::local("test"), "/etc/passwd").await,
+        ErrorCode::NOT_FOUND,
+    );
+    assert_code(
+        fs.stat(&Caller::local("test"), "//etc//passwd").await,
+        ErrorCode::NOT_FOUND,
+    );
     assert!(t.outside().join("secret").exists() && t.root().join("nine").exists());
 }
 
@@ -111,43 +140,65 @@ async fn symlinks_out_are_refused_and_symlinks_in_followed() {
     symlink("nine", root.join("in_file")).unwrap();
     symlink("dir", root.join("in_dir")).unwrap();
 
-    assert_code(fs.stat("/out_file").await, ErrorCode::NOT_AUTHORIZED);
-    assert_code(fs.stat("/out/secret").await, ErrorCode::NOT_AUTHORIZED);
     assert_code(
-        fs.open("/out_file", READ, "").await,
-        ErrorCode::NOT_AUTHORIZED,
-    );
-    assert_code(fs.dirlist("/out", false).await, ErrorCode::NOT_AUTHORIZED);
-    assert_code(
-        fs.checksum("/out_file", None).await,
+        fs.stat(&Caller::local("test"), "/out_file").await,
         ErrorCode::NOT_AUTHORIZED,
     );
     assert_code(
-        fs.chmod("/out_file", 0o777).await,
-        ErrorCode::NOT_AUTHORIZED,
-    );
-    assert_code(fs.truncate("/out_file", 0).await, ErrorCode::NOT_AUTHORIZED);
-    assert_code(
-        fs.mkdir("/out/made", 0o755, false).await,
+        fs.stat(&Caller::local("test"), "/out/secret").await,
         ErrorCode::NOT_AUTHORIZED,
     );
     assert_code(
-        fs.mkdir("/out/a/b", 0o755, true).await,
+        fs.open(&Caller::local("test"), "/out_file", READ, "").await,
         ErrorCode::NOT_AUTHORIZED,
     );
-    assert_code(fs.rm("/out/secret").await, ErrorCode::NOT_AUTHORIZED);
-    assert_code(fs.mv("/nine", "/out/nine").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.dirlist(&Caller::local("test"), "/out", false).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.checksum(&Caller::local("test"), "/out_file", None).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.chmod(&Caller::local("test"), "/out_file", 0o777).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.truncate(&Caller::local("test"), "/out_file", 0).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mkdir(&Caller::local("test"), "/out/made", 0o755, false)
+            .await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mkdir(&Caller::local("test"), "/out/a/b", 0o755, true)
+            .await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.rm(&Caller::local("test"), "/out/secret").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mv(&Caller::local("test"), "/nine", "/out/nine").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
     let create = OpenMode {
         write: true,
         create_new: true,
         ..READ
     };
     assert_code(
-        fs.open("/out/new", create, "").await,
+        fs.open(&Caller::local("test"), "/out/new", create, "")
+            .await,
         ErrorCode::NOT_AUTHORIZED,
     );
     assert_code(
-        fs.open("/dangling_out", create, "").await,
+        fs.open(&Caller::local("test"), "/dangling_out", create, "")
+            .await,
         ErrorCode::NOT_AUTHORIZED,
     );
     let make_path = OpenMode {
@@ -156,7 +207,8 @@ async fn symlinks_out_are_refused_and_symlinks_in_followed() {
         ..create
     };
     assert_code(
-        fs.open("/out/x/y", make_path, "").await,
+        fs.open(&Caller::local("test"), "/out/x/y", make_path, "")
+            .await,
         ErrorCode::NOT_AUTHORIZED,
     );
     let outside: Vec<_> = std::fs::read_dir(t.outside()).unwrap().collect();
@@ -167,23 +219,40 @@ async fn symlinks_out_are_refused_and_symlinks_in_followed() {
     );
 
     // inside: followed
-    assert_eq!(fs.stat("/in_file").await.unwrap().size, 9);
-    let f = fs.open("/in_file", READ, "").await.unwrap();
+    assert_eq!(
+        fs.stat(&Caller::local("test"), "/in_file")
+            .await
+            .unwrap()
+            .size,
+        9
+    );
+    let f = fs
+        .open(&Caller::local("test"), "/in_file", READ, "")
+        .await
+        .unwrap();
     assert_eq!(&f.read_at(0, 100).await.unwrap()[..], b"123456789");
-    let names: Vec<_> = fs.dirlist("/in_dir", false).await.unwrap();
+    let names: Vec<_> = fs
+        .dirlist(&Caller::local("test"), "/in_dir", false)
+        .await
+        .unwrap();
     assert_eq!(names.len(), 2);
-    fs.mkdir("/in_dir/made", 0o755, false).await.unwrap();
+    fs.mkdir(&Caller::local("test"), "/in_dir/made", 0o755, false)
+        .await
+        .unwrap();
     assert!(root.join("dir/made").is_dir());
     // a link pointing out can itself be removed (its target stays)
-    fs.rm("/out_file").await.unwrap();
+    fs.rm(&Caller::local("test"), "/out_file").await.unwrap();
     assert!(!root.join("out_file").exists());
     assert!(t.outside().join("secret").exists());
 
     // a listing names every entry; with stat, a link leading out (or
     // nowhere) is left out, as the reference leaves out what it cannot stat
-    let plain: Vec<_> = fs.dirlist("/", false).await.unwrap();
+    let plain: Vec<_> = fs
+        .dirlist(&Caller::local("test"), "/", false)
+        .await
+        .unwrap();
     assert!(plain.iter().any(|e| e.name == "out"));
-    let with_stat = fs.dirlist("/", true).await.unwrap();
+    let with_stat = fs.dirlist(&Caller::local("test"), "/", true).await.unwrap();
     let names: Vec<&str> = with_stat.iter().map(|e| e.name.as_str()).collect();
     assert!(
         !names.contains(&"out") && !names.contains(&"dangling_out"),
@@ -200,7 +269,11 @@ async fn symlinks_out_are_refused_and_symlinks_in_followed() {
 async fn concurrent_positional_reads_and_writes_share_one_handle() {
     let t = Tree::new();
     let data = pattern(300_000);
-    let f = Arc::new(t.fs.open("/big", READ, "").await.unwrap());
+    let f = Arc::new(
+        t.fs.open(&Caller::local("test"), "/big", READ, "")
+            .await
+            .unwrap(),
+    );
     let mut tasks = Vec::new();
     for i in 0..64u64 {
         let f = f.clone();
@@ -230,7 +303,11 @@ async fn concurrent_positional_reads_and_writes_share_one_handle() {
         write: true,
         ..READ
     };
-    let w = Arc::new(t.fs.open("/big", update, "").await.unwrap());
+    let w = Arc::new(
+        t.fs.open(&Caller::local("test"), "/big", update, "")
+            .await
+            .unwrap(),
+    );
     let mut tasks = Vec::new();
     for i in 0..32u64 {
         let w = w.clone();
@@ -253,7 +330,10 @@ async fn concurrent_positional_reads_and_writes_share_one_handle() {
 async fn readv_reads_every_extent_or_fails_past_eof() {
     let t = Tree::new();
     let data = pattern(300_000);
-    let f = t.fs.open("/big", READ, "").await.unwrap();
+    let f =
+        t.fs.open(&Caller::local("test"), "/big", READ, "")
+            .await
+            .unwrap();
     let extents = vec![(0, 10), (299_000, 1000), (5, 0), (100_000, 65_536), (7, 3)];
     let got = f.readv(extents.clone()).await.unwrap();
     for ((offset, len), got) in extents.into_iter().zip(got) {
@@ -266,12 +346,18 @@ async fn readv_reads_every_extent_or_fails_past_eof() {
     );
     assert_eq!(f.readv_concurrency(), ReadvConcurrency::Parallel(8));
     let serial = t.fs.clone().readv_concurrency(ReadvConcurrency::Serial);
-    let f = serial.open("/big", READ, "").await.unwrap();
+    let f = serial
+        .open(&Caller::local("test"), "/big", READ, "")
+        .await
+        .unwrap();
     assert_eq!(f.readv_concurrency(), ReadvConcurrency::Serial);
     let one =
         t.fs.clone()
             .readv_concurrency(ReadvConcurrency::Parallel(0));
-    let f = one.open("/big", READ, "").await.unwrap();
+    let f = one
+        .open(&Caller::local("test"), "/big", READ, "")
+        .await
+        .unwrap();
     assert_eq!(f.readv_concurrency(), ReadvConcurrency::Parallel(1));
 }
 
@@ -293,25 +379,34 @@ async fn checksums_on_request() {
         (Some("md5"), "md5", "25f9e794323b453885f5181f1b624d0b"),
     ];
     for (asked, alg, hex) in cases {
-        let got = value(fs.checksum("/nine", asked).await.unwrap());
+        let got = value(
+            fs.checksum(&Caller::local("test"), "/nine", asked)
+                .await
+                .unwrap(),
+        );
         assert_eq!(got, (alg.to_string(), hex.to_string()), "{asked:?}");
     }
-    let big = value(fs.checksum("/big", Some("crc32c")).await.unwrap());
+    let big = value(
+        fs.checksum(&Caller::local("test"), "/big", Some("crc32c"))
+            .await
+            .unwrap(),
+    );
     let crc = xroot_proto::page::crc32c(&pattern(300_000));
     assert_eq!(big.1, format!("{crc:08x}"));
     assert_eq!(fs.checksum_algorithms(), ["adler32", "crc32c", "md5"]);
     assert_error(
-        fs.checksum("/nine", Some("foo")).await,
+        fs.checksum(&Caller::local("test"), "/nine", Some("foo"))
+            .await,
         ErrorCode::SERVER_ERROR,
         "foo checksum not supported.",
     );
     assert_error(
-        fs.checksum("/dir", None).await,
+        fs.checksum(&Caller::local("test"), "/dir", None).await,
         ErrorCode::IS_DIRECTORY,
         "Unable to checksum /dir; is a directory",
     );
     assert_error(
-        fs.checksum("/missing", None).await,
+        fs.checksum(&Caller::local("test"), "/missing", None).await,
         ErrorCode::NOT_FOUND,
         "Unable to checksum /missing; no such file or directory",
     );
@@ -321,49 +416,81 @@ async fn checksums_on_request() {
 async fn stat_and_dirlist() {
     let t = Tree::new();
     let fs = &t.fs;
-    let st = fs.stat("/nine").await.unwrap();
+    let st = fs.stat(&Caller::local("test"), "/nine").await.unwrap();
     let md = std::fs::metadata(t.root().join("nine")).unwrap();
     assert_eq!((st.size, st.mtime), (9, md.mtime()));
     assert_eq!(st.extended.as_ref().unwrap().mode, md.mode() & 0o7777);
-    let f = fs.open("/nine", READ, "").await.unwrap();
+    let f = fs
+        .open(&Caller::local("test"), "/nine", READ, "")
+        .await
+        .unwrap();
     assert_eq!(f.stat().await.unwrap(), st);
-    assert!(fs.stat("/dir").await.unwrap().is_dir());
+    assert!(fs
+        .stat(&Caller::local("test"), "/dir")
+        .await
+        .unwrap()
+        .is_dir());
     assert_error(
-        fs.stat("/missing").await,
+        fs.stat(&Caller::local("test"), "/missing").await,
         ErrorCode::NOT_FOUND,
         "Unable to locate /missing; no such file or directory",
     );
     assert_error(
-        fs.stat("/nine/x").await,
+        fs.stat(&Caller::local("test"), "/nine/x").await,
         ErrorCode::FS_ERROR,
         "Unable to locate /nine/x; not a directory",
     );
 
-    let mut names: Vec<_> = fs.dirlist("/", false).await.unwrap();
+    let mut names: Vec<_> = fs
+        .dirlist(&Caller::local("test"), "/", false)
+        .await
+        .unwrap();
     names.sort_by(|a, b| a.name.cmp(&b.name));
     let names: Vec<_> = names.iter().map(|e| e.name.as_str()).collect();
     assert_eq!(names, ["big", "dir", "empty", "nine"]);
-    let listed = fs.dirlist("/dir", true).await.unwrap();
+    let listed = fs
+        .dirlist(&Caller::local("test"), "/dir", true)
+        .await
+        .unwrap();
     for e in &listed {
-        let want = fs.stat(&format!("/dir/{}", e.name)).await.unwrap();
+        let want = fs
+            .stat(&Caller::local("test"), &format!("/dir/{}", e.name))
+            .await
+            .unwrap();
         assert_eq!(e.stat.as_ref(), Some(&want), "{}", e.name);
     }
     assert_eq!(listed.len(), 2);
-    assert!(fs.dirlist("/empty", true).await.unwrap().is_empty());
+    assert!(fs
+        .dirlist(&Caller::local("test"), "/empty", true)
+        .await
+        .unwrap()
+        .is_empty());
     assert_error(
-        fs.dirlist("/missing", false).await,
+        fs.dirlist(&Caller::local("test"), "/missing", false).await,
         ErrorCode::NOT_FOUND,
         "Unable to open directory /missing; no such file or directory",
     );
-    assert_code(fs.dirlist("/nine", true).await, ErrorCode::FS_ERROR);
+    assert_code(
+        fs.dirlist(&Caller::local("test"), "/nine", true).await,
+        ErrorCode::FS_ERROR,
+    );
     // xattrs are not available without libc; vfs and space come from statvfs
-    assert_code(fs.get_xattr("/nine", "a").await, ErrorCode::UNSUPPORTED);
-    let space = fs.space("/").await.unwrap();
+    assert_code(
+        fs.get_xattr(&Caller::local("test"), "/nine", "a").await,
+        ErrorCode::UNSUPPORTED,
+    );
+    let space = fs.space(&Caller::local("test"), "/").await.unwrap();
     assert!(
         space.space > 0 && space.used + space.free == space.space,
         "{space:?}"
     );
-    assert_eq!(fs.stat_vfs("/").await.unwrap().nodes_rw, 1);
+    assert_eq!(
+        fs.stat_vfs(&Caller::local("test"), "/")
+            .await
+            .unwrap()
+            .nodes_rw,
+        1
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -376,23 +503,31 @@ async fn open_modes() {
         mode: 0o640,
         ..READ
     };
-    let f = fs.open("/new", create, "").await.unwrap();
+    let f = fs
+        .open(&Caller::local("test"), "/new", create, "")
+        .await
+        .unwrap();
     f.write_at(0, Bytes::from_static(b"hello")).await.unwrap();
     f.close().await.unwrap();
     let md = std::fs::metadata(root.join("new")).unwrap();
     assert_eq!((md.len(), md.mode() & 0o777), (5, 0o640));
     assert_error(
-        fs.open("/new", create, "").await,
+        fs.open(&Caller::local("test"), "/new", create, "").await,
         ErrorCode::ITEM_EXISTS,
         "Unable to create /new; file exists",
     );
-    assert_code(fs.open("/a/b/c", create, "").await, ErrorCode::NOT_FOUND);
+    assert_code(
+        fs.open(&Caller::local("test"), "/a/b/c", create, "").await,
+        ErrorCode::NOT_FOUND,
+    );
     let deep = OpenMode {
         make_path: true,
         mode: 0,
         ..create
     };
-    fs.open("/a/b/c", deep, "").await.unwrap();
+    fs.open(&Caller::local("test"), "/a/b/c", deep, "")
+        .await
+        .unwrap();
     let md = std::fs::metadata(root.join("a/b/c")).unwrap();
     assert_eq!(
         md.mode() & 0o777,
@@ -404,7 +539,10 @@ async fn open_modes() {
         truncate: true,
         ..READ
     };
-    let f = fs.open("/new", truncate, "").await.unwrap();
+    let f = fs
+        .open(&Caller::local("test"), "/new", truncate, "")
+        .await
+        .unwrap();
     assert_eq!(f.stat().await.unwrap().size, 0);
     f.write_at(3, Bytes::from_static(b"xy")).await.unwrap();
     f.truncate(4).await.unwrap();
@@ -414,21 +552,27 @@ async fn open_modes() {
         append: true,
         ..READ
     };
-    let f = fs.open("/new", append, "").await.unwrap();
+    let f = fs
+        .open(&Caller::local("test"), "/new", append, "")
+        .await
+        .unwrap();
     f.write_at(0, Bytes::from_static(b"!")).await.unwrap();
     assert_eq!(std::fs::read(root.join("new")).unwrap(), b"\0\0\0x!");
 
     assert_error(
-        fs.open("/dir", READ, "").await,
+        fs.open(&Caller::local("test"), "/dir", READ, "").await,
         ErrorCode::IS_DIRECTORY,
         "Unable to open /dir; is a directory",
     );
     assert_error(
-        fs.open("/missing", READ, "").await,
+        fs.open(&Caller::local("test"), "/missing", READ, "").await,
         ErrorCode::NOT_FOUND,
         "Unable to open /missing; no such file or directory",
     );
-    assert_code(fs.open("/nine/x", READ, "").await, ErrorCode::FS_ERROR);
+    assert_code(
+        fs.open(&Caller::local("test"), "/nine/x", READ, "").await,
+        ErrorCode::FS_ERROR,
+    );
     let fifo = root.join("fifo");
     if std::process::Command::new("mkfifo")
         .arg(&fifo)
@@ -436,9 +580,15 @@ async fn open_modes() {
         .is_ok_and(|s| s.success())
     {
         // opening would block until a writer came: refused instead
-        assert_code(fs.open("/fifo", READ, "").await, ErrorCode::NOT_FILE);
-        assert_code(fs.checksum("/fifo", None).await, ErrorCode::NOT_FILE);
-        let st = fs.stat("/fifo").await.unwrap();
+        assert_code(
+            fs.open(&Caller::local("test"), "/fifo", READ, "").await,
+            ErrorCode::NOT_FILE,
+        );
+        assert_code(
+            fs.checksum(&Caller::local("test"), "/fifo", None).await,
+            ErrorCode::NOT_FILE,
+        );
+        let st = fs.stat(&Caller::local("test"), "/fifo").await.unwrap();
         assert!(st.flags.contains(StatFlags::OTHER));
     }
 }
@@ -449,79 +599,128 @@ async fn namespace_changes() {
     let (fs, root) = (&t.fs, t.root());
     std::fs::create_dir_all(root.join("full/inner")).unwrap();
 
-    fs.mkdir("/made", 0o750, false).await.unwrap();
+    fs.mkdir(&Caller::local("test"), "/made", 0o750, false)
+        .await
+        .unwrap();
     assert_eq!(
         std::fs::metadata(root.join("made")).unwrap().mode() & 0o777,
         0o750
     );
     // the reference passes a repeat with the same bits and owner rwx is added
-    fs.mkdir("/made", 0o050, false).await.unwrap();
+    fs.mkdir(&Caller::local("test"), "/made", 0o050, false)
+        .await
+        .unwrap();
     assert_error(
-        fs.mkdir("/made", 0o755, false).await,
+        fs.mkdir(&Caller::local("test"), "/made", 0o755, false)
+            .await,
         ErrorCode::ITEM_EXISTS,
         "Unable to mkdir /made; file exists",
     );
-    assert_code(fs.mkdir("/nine", 0o755, true).await, ErrorCode::ITEM_EXISTS);
-    assert_code(fs.mkdir("/p/q/r", 0o755, false).await, ErrorCode::NOT_FOUND);
-    assert_code(fs.mkdir("/nine/x", 0o755, true).await, ErrorCode::FS_ERROR);
-    fs.mkdir("/p/q/r", 0o700, true).await.unwrap();
+    assert_code(
+        fs.mkdir(&Caller::local("test"), "/nine", 0o755, true).await,
+        ErrorCode::ITEM_EXISTS,
+    );
+    assert_code(
+        fs.mkdir(&Caller::local("test"), "/p/q/r", 0o755, false)
+            .await,
+        ErrorCode::NOT_FOUND,
+    );
+    assert_code(
+        fs.mkdir(&Caller::local("test"), "/nine/x", 0o755, true)
+            .await,
+        ErrorCode::FS_ERROR,
+    );
+    fs.mkdir(&Caller::local("test"), "/p/q/r", 0o700, true)
+        .await
+        .unwrap();
     assert!(root.join("p/q/r").is_dir());
-    fs.mkdir("/p/q/r", 0o700, true).await.unwrap();
+    fs.mkdir(&Caller::local("test"), "/p/q/r", 0o700, true)
+        .await
+        .unwrap();
 
-    fs.rmdir("/p/q/r").await.unwrap();
+    fs.rmdir(&Caller::local("test"), "/p/q/r").await.unwrap();
     assert!(!root.join("p/q/r").exists());
-    fs.rmdir("/p/q/r")
+    fs.rmdir(&Caller::local("test"), "/p/q/r")
         .await
         .expect("the reference passes a missing rmdir");
     assert_error(
-        fs.rmdir("/nine").await,
+        fs.rmdir(&Caller::local("test"), "/nine").await,
         ErrorCode::FS_ERROR,
         "Unable to remove /nine; not a directory",
     );
     assert_error(
-        fs.rmdir("/full").await,
+        fs.rmdir(&Caller::local("test"), "/full").await,
         ErrorCode::FS_ERROR,
         "Unable to remove /full; directory not empty",
     );
-    assert_code(fs.rmdir("/").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.rmdir(&Caller::local("test"), "/").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
 
-    fs.rm("/dir/a").await.unwrap();
+    fs.rm(&Caller::local("test"), "/dir/a").await.unwrap();
     assert!(!root.join("dir/a").exists());
-    assert_code(fs.rm("/dir/a").await, ErrorCode::NOT_FOUND);
-    fs.rm("/empty")
+    assert_code(
+        fs.rm(&Caller::local("test"), "/dir/a").await,
+        ErrorCode::NOT_FOUND,
+    );
+    fs.rm(&Caller::local("test"), "/empty")
         .await
         .expect("rm removes an empty directory");
     assert!(!root.join("empty").exists());
-    assert_code(fs.rm("/full").await, ErrorCode::FS_ERROR);
+    assert_code(
+        fs.rm(&Caller::local("test"), "/full").await,
+        ErrorCode::FS_ERROR,
+    );
     assert!(root.join("full/inner").is_dir());
 
-    fs.mv("/nine", "/dir/nine").await.unwrap();
+    fs.mv(&Caller::local("test"), "/nine", "/dir/nine")
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(root.join("dir/nine")).unwrap(), b"123456789");
     assert_error(
-        fs.mv("/nine", "/x").await,
+        fs.mv(&Caller::local("test"), "/nine", "/x").await,
         ErrorCode::NOT_FOUND,
         "Unable to rename /nine; no such file or directory",
     );
-    assert_code(fs.mv("/big", "/dir").await, ErrorCode::IS_DIRECTORY);
-    assert_code(fs.mv("/dir", "/full").await, ErrorCode::FS_ERROR);
+    assert_code(
+        fs.mv(&Caller::local("test"), "/big", "/dir").await,
+        ErrorCode::IS_DIRECTORY,
+    );
+    assert_code(
+        fs.mv(&Caller::local("test"), "/dir", "/full").await,
+        ErrorCode::FS_ERROR,
+    );
 
-    fs.chmod("/big", 0o4640).await.unwrap();
+    fs.chmod(&Caller::local("test"), "/big", 0o4640)
+        .await
+        .unwrap();
     assert_eq!(
         std::fs::metadata(root.join("big")).unwrap().mode() & 0o7777,
         0o640
     );
-    assert_code(fs.chmod("/missing", 0o644).await, ErrorCode::NOT_FOUND);
+    assert_code(
+        fs.chmod(&Caller::local("test"), "/missing", 0o644).await,
+        ErrorCode::NOT_FOUND,
+    );
 
-    fs.truncate("/big", 100).await.unwrap();
+    fs.truncate(&Caller::local("test"), "/big", 100)
+        .await
+        .unwrap();
     assert_eq!(std::fs::read(root.join("big")).unwrap(), pattern(100));
-    fs.truncate("/big", 200).await.unwrap();
+    fs.truncate(&Caller::local("test"), "/big", 200)
+        .await
+        .unwrap();
     assert_eq!(std::fs::metadata(root.join("big")).unwrap().len(), 200);
     assert_error(
-        fs.truncate("/dir", 5).await,
+        fs.truncate(&Caller::local("test"), "/dir", 5).await,
         ErrorCode::IS_DIRECTORY,
         "Unable to trunc /dir; is a directory",
     );
-    assert_code(fs.truncate("/missing", 1).await, ErrorCode::NOT_FOUND);
+    assert_code(
+        fs.truncate(&Caller::local("test"), "/missing", 1).await,
+        ErrorCode::NOT_FOUND,
+    );
 }
 
 #[test]
@@ -532,4 +731,45 @@ fn root_must_be_a_directory() {
     assert_eq!(e.kind(), io::ErrorKind::NotADirectory);
     let e = LocalFs::new(dir.path().join("missing")).unwrap_err();
     assert_eq!(e.kind(), io::ErrorKind::NotFound);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_policy_refuses_before_touching_the_disk() {
+    let t = Tree::new();
+    let fs = t.fs.clone().with_policy(
+        AccessPolicy::new(Access::ReadOnly)
+            .allow("/dir", Access::None)
+            .allow_user("alice", "/dir", Access::ReadWrite),
+    );
+    let (alice, bob) = (Caller::local("alice"), Caller::local("bob"));
+    let write = OpenMode {
+        write: true,
+        create_new: true,
+        ..READ
+    };
+    // everyone reads outside /dir; nobody but alice writes
+    assert_eq!(fs.stat(&bob, "/nine").await.unwrap().size, 9);
+    assert!(fs.open(&bob, "/nine", READ, "").await.is_ok());
+    assert_error(
+        fs.open(&bob, "/new", write, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+        "bob is not allowed to write /new",
+    );
+    assert!(!t.root().join("new").exists());
+    assert_code(fs.rm(&alice, "/nine").await, ErrorCode::NOT_AUTHORIZED);
+    assert_code(
+        fs.mv(&alice, "/dir/a", "/a").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert!(t.root().join("nine").exists() && t.root().join("dir/a").exists());
+    // /dir is alice's alone
+    assert_error(
+        fs.dirlist(&bob, "/dir", false).await,
+        ErrorCode::NOT_AUTHORIZED,
+        "bob is not allowed to read /dir",
+    );
+    assert_code(fs.stat(&bob, "/dir/a").await, ErrorCode::NOT_AUTHORIZED);
+    assert!(fs.open(&alice, "/dir/new", write, "").await.is_ok());
+    fs.mv(&alice, "/dir/new", "/dir/sub/new").await.unwrap();
+    assert!(t.root().join("dir/sub/new").exists());
 }
