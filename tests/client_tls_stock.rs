@@ -190,14 +190,16 @@ async fn roots_reads_writes_lists_with_tls_substreams() {
 async fn root_is_switched_by_the_server_at_each_level() {
     let pki = pki();
     let content = pattern(SIZE);
-    // the level, and whether the data streams run TLS for a root:// client
-    // whose main stream was switched (XrdCl's info->encrypted: they ask
-    // with kXR_wantTLS)
-    for level in [
-        "capable all",
-        "capable login",
-        "capable data session",
-        "all",
+    // each level, with the flag that makes the main stream switch:
+    // kXR_gotoTLS right after kXR_protocol (the server saw kXR_ableTLS and
+    // requires TLS for the login), or kXR_tlsSess after the login; the data
+    // stream of a switched channel asks with kXR_wantTLS (XrdCl's
+    // info->encrypted) and runs TLS too
+    for (level, switch) in [
+        ("capable all", Srv::GOTO_TLS),
+        ("capable login", Srv::GOTO_TLS),
+        ("capable data session", Srv::TLS_SESS),
+        ("all", Srv::GOTO_TLS),
     ] {
         let Some((server, data)) =
             tls_server(&pki, (&pki.host_cert, &pki.host_key), level, &content)
@@ -210,7 +212,13 @@ async fn root_is_switched_by_the_server_at_each_level() {
         let ch = &client.channels()[0];
         let info = ch.server_info().unwrap();
         assert!(info.tls, "{level}: main stream not switched: {info:?}");
-        assert!(info.flags.contains(Srv::HAVE_TLS), "{level}");
+        assert!(
+            info.flags.contains(Srv::HAVE_TLS | switch),
+            "{level}: {info:?}"
+        );
+        if switch == Srv::TLS_SESS {
+            assert!(!info.flags.contains(Srv::GOTO_TLS), "{level}: {info:?}");
+        }
         let subs = ch.substreams();
         assert_eq!(subs.len(), 1, "{level}: {subs:?}");
         assert!(subs[0].1, "{level}: the data stream is plain");
