@@ -73,6 +73,19 @@ fn tls_server(
     std::fs::create_dir(data.path().join("sub")).unwrap();
     std::fs::write(data.path().join("sub/a"), b"a").unwrap();
     std::fs::write(data.path().join("sub/b"), b"bb").unwrap();
+    let port = support::stock::free_port();
+    let server = tls_server_on(port, pki, (cert, key), level, data.path())?;
+    Some((server, data))
+}
+
+/// As [`tls_server`], on `port`, exporting `data` as it is.
+fn tls_server_on(
+    port: u16,
+    pki: &TestPki,
+    (cert, key): (&Path, &Path),
+    level: &str,
+    data: &Path,
+) -> Option<StockServer> {
     let key = server_key(key);
     let tls = format!("xrd.tls {} {}", cert.display(), key.display());
     let ca = format!("xrd.tlsca certdir {}", pki.ca_dir.display());
@@ -81,8 +94,7 @@ fn tls_server(
     if level != "xrootd.tls " {
         lines.push(&level);
     }
-    let server = StockServer::start(data.path(), &lines)?;
-    Some((server, data))
+    StockServer::start_on(port, data, &lines)
 }
 
 /// A client trusting `ca_dir`, with `substreams` streams per channel and
@@ -584,4 +596,56 @@ async fn the_cache_reads_its_origin_over_roots() {
     let ch = &client.channels()[0];
     assert_eq!(ch.key().scheme, "roots");
     assert!(ch.server_info().unwrap().tls);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_tls_connection_is_made_again_with_tls() {
+    let pki = pki();
+    let content = pattern(SIZE);
+    // kXR_tlsSess: TLS starts after the login, before kXR_endsess
+    let level = "capable data session";
+    let Some((mut server, data)) =
+        tls_server(&pki, (&pki.host_cert, &pki.host_key), level, &content)
+    else {
+        return;
+    };
+    let port = server.port;
+    let client = client(&pki.ca_dir, 2, false);
+    let f = client
+        .open(&format!("root://localhost:{port}//f.bin"), OpenFlags::READ)
+        .await
+        .unwrap();
+    assert!(f.is_secure());
+    assert!(f.read_at(0, 1000).await.unwrap()[..] == content[..1000]);
+    let ch = Arc::clone(&client.channels()[0]);
+    let first = ch.server_info().unwrap().sessid;
+
+    // the server dies; its connections close
+    server.kill();
+    tokio::time::timeout(std::time::Duration::from_secs(60), async {
+        while ch.server_info().is_some() {
+            tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("the link noticed the server's end");
+    let _back = tls_server_on(
+        port,
+        &pki,
+        (&pki.host_cert, &pki.host_key),
+        level,
+        data.path(),
+    )
+    .unwrap();
+
+    // the same file reads on: connect, TLS after login, end the old
+    // session, open again, and a TLS data stream
+    let got = f.read_at(500_000, 100_000).await.unwrap();
+    assert!(got[..] == content[500_000..600_000]);
+    let info = ch.server_info().unwrap();
+    assert!(info.tls && info.sessid != first, "{info:?}");
+    assert!(f.is_secure());
+    assert_eq!(ch.substreams().len(), 1);
+    assert!(ch.substreams()[0].1);
+    f.close().await.unwrap();
 }
