@@ -4,7 +4,9 @@
 //! ```text
 //! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] \
 //!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
-//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [-v] DIR
+//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... \
+//!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
+//!     [-v] DIR
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
 //!
@@ -18,19 +20,23 @@
 //! bound (with `--port 0`, the port picked).
 //! Ctrl-C or SIGTERM shuts down gracefully (requests in flight are
 //! answered first).
+//! With `--tls-cert`/`--tls-key` TLS is offered (`roots://`) or required
+//! (`--tls`); SIGHUP reloads the certificate and key.
 //! Logging goes to stderr through `tracing`; `-v` adds the debug events.
 
 #[path = "common/auth.rs"]
 mod auth;
 #[path = "common/daemon.rs"]
 mod daemon;
+#[path = "common/tls.rs"]
+mod tls;
 
 use std::io::{self, Write};
 use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use xroot::server::{LocalFs, ReadvConcurrency, Server};
+use xroot::server::{Config, LocalFs, ReadvConcurrency, Server};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [-v] DIR`
 #[derive(Debug, Parser)]
@@ -46,6 +52,8 @@ pub struct Cli {
     /// where overlapping reads make the head seek back and forth.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub readv_concurrency: u16,
+    #[command(flatten)]
+    pub tls: tls::TlsArgs,
     /// Log debug events too.
     #[arg(short, long)]
     pub verbose: bool,
@@ -65,7 +73,11 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
     };
     let fs = LocalFs::new(&cli.dir)?.readv_concurrency(readv);
     let root = fs.root().display().to_string();
-    let server = Server::bind((cli.bind, cli.port), fs, cli.auth.config()?).await?;
+    let config = Config {
+        tls: cli.tls.config()?,
+        ..cli.auth.config()?
+    };
+    let server = Server::bind((cli.bind, cli.port), fs, config).await?;
     tracing::info!(
         %root,
         addr = %server.local_addr(),
@@ -84,6 +96,7 @@ async fn main() -> io::Result<()> {
     io::stdout().flush()?;
     let handle = server.handle();
     daemon::shutdown_on_signal(handle.clone())?;
+    tls::reload_on_sighup(handle.clone())?;
     server.serve().await?;
     let s = handle.stats();
     tracing::info!(

@@ -5,7 +5,8 @@
 //! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
 //!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
 //!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
-//!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE] [-v]
+//!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE]
+//!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
 //! ```
 //!
@@ -15,6 +16,9 @@
 //! open file's sidecar is written, and the cache's statistics are printed
 //! on stdout. `xrdfs HOST:PORT query stats a` answers the same figures
 //! while it runs.
+//!
+//! `--tls-cert`/`--tls-key` offer TLS to clients (`--tls` requires it:
+//! capable, login, session, data or all); SIGHUP reloads the certificate.
 //!
 //! Purge is on by default, as in the stock XCache (`pfc.diskusage 0.90
 //! 0.95`): every `--purge-interval` seconds (and at once when the disk
@@ -30,6 +34,8 @@
 mod auth;
 #[path = "common/daemon.rs"]
 mod daemon;
+#[path = "common/tls.rs"]
+mod tls;
 
 use std::io::{self, Write};
 use std::net::IpAddr;
@@ -44,7 +50,7 @@ use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs};
 use xroot::client::{Client, Config as ClientConfig};
 use xroot::sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
-use xroot::server::Server;
+use xroot::server::{Config, Server};
 
 /// `xcache --origin URL --cache-dir DIR [options]`
 #[derive(Debug, Parser)]
@@ -93,6 +99,8 @@ pub struct Cli {
     /// something else makes room).
     #[arg(long)]
     pub no_purge: bool,
+    #[command(flatten)]
+    pub tls: tls::TlsArgs,
     /// Log debug events too.
     #[arg(short, long)]
     pub verbose: bool,
@@ -176,7 +184,11 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let origin = RemoteOrigin::new(Client::with_config(client), &cli.origin)
         .map_err(|e| invalid(format!("--origin: {e}")))?;
     let fs = CacheFs::new(origin, store, config);
-    let server = Server::bind((cli.bind, cli.port), fs, cli.auth.config()?).await?;
+    let config = Config {
+        tls: cli.tls.config()?,
+        ..cli.auth.config()?
+    };
+    let server = Server::bind((cli.bind, cli.port), fs, config).await?;
     tracing::info!(
         origin = %cli.origin,
         cache = %cli.cache_dir.display(),
@@ -199,6 +211,7 @@ async fn main() -> io::Result<()> {
     println!("xcache listening on {}", server.local_addr());
     io::stdout().flush()?;
     daemon::shutdown_on_signal(server.handle())?;
+    tls::reload_on_sighup(server.handle())?;
     server.serve().await?;
     fs.flush_all().await?;
     println!("{}", fs.stats());

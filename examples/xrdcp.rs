@@ -7,8 +7,10 @@
 //!     SRC... DST
 //! ```
 //!
-//! SRC and DST are `root://host[:port]//path` URLs or local paths, on either
-//! side; `-` is standard input as SRC and standard output as DST. With
+//! SRC and DST are `root://host[:port]//path` URLs (`roots://` for TLS,
+//! trusting the CA certificates of `X509_CERT_DIR`, default
+//! `/etc/grid-security/certificates`, as the stock tool) or local paths, on
+//! either side; `-` is standard input as SRC and standard output as DST. With
 //! several SRC, DST is a directory and `--parallel N` copies N files at once;
 //! a DST that is an existing directory receives the file under its own name.
 //! A DST that exists is an error unless `-f`; missing parent directories are
@@ -20,8 +22,10 @@
 //! order (a local target) or as they come (a remote one). As the stock tool,
 //! `XRD_CPUSEPGWRTRD=1` (the default) reads and writes remote files with
 //! `kXR_pgread` / `kXR_pgwrite` (crc32c per 4 kB page) and `0` with plain
-//! `kXR_read` / `kXR_write`. `--streams N` opens N TCP connections per
-//! server (`kXR_bind` substreams). `--connections N` (not in the stock tool)
+//! `kXR_read` / `kXR_write`; over TLS, plain reads and writes either way
+//! (the stock tool's `File::IsSecure` check: TLS protects the data).
+//! `--streams N` opens N TCP connections per server (`kXR_bind`
+//! substreams). `--connections N` (not in the stock tool)
 //! opens each remote file on N channels of its own (a distinct
 //! `xrdcl.intent` each) and spreads the blocks over them, so that as many
 //! server threads serve it.
@@ -89,7 +93,7 @@ struct Args {
     /// No output but errors (and requested checksums).
     #[arg(short = 's', long)]
     silent: bool,
-    /// SRC... DST: root:// URLs or local paths; `-` is stdin / stdout.
+    /// SRC... DST: root:// or roots:// URLs or local paths; `-` is stdin / stdout.
     #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
 }
@@ -450,7 +454,8 @@ async fn open_source(ctx: &Ctx, src: &Place) -> Res<Source> {
                 // a task per block: page checks and copies run on every core
                 let file = Arc::clone(&spread[i as usize % spread.len()]);
                 tokio::spawn(async move {
-                    let data = match t.paged {
+                    // as the stock tool: no page checksums over TLS
+                    let data = match t.paged && !file.is_secure() {
                         true => file.pgread(offset, len).await?,
                         false => file.read_at(offset, len).await?,
                     };
@@ -619,7 +624,7 @@ impl Sink {
                 let file = Arc::clone(&files[*sent % files.len()]);
                 *sent += 1;
                 writes.spawn(async move {
-                    match t.paged {
+                    match t.paged && !file.is_secure() {
                         true => file.pgwrite(offset, data).await?,
                         false => file.write_at(offset, data).await?,
                     }

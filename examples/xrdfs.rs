@@ -7,6 +7,10 @@
 //!         | mv A B | query checksum PATH[?cks.type=ALG] | query config KEY
 //! ```
 //!
+//! `roots://` URLs run TLS, and a `root://` server that asks for TLS gets
+//! it: the CA certificates trusted are those of `X509_CERT_DIR` (default
+//! `/etc/grid-security/certificates`), as for the stock tool.
+//!
 //! Differences from the stock `xrdfs`: times are printed in UTC (the stock
 //! tool prints local time), and `ls` lists one server (it does not locate
 //! the directory on every server of a cluster first).
@@ -30,7 +34,7 @@ use xroot::client::{Client, DirEntry, Error, FileSystem};
     about = "Namespace and query commands against an XRootD server"
 )]
 pub struct Cli {
-    /// The server: root://[user@]host[:port]
+    /// The server: root://[user@]host[:port] (or roots:// for TLS)
     pub url: String,
     /// What to do.
     #[command(subcommand)]

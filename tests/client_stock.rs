@@ -68,13 +68,23 @@ async fn open_read_write_stat_close() {
 }
 
 #[tokio::test]
-async fn a_tls_url_is_refused_not_sent_in_plain_text() {
+async fn a_tls_url_without_tls_configured_is_refused_not_sent_in_plain_text() {
     // nothing listens on this port: the refusal must come before any connect
-    let client = Client::new();
+    let client = Client::with_config(xroot::client::Config::default().without_tls());
     let err = client
         .open("roots://127.0.0.1:9//f", OpenFlags::READ)
         .await
         .unwrap_err();
-    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput, "{err}");
+    assert!(
+        matches!(
+            err,
+            xroot::client::Error::Tls {
+                cause: xroot::client::TlsCause::NotConfigured,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), std::io::ErrorKind::Unsupported, "{err}");
     assert!(err.to_string().contains("TLS"), "{err}");
 }

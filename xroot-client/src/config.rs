@@ -2,7 +2,10 @@
 //! `XRD_*` environment settings, PROTOCOL.md §12.3).
 
 use std::path::PathBuf;
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, SystemTime};
+
+use xroot_sec::tls::client::{default_cert_dir, ClientTls};
 
 /// How a [`crate::Client`] behaves. `Config::default()` matches XrdCl
 /// (and reads the security environment: `XrdSecSSSKT`, `XrdSecPROTOCOL`).
@@ -41,6 +44,22 @@ pub struct Config {
     /// TCP connections per channel toward a data server: the main stream
     /// plus `substreams - 1` bound with `kXR_bind` (`XRD_SUBSTREAMSPERCHANNEL`, 1).
     pub substreams: usize,
+    /// TLS: whom to trust (and a client certificate, if any). With it the
+    /// client offers `kXR_ableTLS` on `root://` and switches when the
+    /// server says so; without it a `roots://` URL fails with
+    /// [`TlsCause::NotConfigured`](crate::TlsCause::NotConfigured) and a
+    /// server that requires TLS with
+    /// [`TlsCause::Required`](crate::TlsCause::Required). Default: from
+    /// the environment as the stock client builds it,
+    /// [`ClientTls::from_env`] — the CA directory `X509_CERT_DIR`, else
+    /// `/etc/grid-security/certificates`, when it exists and holds a
+    /// certificate; else none.
+    pub tls: Option<ClientTls>,
+    /// Data substreams in plain text when the main stream runs TLS and the
+    /// server does not require TLS for data (`XRD_TLSNODATA`, off; the
+    /// default reads that variable, non-zero = on). A channel then opens at
+    /// least 2 streams, as XrdCl does, so that reads have a plain one.
+    pub tls_no_data: bool,
     /// The `sss` keytab to seal credentials with: `XrdSecSSSKT` (or the
     /// older `XrdSecsssKT`) when set to a file that exists, as the stock
     /// client reads them (XrdSecProtocolsss.cc `Load_Client`). When `None`
@@ -62,6 +81,52 @@ pub struct Config {
     pub bearer_token: Option<xroot_sec::ztn::BearerToken>,
 }
 
+impl Config {
+    /// This configuration with `tls` as its TLS configuration.
+    pub fn with_tls(mut self, tls: ClientTls) -> Config {
+        self.tls = Some(tls);
+        self
+    }
+
+    /// This configuration without TLS (no `kXR_ableTLS`; `roots://` fails).
+    pub fn without_tls(mut self) -> Config {
+        self.tls = None;
+        self
+    }
+}
+
+/// The TLS configuration of the environment; none when there is no CA
+/// directory, or it cannot be read (logged). The directory is read once
+/// per path and modification time (adding or removing a CA, as `openssl
+/// rehash` does, changes it), not at every `Config::default()`.
+fn tls_from_env() -> Option<ClientTls> {
+    type Seen = (PathBuf, Option<SystemTime>, Option<ClientTls>);
+    static LAST: Mutex<Option<Seen>> = Mutex::new(None);
+    let dir = default_cert_dir();
+    let mtime = std::fs::metadata(&dir).and_then(|m| m.modified()).ok();
+    let mut last = LAST.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some((d, t, tls)) = &*last {
+        if *d == dir && *t == mtime && mtime.is_some() {
+            return tls.clone();
+        }
+    }
+    let tls = ClientTls::from_env().unwrap_or_else(|e| {
+        tracing::warn!(error = %e, "no TLS configuration from the environment");
+        None
+    });
+    *last = Some((dir, mtime, tls.clone()));
+    tls
+}
+
+/// An `XRD_*` integer setting as XrdCl's `Env::GetInt` reads it: set and
+/// a non-zero integer.
+fn env_flag(name: &str) -> bool {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .is_some_and(|v| v != 0)
+}
+
 impl Default for Config {
     fn default() -> Self {
         Config {
@@ -75,6 +140,8 @@ impl Default for Config {
             max_answer_frames: 65_536,
             app_name: "xroot".to_string(),
             substreams: 1,
+            tls: tls_from_env(),
+            tls_no_data: env_flag("XRD_TLSNODATA"),
             sss_keytab: ["XrdSecSSSKT", "XrdSecsssKT"]
                 .iter()
                 .filter_map(std::env::var_os)

@@ -5,6 +5,7 @@ use std::io;
 use std::time::Duration;
 
 use xroot_proto::{DecodeError, ErrorCode};
+use xroot_sec::tls::client::HandshakeError;
 
 /// Why a client call failed.
 #[non_exhaustive]
@@ -86,6 +87,17 @@ pub enum Error {
         endpoint: String,
         /// The protocols the server offered (`gsi`, `krb5`, ...).
         offered: Vec<String>,
+    },
+
+    /// TLS could not be brought up, or was refused, on a connection: the
+    /// cause says which ([`TlsCause`]). Never followed by a plain-text
+    /// fallback.
+    #[error("TLS with {endpoint}: {cause}")]
+    Tls {
+        /// `host:port` of the server.
+        endpoint: String,
+        /// Why.
+        cause: TlsCause,
     },
 
     /// A credential for a protocol the server offered could not be made,
@@ -170,6 +182,7 @@ impl Error {
             Error::PageChecksum { .. } => K::InvalidData,
             Error::Url(_) | Error::InvalidArgument(_) => K::InvalidInput,
             Error::AuthUnsupported { .. } | Error::Credential { .. } => K::PermissionDenied,
+            Error::Tls { cause, .. } => cause.kind(),
             Error::NotOpen => K::NotConnected,
             _ => K::Other,
         }
@@ -195,6 +208,69 @@ impl Error {
 impl From<Error> for io::Error {
     fn from(e: Error) -> io::Error {
         io::Error::new(e.kind(), e)
+    }
+}
+
+/// Why TLS failed on a connection ([`Error::Tls`]). Wire facts from
+/// XProtocol.hh and XrdClXRootDTransport.cc (SECURITY-FACTS.md).
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TlsCause {
+    /// A `roots://` URL, but the client has no TLS configuration (no CA
+    /// directory at `X509_CERT_DIR` or `/etc/grid-security/certificates`,
+    /// none set in [`Config::tls`](crate::Config::tls)). Nothing was sent.
+    #[error("no TLS configuration (no CA directory; set X509_CERT_DIR or Config::tls)")]
+    NotConfigured,
+
+    /// The server requires TLS (the flag named, in its `kXR_protocol`
+    /// answer) and this client has no TLS configuration, so it did not offer
+    /// `kXR_ableTLS`: it stops rather than log in in plain text.
+    #[error("server requires TLS ({asked}) but this client has no TLS configuration")]
+    Required {
+        /// `kXR_gotoTLS`, `kXR_tlsLogin`, `kXR_tlsSess` or `kXR_tlsData`.
+        asked: &'static str,
+    },
+
+    /// A `roots://` connection to a server that does not run TLS (no
+    /// `kXR_haveTLS`, a protocol older than 0x500, or no switch after
+    /// `kXR_wantTLS`); the stock client says "Server was not configured to
+    /// support encryption".
+    #[error("server without TLS: {detail}")]
+    ServerWithoutTls {
+        /// What the server's answer lacked.
+        detail: &'static str,
+    },
+
+    /// The TLS handshake failed: untrusted chain, name mismatch, expired
+    /// certificate, ...
+    #[error("handshake failed: {0}")]
+    Handshake(#[from] HandshakeError),
+
+    /// The server sent bytes past the frame after which the connection
+    /// switches to TLS, in plain text: a protocol violation (they could be
+    /// an attacker's, injected before the encryption starts).
+    #[error("{bytes} plain-text bytes received where TLS should start")]
+    PlaintextLeftOver {
+        /// How many bytes were waiting.
+        bytes: usize,
+    },
+}
+
+impl TlsCause {
+    /// The closest [`io::ErrorKind`]: `ConnectionRefused` for a server
+    /// without TLS (the stock client's `ECONNREFUSED`), `Unsupported` for a
+    /// client without TLS, `PermissionDenied` for a certificate that is
+    /// not trusted, not for this host, out of its validity or refused,
+    /// `InvalidData` for a handshake or stream that broke.
+    pub fn kind(&self) -> io::ErrorKind {
+        use io::ErrorKind as K;
+        match self {
+            TlsCause::NotConfigured | TlsCause::Required { .. } => K::Unsupported,
+            TlsCause::ServerWithoutTls { .. } => K::ConnectionRefused,
+            TlsCause::Handshake(HandshakeError::Other(_)) => K::InvalidData,
+            TlsCause::Handshake(_) => K::PermissionDenied,
+            TlsCause::PlaintextLeftOver { .. } => K::InvalidData,
+        }
     }
 }
 

@@ -145,7 +145,8 @@ pub struct File {
 
 impl File {
     /// Opens `url` with `flags`. Errors: [`Error::Server`] (e.g.
-    /// `kXR_NotFound`), connection errors, [`Error::RedirectLimit`],
+    /// `kXR_NotFound`), connection errors (among them [`Error::Tls`] when
+    /// TLS is needed and fails), [`Error::RedirectLimit`],
     /// [`Error::Timeout`].
     pub async fn open(client: &Client, url: &Url, flags: OpenFlags) -> Result<File> {
         let (handle, stat) = open_at(client, url, flags).await?;
@@ -169,6 +170,18 @@ impl File {
     /// The URL of the server that holds the file (after redirects).
     pub fn server_url(&self) -> Option<Url> {
         self.handle.lock().unwrap().as_ref().map(|h| h.url.clone())
+    }
+
+    /// Whether the connection that holds the file runs TLS (its main
+    /// stream; XrdCl's `File::IsSecure`, which xrdcp consults to skip
+    /// `kXR_pgread` / `kXR_pgwrite`: TLS protects the data already).
+    /// `false` when closed.
+    pub fn is_secure(&self) -> bool {
+        self.handle
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|h| h.link.info.tls)
     }
 
     /// The stat the server returned at open (or the last [`File::stat`]).

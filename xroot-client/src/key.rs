@@ -115,4 +115,18 @@ mod tests {
             "root://u@h:1094/?xrdcl.intent=tpc&xrd.sss=/k"
         );
     }
+
+    #[test]
+    fn tls_and_plain_urls_never_share_a_channel() {
+        let (plain, tls) = (key("root://h:1094//a"), key("roots://h:1094//a"));
+        assert_ne!(plain, tls);
+        assert_eq!(key("xroots://h//b"), tls);
+        assert_eq!(tls.scheme, "roots");
+        assert_eq!(tls.to_string(), "roots://h:1094/");
+        // the channel map of a client keeps both
+        let mut map = std::collections::HashMap::new();
+        map.insert(plain.clone(), 1);
+        map.insert(tls.clone(), 2);
+        assert_eq!((map[&plain], map[&tls]), (1, 2));
+    }
 }

@@ -42,7 +42,7 @@ mod stats;
 pub use channel::{Channel, ServerInfo};
 pub use client::Client;
 pub use config::Config;
-pub use error::{Error, Result};
+pub use error::{Error, Result, TlsCause};
 pub use file::{File, OpenFlags};
 pub use fs::{DirEntry, FileSystem};
 pub use io::FileReader;
@@ -52,3 +52,6 @@ pub use spread::Spread;
 pub use stats::{ChannelStats, PathStats};
 pub use xroot_proto as proto;
 pub use xroot_proto::url::Url;
+/// TLS configuration for [`Config::tls`]: trust store, client certificate,
+/// handshake errors (from `xroot-sec`).
+pub use xroot_sec::tls::client as tls;

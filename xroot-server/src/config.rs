@@ -8,6 +8,7 @@ use xroot_proto::frame::DEFAULT_MAX_REQUEST_DLEN;
 use xroot_proto::limits::MAX_TRANSFER;
 
 use crate::auth::Authenticator;
+use crate::tls::TlsConfig;
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
 #[derive(Clone)]
@@ -81,6 +82,10 @@ pub struct Config {
     pub version: String,
     /// The security layer; `None` (the default) for none.
     pub authenticator: Option<Arc<dyn Authenticator>>,
+    /// TLS: the certificate and what must run TLS (see
+    /// [`crate::TlsRequirement`]); `None` (the default): no TLS, the
+    /// `kXR_protocol` answer does not carry `kXR_haveTLS`.
+    pub tls: Option<TlsConfig>,
 }
 
 impl Default for Config {
@@ -103,6 +108,7 @@ impl Default for Config {
             frame_timeout: Duration::from_secs(60),
             version: format!("xroot-server v{}", env!("CARGO_PKG_VERSION")),
             authenticator: None,
+            tls: None,
         }
     }
 }
@@ -134,6 +140,10 @@ impl std::fmt::Debug for Config {
                         .map(|p| String::from_utf8_lossy(&p.name).into_owned())
                         .collect::<Vec<_>>()
                 }),
+            )
+            .field(
+                "tls",
+                &self.tls.as_ref().map(|t| (t.server.files(), t.requirement)),
             )
             .finish()
     }

@@ -16,6 +16,11 @@
 //!   [`ZtnAuth`] for bearer tokens validated by [`token`]),
 //!   `kXR_bind` substreams, `kXR_endsess`, and the reference's gating of
 //!   every request (see `session`).
+//! - TLS ([`TlsConfig`]): offered to clients that ask (`roots://`) or
+//!   required for login, the session or the data substreams
+//!   ([`TlsRequirement`]), switched on the same connection as the
+//!   reference does; the certificate reloads without a restart
+//!   ([`ServerHandle::reload_tls`]).
 //! - Dispatch: requests on one link run concurrently, each frame written
 //!   whole; partial answers chunked as the reference chunks them; slow
 //!   backend calls deferred with `kXR_waitresp` + `kXR_attn`.
@@ -83,6 +88,8 @@ mod server;
 mod session;
 pub mod stats;
 pub mod token;
+mod tls;
+mod transport;
 
 pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
@@ -94,4 +101,6 @@ pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
 pub use token::{TokenConfig, TokenError, TokenValidator};
+pub use tls::{TlsConfig, TlsRequirement};
 pub use xroot_proto as proto;
+pub use xroot_sec::tls::server::{ServerTls, ServerTlsError, ServerTlsFiles};

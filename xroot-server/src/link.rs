@@ -9,15 +9,22 @@
 //! every [`LinkWriter`] is dropped, after writing everything queued, and
 //! then shuts the socket's write side down; aborted, it drops what is
 //! queued (and its shares).
+//!
+//! To switch the link to TLS the session takes the write half back
+//! ([`LinkWriter::take_half`]): the task writes and flushes everything
+//! queued before, hands the half over and waits for the TLS one; what is
+//! queued meanwhile is written on the new half. Every [`LinkWriter`] clone
+//! stays valid across the switch.
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use xroot_proto::response::Response;
 use xroot_proto::{ResponseHeader, Status, StreamId};
 
 use crate::budget::Share;
+use crate::transport::LinkWrite;
 
 /// Messages queued per link before senders wait.
 const QUEUE: usize = 16;
@@ -35,21 +42,43 @@ struct Message {
     _share: Option<Share>,
 }
 
+/// The write half handed over, and where to send the half that replaces
+/// it (dropped: the writer task ends).
+pub(crate) type Handover = (LinkWrite, oneshot::Sender<LinkWrite>);
+
+/// What the writer task is asked to do, in order.
+#[derive(Debug)]
+enum Command {
+    Write(Message),
+    /// Flush, then hand the write half over and wait for its replacement.
+    Swap(oneshot::Sender<Handover>),
+}
+
 /// A handle to queue frames on one link.
 #[derive(Debug, Clone)]
 pub(crate) struct LinkWriter {
-    tx: mpsc::Sender<Message>,
+    tx: mpsc::Sender<Command>,
 }
 
 impl LinkWriter {
     /// Starts the writer task on `w`.
-    pub(crate) fn spawn<W>(w: W) -> (LinkWriter, JoinHandle<()>)
-    where
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
+    pub(crate) fn spawn(w: LinkWrite) -> (LinkWriter, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE);
-        let task = tokio::spawn(write_loop(rx, w));
+        let task = tokio::spawn(async move {
+            if let Err(e) = write_loop(rx, w).await {
+                tracing::debug!("link write failed: {e}");
+            }
+        });
         (LinkWriter { tx }, task)
+    }
+
+    /// Takes the write half back once everything queued before is written
+    /// and flushed; the task then waits for the half to write on from now
+    /// on, sent through the returned sender.
+    pub(crate) async fn take_half(&self) -> Result<Handover, Closed> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send(Command::Swap(tx)).await.map_err(|_| Closed)?;
+        rx.await.map_err(|_| Closed)
     }
 
     /// Queues whole frames, written back to back; `share` is returned once
@@ -63,7 +92,10 @@ impl LinkWriter {
             parts,
             _share: share,
         };
-        self.tx.send(message).await.map_err(|_| Closed)
+        self.tx
+            .send(Command::Write(message))
+            .await
+            .map_err(|_| Closed)
     }
 
     /// Queues already encoded frames.
@@ -103,22 +135,30 @@ impl LinkWriter {
     }
 }
 
-async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<Message>, w: W) {
+async fn write_loop(mut rx: mpsc::Receiver<Command>, w: LinkWrite) -> std::io::Result<()> {
     let mut w = BufWriter::with_capacity(BUFFER, w);
-    let result: std::io::Result<()> = async {
-        while let Some(m) = rx.recv().await {
-            write_parts(&mut w, m.parts).await?;
-            while let Ok(m) = rx.try_recv() {
-                write_parts(&mut w, m.parts).await?;
+    while let Some(first) = rx.recv().await {
+        let mut next = Some(first);
+        while let Some(command) = next.take() {
+            match command {
+                Command::Write(m) => write_parts(&mut w, m.parts).await?,
+                Command::Swap(handover) => {
+                    w.flush().await?;
+                    let (tx, rx) = oneshot::channel();
+                    if handover.send((w.into_inner(), tx)).is_err() {
+                        return Ok(());
+                    }
+                    match rx.await {
+                        Ok(half) => w = BufWriter::with_capacity(BUFFER, half),
+                        Err(_) => return Ok(()),
+                    }
+                }
             }
-            w.flush().await?;
+            next = rx.try_recv().ok();
         }
-        w.shutdown().await
+        w.flush().await?;
     }
-    .await;
-    if let Err(e) = result {
-        tracing::debug!("link write failed: {e}");
-    }
+    w.shutdown().await
 }
 
 async fn write_parts<W: AsyncWrite + Unpin>(w: &mut W, parts: Vec<Bytes>) -> std::io::Result<()> {
@@ -135,8 +175,12 @@ mod tests {
 
     #[tokio::test]
     async fn frames_arrive_whole_and_in_order() {
-        let (a, mut b) = tokio::io::duplex(1 << 20);
-        let (link, task) = LinkWriter::spawn(a);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let (a, b) = tokio::join!(listener.accept(), tokio::net::TcpStream::connect(addr));
+        let (mut b, a) = (b.unwrap(), a.unwrap().0);
+        let (_rd, wr) = crate::transport::split(a);
+        let (link, task) = LinkWriter::spawn(wr);
         let sid = StreamId::from_u16(7);
         link.send_data(sid, Status::OKSOFAR, Bytes::from_static(b"abc"), None)
             .await

@@ -9,16 +9,18 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use bytes::BufMut;
-use xroot_proto::request::{Auth, Bind, Endsess, Login, Protocol, RequestBody};
+use xroot_proto::request::ProtocolFlags as ClientFlags;
+use xroot_proto::request::{Auth, Bind, Endsess, Expect, Login, Protocol, RequestBody};
 use xroot_proto::response::{
     BindResponse, LoginResponse, ProtocolFlags, ProtocolResponse, Response, Wait,
 };
-use xroot_proto::{ErrorCode, RequestFrame, ServerType};
+use xroot_proto::{ErrorCode, RequestFrame, ServerType, StreamId};
 
 use crate::auth::{AuthContext, AuthOutcome};
 use crate::dispatch::ok_with;
 use crate::fs::FileSystem;
 use crate::session::{Conn, Phase, PROTOCOL_VERSION};
+use crate::tls::TlsRequirement;
 
 /// What the `kXR_protocol` answer says this server is: a data server with
 /// pgread/pgwrite and persist-on-close, as the stock 5.5.3 server answers
@@ -49,14 +51,37 @@ impl<F: FileSystem> Conn<F> {
         }
     }
 
+    /// The TLS requirement, when the server has TLS.
+    fn tls_requirement(&self) -> Option<TlsRequirement> {
+        self.shared.config.tls.as_ref().map(|t| t.requirement)
+    }
+
     /// `kXR_protocol`: the version and what the server is. No 'B' or 'S'
     /// record (no bind interfaces, no request signing). A client that sends
-    /// `clientpv` 0 gets the old-style flags, the server type alone.
+    /// `clientpv` 0 gets the old-style flags, the server type alone. With
+    /// TLS, `kXR_haveTLS` and the requirement flags, and `kXR_gotoTLS` when
+    /// the link switches right after this answer (see [`crate::tls`]).
     pub(crate) async fn protocol(&mut self, frame: RequestFrame) -> ControlFlow<()> {
         let p: Protocol = self.decode(&frame).await?;
-        let flags = match p.clientpv {
-            0 => ProtocolFlags(ServerType::DATA_SERVER.0 as u32),
-            _ => SERVER_FLAGS,
+        let mut goto = false;
+        let flags = match (p.clientpv, self.tls_requirement()) {
+            (0, _) => ProtocolFlags(ServerType::DATA_SERVER.0 as u32),
+            (_, None) => SERVER_FLAGS,
+            (_, Some(req)) => {
+                if !self.tls {
+                    let want = p.flags.contains(ClientFlags::WANT_TLS);
+                    self.able_tls = want || p.flags.contains(ClientFlags::ABLE_TLS);
+                    goto = want
+                        || (self.able_tls
+                            && match p.expect.kind() {
+                                Expect::BIND => req.data(),
+                                Expect::LOGIN | Expect::TPC => req.login(),
+                                _ => false,
+                            });
+                }
+                let goto_flag = ProtocolFlags(if goto { ProtocolFlags::GOTO_TLS.0 } else { 0 });
+                SERVER_FLAGS | req.advertised() | goto_flag
+            }
         };
         let answer = ProtocolResponse {
             pval: PROTOCOL_VERSION,
@@ -65,7 +90,28 @@ impl<F: FileSystem> Conn<F> {
             security: None,
         };
         self.reply(frame.header.streamid, ok_with(|b| answer.encode(b)))
-            .await
+            .await?;
+        self.start_tls = goto;
+        ControlFlow::Continue(())
+    }
+
+    /// After the login answer (or the final `kXR_auth` one): a session
+    /// that needs TLS switches now, or, for a client that cannot do TLS, is
+    /// refused `kXR_TLSRequired` and its link closed (`logLogin`).
+    async fn logged_in_tls(&mut self, sid: StreamId) -> ControlFlow<()> {
+        match self.tls_requirement() {
+            Some(req) if req.session() && !self.tls => {}
+            _ => return ControlFlow::Continue(()),
+        }
+        if self.able_tls {
+            self.start_tls = true;
+            return ControlFlow::Continue(());
+        }
+        tracing::debug!(peer = %self.peer, "session requires TLS but the client is incapable");
+        let _ = self
+            .error(sid, ErrorCode::TLS_REQUIRED, "session requires TLS support")
+            .await;
+        ControlFlow::Break(())
     }
 
     /// `kXR_login`: opens the session. The answer is the 16-byte session id
@@ -73,6 +119,14 @@ impl<F: FileSystem> Conn<F> {
     /// [`crate::Authenticator`] offers protocols.
     pub(crate) async fn login(&mut self, frame: RequestFrame) -> ControlFlow<()> {
         let login: Login = self.decode(&frame).await?;
+        if self.tls_requirement().is_some_and(|r| r.login()) && !self.tls {
+            let message = match self.able_tls {
+                true => "login requires TLS be enabled",
+                false => "login requires TLS support",
+            };
+            let sid = frame.header.streamid;
+            return self.error(sid, ErrorCode::TLS_REQUIRED, message).await;
+        }
         let user: String = String::from_utf8_lossy(login.username())
             .chars()
             .map(|c| if c.is_ascii_graphic() { c } else { '_' })
@@ -93,7 +147,11 @@ impl<F: FileSystem> Conn<F> {
                 b.put_slice(token);
             }
         });
-        self.reply(frame.header.streamid, body).await
+        self.reply(frame.header.streamid, body).await?;
+        match token {
+            Some(_) => ControlFlow::Continue(()),
+            None => self.logged_in_tls(frame.header.streamid).await,
+        }
     }
 
     /// `kXR_auth` while authentication is pending.
@@ -121,7 +179,8 @@ impl<F: FileSystem> Conn<F> {
                     session,
                     auth_pending: false,
                 };
-                self.reply(sid, Response::Ok(Default::default())).await
+                self.reply(sid, Response::Ok(Default::default())).await?;
+                self.logged_in_tls(sid).await
             }
             AuthOutcome::More(parms) => self.reply(sid, Response::AuthMore(parms)).await,
             AuthOutcome::Refused(why) => self.error(sid, ErrorCode::AUTH_FAILED, &why).await,
@@ -133,6 +192,11 @@ impl<F: FileSystem> Conn<F> {
     pub(crate) async fn bind(&mut self, frame: RequestFrame) -> ControlFlow<()> {
         let sid = frame.header.streamid;
         let bind: Bind = self.decode(&frame).await?;
+        if self.tls_requirement().is_some_and(|r| r.data()) && !self.tls {
+            return self
+                .error(sid, ErrorCode::TLS_REQUIRED, "bind requires TLS")
+                .await;
+        }
         let Some(session) = self.shared.session(&bind.sessid) else {
             return self
                 .error(sid, ErrorCode::NOT_FOUND, "session not found")

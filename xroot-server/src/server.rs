@@ -16,6 +16,7 @@ use std::time::Duration;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
+use xroot_sec::tls::server::{ServerTls, ServerTlsError};
 
 use crate::budget::Pool;
 use crate::config::Config;
@@ -138,6 +139,7 @@ pub struct Server<F: FileSystem> {
 #[derive(Debug, Clone)]
 pub struct ServerHandle {
     monitor: Arc<Monitor>,
+    tls: Option<Arc<ServerTls>>,
 }
 
 impl ServerHandle {
@@ -156,6 +158,20 @@ impl ServerHandle {
     /// [`Server::serve`] returns.
     pub fn shutdown(&self) {
         self.monitor.shutdown.send_replace(true);
+    }
+
+    /// Reads the TLS certificate, key and CA directory again from their
+    /// files ([`ServerTls::reload`]): handshakes from now on use them;
+    /// links already running TLS are not touched. `Ok(false)` when the
+    /// server has no TLS.
+    ///
+    /// Errors: those of [`ServerTls::reload`] (the file that failed and
+    /// why); the configuration in use is then kept.
+    pub fn reload_tls(&self) -> Result<bool, ServerTlsError> {
+        match &self.tls {
+            Some(tls) => tls.reload().map(|()| true),
+            None => Ok(false),
+        }
     }
 }
 
@@ -202,6 +218,7 @@ impl<F: FileSystem> Server<F> {
     pub fn handle(&self) -> ServerHandle {
         ServerHandle {
             monitor: self.shared.monitor.clone(),
+            tls: self.shared.config.tls.as_ref().map(|t| t.server.clone()),
         }
     }
 

@@ -26,6 +26,13 @@
 //!    server answers a second login so too: its "duplicate login" check is
 //!    never reached.
 //!
+//! A link switches to TLS on the same connection where [`crate::tls`]
+//! says, once the answer announcing it is flushed: the write half is taken
+//! back from the link's writer task, the rustls handshake runs, and reading
+//! and writing go on over TLS. A client that sent bytes past the request
+//! that starts TLS (pipelined behind it) breaks the protocol: the link is
+//! closed. A failed handshake closes the link.
+//!
 //! A link bound to a session with `kXR_bind` is a data path: it carries
 //! answers, and a request sent on it is refused.
 //!
@@ -76,6 +83,7 @@ use crate::limit::{Limit, READV_FLOOR, REQUEST_FLOOR};
 use crate::link::LinkWriter;
 use crate::server::Shared;
 use crate::stats::{InFlight, Scope};
+use crate::transport::{self, LinkRead};
 
 /// The protocol version this server speaks: 5.1.1, as the stock 5.5.3 server
 /// that the stock clients were built against (PROTOCOL.md Appendix item 1).
@@ -245,6 +253,11 @@ pub(crate) struct Conn<F: FileSystem> {
     pub(crate) phase: Phase<F>,
     /// The link runs TLS.
     pub(crate) tls: bool,
+    /// The client said `kXR_ableTLS` (or `kXR_wantTLS`) in `kXR_protocol`.
+    pub(crate) able_tls: bool,
+    /// Switch to TLS once the answer just queued is flushed; nothing else
+    /// is read before.
+    pub(crate) start_tls: bool,
     /// Set to close the link at once.
     pub(crate) kill: Kill,
     /// The client handshake arrived.
@@ -269,7 +282,7 @@ pub(crate) async fn run<F: FileSystem>(
 ) {
     let local = stream.local_addr().unwrap_or(shared.monitor.local_addr);
     let _ = stream.set_nodelay(true);
-    let (mut rd, wr) = stream.into_split();
+    let (mut rd, wr) = transport::split(stream);
     let (link, writer) = LinkWriter::spawn(wr);
     let (link_id, stats) = shared.monitor.open_link(peer);
     let cfg = &shared.config;
@@ -297,6 +310,8 @@ pub(crate) async fn run<F: FileSystem>(
         local,
         phase: Phase::New,
         tls: false,
+        able_tls: false,
+        start_tls: false,
         kill: Arc::new(watch::Sender::new(false)),
         greeted: false,
         frames: 0,
@@ -314,6 +329,23 @@ pub(crate) async fn run<F: FileSystem>(
     tokio::pin!(hail, login, stall);
     let kill = conn.kill.clone();
     let killed = loop {
+        if std::mem::take(&mut conn.start_tls) {
+            if !buf.is_empty() || skip > 0 || decoder.pending_len().is_some() {
+                tracing::debug!(%peer, "closing: bytes sent past the switch to TLS");
+                break false;
+            }
+            rd = tokio::select! {
+                switched = conn.switch_to_tls(rd) => match switched {
+                    Ok(rd) => rd,
+                    Err(e) => {
+                        tracing::debug!(%peer, "closing: TLS: {e}");
+                        break false;
+                    }
+                },
+                _ = killed(&kill) => break true,
+                _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
+            };
+        }
         tokio::select! {
             _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break false,
             _ = killed(&kill) => break true,
@@ -422,6 +454,10 @@ impl<F: FileSystem> Conn<F> {
                     self.frames += 1;
                     let reserved = self.reserved.take();
                     self.on_request(frame, reserved).await?;
+                    if self.start_tls {
+                        // what follows must come over TLS
+                        return ControlFlow::Continue(());
+                    }
                     if self.logged_in() && decoder.max_dlen() != self.shared.config.max_request_dlen
                     {
                         let max = self.shared.config.max_request_dlen;
@@ -634,6 +670,27 @@ impl<F: FileSystem> Conn<F> {
             dispatch::run(ctx, request).await;
         });
         ControlFlow::Continue(())
+    }
+
+    /// Takes the write half back from the writer task (once everything
+    /// queued is flushed), runs the TLS handshake on the reunited socket
+    /// and hands the writer its TLS half; returns the TLS read half.
+    ///
+    /// Errors: the link is gone, the server has no TLS, or the handshake
+    /// failed or timed out (see [`transport::accept`]).
+    async fn switch_to_tls(&mut self, rd: LinkRead) -> std::io::Result<LinkRead> {
+        let gone = || std::io::Error::new(std::io::ErrorKind::BrokenPipe, "link closed");
+        let config = match &self.shared.config.tls {
+            Some(t) => t.server.config(),
+            None => return Err(std::io::Error::other("no TLS configured")),
+        };
+        let (wr, back) = self.link.take_half().await.map_err(|_| gone())?;
+        let timeout = self.shared.config.handshake_timeout;
+        let (rd, wr) = transport::accept(rd, wr, config, timeout).await?;
+        back.send(wr).map_err(|_| gone())?;
+        self.tls = true;
+        tracing::debug!(peer = %self.peer, "link runs TLS");
+        Ok(rd)
     }
 
     /// Logged in, and authenticated when that is required; a bound

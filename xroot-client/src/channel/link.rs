@@ -25,7 +25,6 @@ use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::sync::{mpsc, watch};
 // tokio's clock, which a test can pause and advance
 use tokio::time::Instant;
@@ -37,6 +36,7 @@ use xroot_proto::{DecodeError, RequestId, ResponseFrame, Status, StreamId};
 
 use super::login::{ServerInfo, Setup};
 use super::streams::{Delivery, Streams};
+use super::transport::{ReadHalf, WriteHalf};
 use crate::error::{Error, Result};
 use crate::stats::LinkStats;
 
@@ -57,6 +57,8 @@ pub(crate) struct Link {
     epoch: Instant,
     /// Bound substreams' pathids, in binding order.
     pub(crate) pathids: Mutex<Vec<u8>>,
+    /// Whether each bound substream runs TLS, in binding order.
+    pub(crate) path_tls: Mutex<Vec<bool>>,
     pub(crate) stats: LinkStats,
 }
 
@@ -76,6 +78,7 @@ impl Link {
             barrier: AtomicU64::new(0),
             epoch: Instant::now(),
             pathids: Mutex::new(Vec::new()),
+            path_tls: Mutex::new(Vec::new()),
             stats: LinkStats::default(),
         });
         let (read, write) = setup.sock.into_split();
@@ -104,6 +107,7 @@ impl Link {
         stream_timeout: Duration,
     ) {
         self.pathids.lock().unwrap().push(pathid);
+        self.path_tls.lock().unwrap().push(setup.sock.is_tls());
         let (read, write) = setup.sock.into_split();
         // nothing is written on a substream, but dropping the write half
         // would send a FIN and the server would end the substream: the
@@ -296,7 +300,7 @@ impl Drop for InFlight {
 
 async fn writer(
     link: std::sync::Weak<Link>,
-    mut sock: OwnedWriteHalf,
+    mut sock: WriteHalf,
     mut rx: mpsc::UnboundedReceiver<Bytes>,
     mut dead: watch::Receiver<bool>,
 ) {
@@ -332,6 +336,10 @@ async fn writer(
         }
         if result.is_ok() && !batch.is_empty() {
             result = sock.write_all(&batch.split()).await;
+        }
+        // TLS keeps the last record buffered until flushed (a no-op on TCP)
+        if result.is_ok() {
+            result = sock.flush().await;
         }
         if let Err(e) = result {
             if let Some(link) = link.upgrade() {
@@ -409,7 +417,7 @@ impl fmt::Display for End {
 /// (unused) until the reader ends so that the socket stays open.
 async fn reader(
     link: Arc<Link>,
-    (mut sock, _write): (OwnedReadHalf, Option<OwnedWriteHalf>),
+    (mut sock, _write): (ReadHalf, Option<WriteHalf>),
     mut buf: BytesMut,
     mut dec: ResponseDecoder,
     stream_timeout: Duration,

@@ -1,7 +1,9 @@
 //! Bringing up one connection: TCP connect, the handshake and `kXR_protocol`
-//! in one write, `kXR_login`, and authentication when the
-//! server asks for it (PROTOCOL.md §2, §5). This runs before the
-//! connection's reader and writer tasks start, on the raw socket.
+//! in one write, the switch to TLS when [`super::tls`] says so, `kXR_login`
+//! (never pipelined behind `kXR_protocol`, whose answer decides whether TLS
+//! starts first), and authentication when the server asks for it
+//! (PROTOCOL.md §2, §5). This runs before the connection's reader and
+//! writer tasks start, on the raw stream.
 
 use std::time::Duration;
 
@@ -16,10 +18,13 @@ use xroot_proto::request::{
 };
 use xroot_proto::response::{self as resp, LoginResponse, ProtocolResponse, Response};
 use xroot_proto::{ResponseFrame, ServerType, StreamId};
+use xroot_sec::tls::client::ClientTls;
 
 use super::auth::{self, AuthCtx, Credential};
+use super::tls::{Switch, Want};
+use super::transport::Transport;
 use crate::config::Config;
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, TlsCause};
 use crate::key::ChannelKey;
 
 /// What the server told us while the connection came up.
@@ -33,6 +38,10 @@ pub struct ServerInfo {
     pub flags: resp::ProtocolFlags,
     /// The session id from login (for `kXR_bind` and `kXR_endsess`).
     pub sessid: [u8; 16],
+    /// Whether the main stream runs TLS (`roots://`, or a `root://`
+    /// connection the server switched). Data substreams may not: see
+    /// [`crate::Channel::substreams`].
+    pub tls: bool,
 }
 
 impl ServerInfo {
@@ -47,22 +56,36 @@ impl ServerInfo {
     }
 }
 
-/// A socket mid-setup: the bytes read past the last frame stay in `buf`.
+/// A connection mid-setup: the bytes read past the last frame stay in `buf`.
 pub(crate) struct Setup {
-    pub(crate) sock: TcpStream,
+    pub(crate) sock: Transport,
     pub(crate) buf: BytesMut,
     pub(crate) dec: ResponseDecoder,
     endpoint: String,
 }
 
+/// What a channel wants of TLS: `roots://` must be encrypted, and the
+/// client is able when it has a configuration. Errors:
+/// [`TlsCause::NotConfigured`] for `roots://` without one.
+fn want(key: &ChannelKey, cfg: &Config) -> Result<Want> {
+    let encrypted = key.scheme == "roots";
+    if encrypted && cfg.tls.is_none() {
+        // never fall back to plain text for a URL that asks for TLS
+        return Err(tls_error(key.endpoint(), TlsCause::NotConfigured));
+    }
+    Ok(Want {
+        encrypted,
+        able: cfg.tls.is_some(),
+        no_data: cfg.tls_no_data,
+    })
+}
+
+fn tls_error(endpoint: String, cause: TlsCause) -> Error {
+    Error::Tls { endpoint, cause }
+}
+
 impl Setup {
     async fn connect(key: &ChannelKey, cfg: &Config) -> Result<Setup> {
-        if key.scheme == "roots" {
-            // never fall back to plain text for a URL that asks for TLS
-            return Err(Error::InvalidArgument(format!(
-                "{key}: roots:// (TLS) is not supported by this client yet"
-            )));
-        }
         let endpoint = key.endpoint();
         let host = key.host.trim_start_matches('[').trim_end_matches(']');
         let sock = TcpStream::connect((host, key.port))
@@ -73,7 +96,7 @@ impl Setup {
             })?;
         let _ = sock.set_nodelay(true);
         Ok(Setup {
-            sock,
+            sock: Transport::Plain(sock),
             buf: BytesMut::with_capacity(64 * 1024),
             dec: ResponseDecoder::new().with_max_dlen(cfg.max_response_dlen),
             endpoint,
@@ -81,13 +104,51 @@ impl Setup {
     }
 
     async fn write(&mut self, bytes: &[u8]) -> Result<()> {
-        self.sock
-            .write_all(bytes)
-            .await
-            .map_err(|source| Error::Io {
-                endpoint: self.endpoint.clone(),
-                source,
-            })
+        let io = |source| Error::Io {
+            endpoint: self.endpoint.clone(),
+            source,
+        };
+        self.sock.write_all(bytes).await.map_err(io)?;
+        // over TLS the last record may still sit in the session's buffer
+        self.sock.flush().await.map_err(io)
+    }
+
+    /// Switches to TLS: the handshake with `tls`'s trust, checking the
+    /// certificate against `host` (the URL's). Nothing may have arrived
+    /// past the last frame read. Errors: [`Error::Tls`] with
+    /// [`TlsCause::PlaintextLeftOver`] or [`TlsCause::Handshake`].
+    async fn start_tls(mut self, tls: &ClientTls, host: &str) -> Result<Setup> {
+        if !self.buf.is_empty() {
+            return Err(tls_error(
+                self.endpoint,
+                TlsCause::PlaintextLeftOver {
+                    bytes: self.buf.len(),
+                },
+            ));
+        }
+        self.sock = match self.sock.start_tls(tls, host).await {
+            Ok(sock) => sock,
+            Err(e) => return Err(tls_error(self.endpoint, TlsCause::Handshake(e))),
+        };
+        tracing::debug!(endpoint = %self.endpoint, "TLS started");
+        Ok(self)
+    }
+
+    /// [`Setup::start_tls`] with the configuration of `cfg`, when `switch`
+    /// says now (or at `when`).
+    async fn switch(
+        self,
+        switch: Switch,
+        when: Switch,
+        key: &ChannelKey,
+        cfg: &Config,
+    ) -> Result<Setup> {
+        match (switch == when, &cfg.tls) {
+            (true, Some(tls)) => self.start_tls(tls, &key.host).await,
+            // the decision requires a configuration to switch
+            (true, None) => Err(tls_error(self.endpoint, TlsCause::NotConfigured)),
+            (false, _) => Ok(self),
+        }
     }
 
     async fn frame(&mut self) -> Result<ResponseFrame> {
@@ -147,14 +208,19 @@ impl Setup {
         })
     }
 
-    /// Handshake and `kXR_protocol` in one write; returns the server type
-    /// and the protocol answer.
-    async fn handshake(&mut self, expect: Expect) -> Result<(ServerHandshake, ProtocolResponse)> {
+    /// Handshake and `kXR_protocol` (with the TLS `flags` of
+    /// [`Want::request_flags`]) in one write; returns the server type and
+    /// the protocol answer.
+    async fn handshake(
+        &mut self,
+        expect: Expect,
+        flags: ProtocolFlags,
+    ) -> Result<(ServerHandshake, ProtocolResponse)> {
         let mut out = BytesMut::new();
         ClientHandshake.encode(&mut out);
         Request::from(Protocol {
             clientpv: version::CURRENT,
-            flags: ProtocolFlags::SECREQS | ProtocolFlags::BIFREQS,
+            flags,
             expect,
         })
         .encode(StreamId::ZERO, &mut out);
@@ -201,20 +267,29 @@ fn login_user(key: &ChannelKey) -> String {
         .unwrap_or_else(|| "_anon_".to_string())
 }
 
-/// Connects, handshakes, logs in and authenticates the main stream of a
+/// Connects, handshakes, switches to TLS when the protocol answer says so
+/// ([`super::tls`]), logs in and authenticates the main stream of a
 /// channel; on a reconnection, then ends the `previous` session of the
 /// channel with `kXR_endsess` (see [`end_session`]). Errors: [`Error::Io`],
 /// [`Error::Timeout`] past `connect_timeout`, [`Error::Server`] for a
 /// refused login, [`Error::AuthUnsupported`] when the server offers no
-/// protocol we have.
+/// protocol we have, [`Error::Tls`] when TLS is needed and fails or is
+/// missing on either side.
 pub(crate) async fn establish(
     key: &ChannelKey,
     cfg: &Config,
     previous: Option<[u8; 16]>,
 ) -> Result<(Setup, ServerInfo)> {
     tokio::time::timeout(cfg.connect_timeout, async {
+        let want = want(key, cfg)?;
         let mut s = Setup::connect(key, cfg).await?;
-        let (hs, proto) = s.handshake(Expect::LOGIN).await?;
+        let (hs, proto) = s
+            .handshake(Expect::LOGIN, want.request_flags(Expect::LOGIN))
+            .await?;
+        let switch = want
+            .main_stream(proto.pval, proto.flags)
+            .map_err(|cause| tls_error(key.endpoint(), cause))?;
+        let mut s = s.switch(switch, Switch::Now, key, cfg).await?;
         let user = login_user(key);
         let cgi = format!(
             "&xrd.appname={}&xrd.rn=xroot-{}",
@@ -243,6 +318,9 @@ pub(crate) async fn establish(
         if login.sec.is_some() {
             authenticate(&mut s, &login, &user, cfg).await?;
         }
+        // kXR_tlsSess: the server switches once the login (with its
+        // authentication) is complete, before kXR_endsess
+        let mut s = s.switch(switch, Switch::AfterLogin, key, cfg).await?;
         if let Some(old) = previous {
             end_session(&mut s, old).await?;
         }
@@ -251,6 +329,7 @@ pub(crate) async fn establish(
             server_type: hs.server_type,
             flags: proto.flags,
             sessid: login.sessid,
+            tls: s.sock.is_tls(),
         };
         Ok((s, info))
     })
@@ -305,7 +384,7 @@ async fn authenticate(
         let ctx = AuthCtx {
             endpoint: &endpoint,
             user,
-            tls: false,
+            tls: s.sock.is_tls(),
             local,
             cfg,
         };
@@ -340,12 +419,28 @@ async fn authenticate(
     }
 }
 
-/// Connects a substream and binds it to `sessid`; returns the socket and the
-/// pathid the server assigned (PROTOCOL.md §5.4).
-pub(crate) async fn bind(key: &ChannelKey, cfg: &Config, sessid: [u8; 16]) -> Result<(Setup, u8)> {
+/// Connects a substream of the channel whose main stream is `main`,
+/// switches it to TLS when its protocol answer (or `main`'s `kXR_tlsData`)
+/// says so — before `kXR_bind` — and binds it to `main`'s session; returns
+/// the stream and the pathid the server assigned (PROTOCOL.md §5.4).
+/// Errors: as [`establish`].
+pub(crate) async fn bind(key: &ChannelKey, cfg: &Config, main: &ServerInfo) -> Result<(Setup, u8)> {
+    let sessid = main.sessid;
     tokio::time::timeout(cfg.connect_timeout, async {
+        // a data stream of an encrypted channel wants TLS too (XrdCl's
+        // info->encrypted, set when the main stream switched)
+        let want = Want {
+            encrypted: main.tls,
+            ..want(key, cfg)?
+        };
         let mut s = Setup::connect(key, cfg).await?;
-        s.handshake(Expect::BIND).await?;
+        let (_, proto) = s
+            .handshake(Expect::BIND, want.request_flags(Expect::BIND))
+            .await?;
+        let switch = want
+            .data_stream(proto.flags, main.flags)
+            .map_err(|cause| tls_error(key.endpoint(), cause))?;
+        let mut s = s.switch(switch, Switch::Now, key, cfg).await?;
         let body = s.call(Bind { sessid }.into()).await?;
         let reply = resp::BindResponse::decode(body).map_err(|source| Error::Protocol {
             endpoint: key.endpoint(),
@@ -358,4 +453,104 @@ pub(crate) async fn bind(key: &ChannelKey, cfg: &Config, sessid: [u8; 16]) -> Re
         what: "connect",
         after: cfg.connect_timeout,
     })?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::net::TcpListener;
+    use xroot_proto::response::ProtocolFlags as Srv;
+    use xroot_sec::tls::client::TrustStore;
+
+    /// A peer that reads the handshake and `kXR_protocol` (44 bytes),
+    /// answers them with `flags` followed by `extra` in the same write, and
+    /// returns what it read until the client closed.
+    async fn peer(flags: Srv, extra: &'static [u8]) -> (u16, tokio::task::JoinHandle<Vec<u8>>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let task = tokio::spawn(async move {
+            let (mut sock, _) = listener.accept().await.unwrap();
+            let mut got = vec![0u8; 44];
+            sock.read_exact(&mut got).await.unwrap();
+            let mut out = BytesMut::new();
+            ServerHandshake {
+                protover: 0x511,
+                server_type: ServerType::DATA_SERVER,
+            }
+            .encode(&mut out);
+            let mut body = BytesMut::new();
+            ProtocolResponse {
+                pval: 0x511,
+                flags,
+                bifinfo: None,
+                security: None,
+            }
+            .encode(&mut body);
+            ResponseFrame::new(StreamId::ZERO, xroot_proto::Status::OK, body.freeze())
+                .encode(&mut out);
+            out.extend_from_slice(extra);
+            sock.write_all(&out).await.unwrap();
+            let _ = sock.read_to_end(&mut got).await;
+            got
+        });
+        (port, task)
+    }
+
+    fn key(port: u16) -> ChannelKey {
+        ChannelKey::of(
+            &xroot_proto::url::Url::parse(&format!("root://127.0.0.1:{port}//f")).unwrap(),
+        )
+    }
+
+    #[tokio::test]
+    async fn plain_text_past_the_switch_point_is_refused() {
+        let flags = Srv::IS_SERVER | Srv::HAVE_TLS | Srv::GOTO_TLS;
+        let (port, task) = peer(flags, b"\0\0\0\0\0\0\0\0injected").await;
+        let cfg = Config::default().with_tls(ClientTls::new(TrustStore::new()).unwrap());
+        let Err(err) = establish(&key(port), &cfg, None).await else {
+            panic!("established")
+        };
+        assert!(
+            matches!(
+                err,
+                Error::Tls {
+                    cause: TlsCause::PlaintextLeftOver { bytes: 16 },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        // nothing but the handshake and kXR_protocol went out
+        assert_eq!(task.await.unwrap().len(), 44);
+    }
+
+    #[tokio::test]
+    async fn a_switch_without_tls_configured_stops_before_the_login() {
+        let flags = Srv::IS_SERVER | Srv::HAVE_TLS | Srv::TLS_SESS;
+        let (port, task) = peer(flags, b"").await;
+        let cfg = Config::default().without_tls();
+        let Err(err) = establish(&key(port), &cfg, None).await else {
+            panic!("established")
+        };
+        assert!(
+            matches!(
+                err,
+                Error::Tls {
+                    cause: TlsCause::Required {
+                        asked: "kXR_tlsSess"
+                    },
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        let sent = task.await.unwrap();
+        assert_eq!(sent.len(), 44, "no login after the protocol answer");
+        // kXR_protocol's flags byte (request byte 8, after the 20-byte handshake)
+        assert_eq!(
+            sent[28],
+            (ProtocolFlags::SECREQS | ProtocolFlags::BIFREQS).0,
+            "no kXR_ableTLS without a configuration"
+        );
+    }
 }

@@ -13,6 +13,8 @@ mod auth;
 mod link;
 pub(crate) mod login;
 mod streams;
+mod tls;
+mod transport;
 
 use std::sync::{Arc, Mutex};
 
@@ -61,6 +63,10 @@ fn copy_error(e: &Error) -> Error {
         Error::AuthUnsupported { endpoint, offered } => Error::AuthUnsupported {
             endpoint: endpoint.clone(),
             offered: offered.clone(),
+        },
+        Error::Tls { endpoint, cause } => Error::Tls {
+            endpoint: endpoint.clone(),
+            cause: cause.clone(),
         },
         Error::Credential {
             endpoint,
@@ -135,7 +141,8 @@ impl Channel {
 
     /// A live link, connecting (and logging in) first if there is none.
     /// Errors: those of connecting ([`Error::Io`], [`Error::Timeout`],
-    /// [`Error::Server`] for a refused login, [`Error::AuthUnsupported`]).
+    /// [`Error::Server`] for a refused login, [`Error::AuthUnsupported`],
+    /// [`Error::Tls`]).
     pub(crate) async fn link(&self) -> Result<Arc<Link>> {
         loop {
             let mut waiter = {
@@ -178,11 +185,19 @@ impl Channel {
         let (setup, info) = login::establish(&self.key, &self.config, previous).await?;
         *self.last_session.lock().unwrap() = Some(info.sessid);
         let link = Link::start(setup, info, self.config.stream_timeout);
+        // a plain data stream when TLS carries the main one and
+        // XRD_TLSNODATA asks for plain data (XrdCl's StreamNumber)
+        let substreams = tls::stream_count(
+            self.substreams,
+            link.info.tls,
+            self.config.tls_no_data,
+            link.info.flags,
+        );
         // substreams only toward data servers (PROTOCOL.md §9)
-        if self.substreams > 1 && link.info.is_data_server() {
+        if substreams > 1 && link.info.is_data_server() {
             link.ping().await?; // binds only once the login is complete
-            for _ in 1..self.substreams {
-                match login::bind(&self.key, &self.config, link.info.sessid).await {
+            for _ in 1..substreams {
+                match login::bind(&self.key, &self.config, &link.info).await {
                     Ok((setup, pathid)) => {
                         link.add_substream(setup, pathid, self.config.stream_timeout)
                     }
@@ -207,6 +222,17 @@ impl Channel {
     /// What the server said at login, if connected.
     pub fn server_info(&self) -> Option<ServerInfo> {
         self.current().map(|l| l.info.clone())
+    }
+
+    /// The bound substreams of the live connection, in binding order: each
+    /// one's pathid and whether it runs TLS. Empty when not connected or
+    /// none is bound.
+    pub fn substreams(&self) -> Vec<(u8, bool)> {
+        self.current().map_or_else(Vec::new, |l| {
+            let ids = l.pathids.lock().unwrap().clone();
+            let tls = l.path_tls.lock().unwrap().clone();
+            ids.into_iter().zip(tls).collect()
+        })
     }
 
     /// Counters since the channel was created, over all its connections.
