@@ -5,14 +5,18 @@
 //!
 //! | request | needs |
 //! |---|---|
-//! | open for reading, stat, statx, dirlist, locate, query checksum / space, fattr get / list | `storage.read` |
+//! | open for reading, dirlist, query checksum / space, fattr get / list | `storage.read` |
+//! | stat, statx, locate | `storage.read`, `storage.create` or `storage.modify` |
 //! | open with `kXR_new`, mkdir | `storage.create` |
 //! | open with `kXR_delete` | `storage.create` if the file does not exist, else `storage.modify` |
 //! | open for update or write-only, truncate by path, rm, rmdir, mv (both paths), chmod, fattr set / delete | `storage.modify` |
 //! | prepare (every path) | `storage.stage` |
 //!
 //! `storage.modify` includes `storage.create` (the profile: "a strict
-//! superset"). Requests on an open handle were authorized by its open.
+//! superset"). As the SciTokens plugin does ("to comply with WLCG token
+//! specs"), a stat or mkdir of a parent directory of a scope's path is
+//! allowed too (stat: any of the three scopes; mkdir: create or modify), so
+//! that `xrdcp` may look at and make the path down to its target. Requests on an open handle were authorized by its open.
 //! A request that lacks its scope is answered `kXR_NotAuthorized` "missing
 //! scope storage.read:/path". A session without scopes (`None`: `host`,
 //! `unix`, `sss`, or no authentication) is not checked here.
@@ -22,7 +26,7 @@
 use xroot_proto::request::{FattrSubcode, OpenOptions, PrepareOptions, QueryCode, Request};
 use xroot_proto::ErrorCode;
 
-use crate::authz::{allowed, Action};
+use crate::authz::{allowed, Action, Scope};
 use crate::dispatch::{err, Ctx};
 use crate::fs::{FileSystem, FsError};
 use crate::path;
@@ -34,6 +38,19 @@ pub(crate) enum Need {
     To(Action, String),
     /// Create `path` if it does not exist, else modify it.
     Write(String),
+    /// Look at `path`'s metadata.
+    Stat(String),
+    /// Make directory `path`.
+    Mkdir(String),
+}
+
+/// Whether `path` is a directory above a scope of one of `actions`.
+fn above(scopes: &[Scope], actions: &[Action], path: &str) -> bool {
+    scopes.iter().any(|s| {
+        actions.contains(&s.action)
+            && (path == "/"
+                || (s.path.starts_with(path) && s.path.as_bytes().get(path.len()) == Some(&b'/')))
+    })
 }
 
 /// Whether the session may run `request`; the `kXR_NotAuthorized` refusal
@@ -47,6 +64,19 @@ pub(crate) async fn check<F: FileSystem>(ctx: &Ctx<F>, request: &Request) -> Res
         let (action, path) = match need {
             Need::To(action, path) => (action, path),
             Need::Write(path) if allowed(scopes, Action::Modify, &path) => continue,
+            Need::Stat(path) => {
+                const LOOK: [Action; 3] = [Action::Read, Action::Create, Action::Modify];
+                if LOOK.iter().any(|&a| allowed(scopes, a, &path)) || above(scopes, &LOOK, &path) {
+                    continue;
+                }
+                (Action::Read, path)
+            }
+            Need::Mkdir(path) => {
+                if above(scopes, &[Action::Create, Action::Modify], &path) {
+                    continue;
+                }
+                (Action::Create, path)
+            }
             Need::Write(path) => match ctx.fs().stat(ctx.caller(), &path).await {
                 Err(FsError::Error { code, .. }) if code == ErrorCode::NOT_FOUND => {
                     (Action::Create, path)
@@ -72,6 +102,11 @@ pub(crate) fn needs(request: &Request) -> Vec<Need> {
             .map(|t| vec![Need::To(action, t.path)])
             .unwrap_or_default()
     };
+    let stat = |payload: &[u8]| -> Vec<Need> {
+        path::payload_target("", payload)
+            .map(|t| vec![Need::Stat(t.path)])
+            .unwrap_or_default()
+    };
     match request {
         Request::Open(r) => {
             let o = r.options;
@@ -90,15 +125,12 @@ pub(crate) fn needs(request: &Request) -> Vec<Need> {
                 vec![Need::To(Action::Read, t.path)]
             }
         }
-        Request::Stat(r) if !r.path.is_empty() => one(Action::Read, &r.path),
-        Request::Statx(r) => r.path_list().flat_map(|p| one(Action::Read, &p)).collect(),
+        Request::Stat(r) if !r.path.is_empty() => stat(&r.path),
+        Request::Statx(r) => r.path_list().flat_map(|p| stat(&p)).collect(),
         Request::Dirlist(r) => one(Action::Read, &r.path),
         Request::Locate(r) => match path::text(&r.path) {
             Ok("*") | Err(_) => Vec::new(),
-            Ok(arg) => one(
-                Action::Read,
-                arg.strip_prefix('*').unwrap_or(arg).as_bytes(),
-            ),
+            Ok(arg) => stat(arg.strip_prefix('*').unwrap_or(arg).as_bytes()),
         },
         Request::Query(r) if !r.args.is_empty() => match r.infotype {
             QueryCode::CKSUM | QueryCode::CKSCAN | QueryCode::SPACE => one(Action::Read, &r.args),
@@ -109,7 +141,9 @@ pub(crate) fn needs(request: &Request) -> Vec<Need> {
             let action = if read { Action::Read } else { Action::Modify };
             one(action, &r.path)
         }
-        Request::Mkdir(r) => one(Action::Create, &r.path),
+        Request::Mkdir(r) => path::payload_target("", &r.path)
+            .map(|t| vec![Need::Mkdir(t.path)])
+            .unwrap_or_default(),
         Request::Rm(r) => one(Action::Modify, &r.path),
         Request::Rmdir(r) => one(Action::Modify, &r.path),
         Request::Chmod(r) => one(Action::Modify, &r.path),
@@ -170,7 +204,7 @@ mod tests {
             path: Bytes::from_static(b"/a//b/"),
             ..Default::default()
         });
-        assert_eq!(needs(&stat), [to(Action::Read, "/a/b")]);
+        assert_eq!(needs(&stat), [Need::Stat("/a/b".into())]);
         let mv = Request::Mv(Mv::new(b"/a", b"/b"));
         assert_eq!(
             needs(&mv),
@@ -180,7 +214,7 @@ mod tests {
             path: Bytes::from_static(b"/n"),
             ..Default::default()
         });
-        assert_eq!(needs(&mkdir), [to(Action::Create, "/n")]);
+        assert_eq!(needs(&mkdir), [Need::Mkdir("/n".into())]);
         let rm = Request::Rm(Rm {
             path: Bytes::from_static(b"/n"),
         });
@@ -199,5 +233,16 @@ mod tests {
             path: Bytes::from_static(b"rel"),
         });
         assert!(needs(&bad).is_empty());
+    }
+
+    #[test]
+    fn parents_of_a_scope() {
+        let s = Scope::parse_claim("storage.create:/a/b/c storage.read:/r");
+        assert!(above(&s, &[Action::Create], "/a/b"));
+        assert!(above(&s, &[Action::Create], "/a"));
+        assert!(above(&s, &[Action::Create], "/"));
+        assert!(!above(&s, &[Action::Create], "/a/b/c"));
+        assert!(!above(&s, &[Action::Create], "/a/bb"));
+        assert!(!above(&s, &[Action::Create], "/r"));
     }
 }

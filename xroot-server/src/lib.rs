@@ -87,8 +87,8 @@ mod readv;
 mod server;
 mod session;
 pub mod stats;
-pub mod token;
 mod tls;
+pub mod token;
 mod transport;
 
 pub use auth::{
@@ -100,7 +100,7 @@ pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcu
 pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
-pub use token::{TokenConfig, TokenError, TokenValidator};
 pub use tls::{TlsConfig, TlsRequirement};
+pub use token::{TokenConfig, TokenError, TokenValidator};
 pub use xroot_proto as proto;
 pub use xroot_sec::tls::server::{ServerTls, ServerTlsError, ServerTlsFiles};
