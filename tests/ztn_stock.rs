@@ -5,7 +5,8 @@
 //!   reads with a read token, is refused writing with it (the file is not
 //!   created), writes with a create token;
 //! - our client against the stock xrootd with the SciTokens plugin
-//!   (`sec.protocol ztn` + `ofs.authlib libXrdAccSciTokens`), the issuer's
+//!   (`sec.protocol ztn`, `sec.protbind * only ztn`, `ofs.authlib
+//!   libXrdAccSciTokens`, `ofs.authorize 1`), the issuer's
 //!   keys put in scitokens-cpp's cache offline (SECURITY-FACTS.md).
 
 mod support;
@@ -152,4 +153,156 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     let o = xrdcp(&pki, &expired, &[&url("/data/f.bin"), "/dev/null"]).await;
     assert!(!o.status.success());
     assert!(text(&o).contains("Auth failed"), "{}", text(&o));
+}
+
+/// The stock server's key: a copy of mode 0600 owned by the user it runs as
+/// (the stock server refuses a key others can read).
+fn server_key(key: &Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let copy = key.with_extension("server.key");
+    std::fs::copy(key, &copy).unwrap();
+    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+    if root {
+        let user = match Command::new("id").arg("xrootd").output() {
+            Ok(o) if o.status.success() => "xrootd",
+            _ => "nobody",
+        };
+        let _ = Command::new("chown").arg(user).arg(&copy).status();
+    }
+    copy
+}
+
+fn run(cmd: &mut Command) -> Output {
+    let o = cmd.output().expect("run");
+    assert!(o.status.success(), "{cmd:?}: {}", text(&o));
+    o
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_against_the_stock_server_with_scitokens() {
+    use xroot::client::tls::{ClientTls, TrustStore};
+    use xroot::client::{Client, Config, OpenFlags};
+    use xroot::proto::ErrorCode;
+    use xroot::sec::ztn::BearerToken;
+
+    const PLUGIN: &str = "/usr/lib/x86_64-linux-gnu/libXrdAccSciTokens-5.so";
+    if !support::stock::xrootd_available() {
+        return;
+    }
+    if !Path::new(PLUGIN).exists() || Command::new("scitokens-verify").arg("-h").output().is_err() {
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but xrootd-scitokens-plugins / scitokens-cpp are not installed");
+        }
+        eprintln!("skipping: xrootd-scitokens-plugins or scitokens-cpp not installed");
+        return;
+    }
+    let pki = TestPki::new();
+    let issuer = "https://localhost:8443/test";
+    let iss = TestIssuer::new(issuer);
+    let data = tempfile::tempdir().unwrap();
+    let content: Vec<u8> = (0..100_000u32).map(|i| (i % 253) as u8).collect();
+    std::fs::create_dir_all(data.path().join("data")).unwrap();
+    std::fs::write(data.path().join("data/f.bin"), &content).unwrap();
+    std::fs::write(data.path().join("secret.bin"), b"no").unwrap();
+
+    // scitokens-cpp's key cache, filled offline: scitokens-verify with the
+    // public key stores it for the issuer; then its refresh times are
+    // pushed past the test (run_unprivileged chowns the data dir, and so
+    // this cache, to the server's user)
+    let cache = data.path().join(".cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    let token = iss.es256(&iss.claims("storage.read:/data storage.create:/data/out"));
+    run(Command::new("scitokens-verify")
+        .env("XDG_CACHE_HOME", &cache)
+        .args(["--cred"])
+        .arg(&iss.ec_pub)
+        .args(["--issuer", issuer, "--keyid", "ec1"])
+        .arg(&token));
+    let db = cache.join("scitokens/scitokens_cpp.sqllite");
+    run(Command::new("sqlite3").arg(&db).arg(
+        "update keycache set keys = json_set(keys, '$.expires', 4102444800, \
+         '$.next_update', 4102444800)",
+    ));
+    let cfg = data.path().join("scitokens.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[Global]\naudience = {AUDIENCE}\n\n[Issuer test]\nissuer = {issuer}\nbase_path = /\n"
+        ),
+    )
+    .unwrap();
+    let key = server_key(&pki.host_key);
+    let lines = [
+        format!("xrd.tls {} {}", pki.host_cert.display(), key.display()),
+        format!("xrd.tlsca certdir {}", pki.ca_dir.display()),
+        "xrootd.tls capable all".to_string(),
+        "xrootd.seclib libXrdSec.so".to_string(),
+        format!("sec.protocol ztn -tokenlib {PLUGIN}"),
+        "sec.protbind * only ztn".to_string(),
+        format!("ofs.authlib {PLUGIN} config={}", cfg.display()),
+        "ofs.authorize 1".to_string(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    // the server reads XDG_CACHE_HOME from the environment it inherits
+    std::env::set_var("XDG_CACHE_HOME", &cache);
+    let Some(server) = support::stock::StockServer::start(data.path(), &lines) else {
+        return;
+    };
+    let base = format!("roots://localhost:{}", server.port);
+    let trust = TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
+    let client = |token: &str| {
+        Client::with_config(Config {
+            bearer_token: Some(BearerToken::new(token)),
+            ..Config::default().with_tls(ClientTls::new(trust.clone()).unwrap())
+        })
+    };
+
+    // read within the scope
+    let c = client(&token);
+    let f = c
+        .open(&format!("{base}//data/f.bin"), OpenFlags::READ)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log_tail()));
+    assert_eq!(&f.read_at(0, 200_000).await.unwrap()[..], &content[..]);
+    f.close().await.unwrap();
+    // outside it
+    let e = c
+        .open(&format!("{base}//secret.bin"), OpenFlags::READ)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::NOT_AUTHORIZED), "{e}");
+    // create in /data/out, not in /data
+    let f = c
+        .open(
+            &format!("{base}//data/out/new.bin"),
+            OpenFlags::NEW.mkpath(),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log_tail()));
+    f.write_at(0, bytes::Bytes::from_static(b"hello"))
+        .await
+        .unwrap();
+    f.close().await.unwrap();
+    assert_eq!(
+        std::fs::read(data.path().join("data/out/new.bin")).unwrap(),
+        b"hello"
+    );
+    let e = c
+        .open(&format!("{base}//data/new.bin"), OpenFlags::NEW)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::NOT_AUTHORIZED), "{e}");
+
+    // a token signed by another key is refused at authentication
+    let forger = TestIssuer::new(issuer);
+    let bad = forger.es256(&forger.claims("storage.read:/data"));
+    let e = client(&bad)
+        .open(&format!("{base}//data/f.bin"), OpenFlags::READ)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::AUTH_FAILED), "{e}");
 }
