@@ -22,6 +22,10 @@ use support::tokens::{token_file, TestIssuer, AUDIENCE, ISSUER};
 #[allow(dead_code)]
 mod serve;
 
+#[path = "../examples/xcache.rs"]
+#[allow(dead_code)]
+mod xcache;
+
 /// Our `serve` (in-process) on `dir`, TLS required for login, `ztn` only.
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> std::net::SocketAddr {
     let argv = [
@@ -155,27 +159,6 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     assert!(text(&o).contains("Auth failed"), "{}", text(&o));
 }
 
-/// The stock server's key: a copy of mode 0600 owned by the user it runs as
-/// (the stock server refuses a key others can read).
-fn server_key(key: &Path) -> std::path::PathBuf {
-    use std::os::unix::fs::PermissionsExt;
-    let copy = key.with_extension("server.key");
-    std::fs::copy(key, &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if root {
-        let user = match Command::new("id").arg("xrootd").output() {
-            Ok(o) if o.status.success() => "xrootd",
-            _ => "nobody",
-        };
-        let _ = Command::new("chown").arg(user).arg(&copy).status();
-    }
-    copy
-}
-
 fn run(cmd: &mut Command) -> Output {
     let o = cmd.output().expect("run");
     assert!(o.status.success(), "{cmd:?}: {}", text(&o));
@@ -235,7 +218,7 @@ async fn our_client_against_the_stock_server_with_scitokens() {
         ),
     )
     .unwrap();
-    let key = server_key(&pki.host_key);
+    let key = TestPki::stock_server_key(&pki.host_key);
     let lines = [
         format!("xrd.tls {} {}", pki.host_cert.display(), key.display()),
         format!("xrd.tlsca certdir {}", pki.ca_dir.display()),
@@ -305,4 +288,39 @@ async fn our_client_against_the_stock_server_with_scitokens() {
         .await
         .unwrap_err();
     assert_eq!(e.server_code(), Some(ErrorCode::AUTH_FAILED), "{e}");
+}
+
+#[tokio::test]
+async fn xcache_origin_token_file_must_be_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = tempfile::tempdir().unwrap();
+    let token = token_file(work.path(), "origin.tok", "abc.def.ghi");
+    let cache = work.path().join("cache");
+    let argv = |file: &Path| {
+        xcache::Cli::try_parse_from([
+            "xcache",
+            "--origin",
+            "root://127.0.0.1:1",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--port",
+            "0",
+            "--origin-token-file",
+            file.to_str().unwrap(),
+        ])
+        .unwrap()
+    };
+    assert!(xcache::start(&argv(&token)).await.is_ok());
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let e = xcache::start(&argv(&token)).await.err().unwrap();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("--origin-token-file") && e.to_string().contains("group or others"),
+        "{e}"
+    );
+    let e = xcache::start(&argv(&work.path().join("none")))
+        .await
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("does not exist"), "{e}");
 }
