@@ -2,13 +2,14 @@
 //! refusal of `ztn` without TLS (server and client side), and — with the
 //! link declared TLS by a test wrapper, since the TLS layer is not in this
 //! build — the scopes of an accepted token enforced on every request
-//! before it reaches the backend.
+//! before it reaches the backend; and `xcache --origin-token-file`.
 
 mod support;
 
 use std::sync::Arc;
 
 use bytes::Bytes;
+use clap::Parser;
 use support::raw::{login_request, open_request, Raw};
 use support::tokens::{TestIssuer, AUDIENCE, ISSUER};
 use xroot::client::{Client, Error as ClientError, OpenFlags};
@@ -23,6 +24,11 @@ use xroot::server::{
     AuthContext, AuthOutcome, Authenticator, Config, LocalFs, Server, TokenConfig, TokenValidator,
     ZtnAuth,
 };
+
+/// The example, compiled in so that its `start` can be called.
+#[path = "../examples/xcache.rs"]
+#[allow(dead_code)]
+mod xcache;
 
 fn ztn_auth(iss: &TestIssuer) -> ZtnAuth {
     let mut config = TokenConfig::new(vec![iss.arg().parse().unwrap()]);
@@ -338,4 +344,39 @@ async fn scopes_are_enforced_on_every_request() {
     assert!(!dir.path().join("data/out/z").exists());
     // the read-only session is still served
     ok(&mut r, stat("/data/f")).await;
+}
+
+#[tokio::test]
+async fn xcache_origin_token_file_must_be_private() {
+    use std::os::unix::fs::PermissionsExt;
+    let work = tempfile::tempdir().unwrap();
+    let token = support::tokens::token_file(work.path(), "origin.tok", "abc.def.ghi");
+    let cache = work.path().join("cache");
+    let argv = |file: &std::path::Path| {
+        xcache::Cli::try_parse_from([
+            "xcache",
+            "--origin",
+            "root://127.0.0.1:1",
+            "--cache-dir",
+            cache.to_str().unwrap(),
+            "--port",
+            "0",
+            "--origin-token-file",
+            file.to_str().unwrap(),
+        ])
+        .unwrap()
+    };
+    assert!(xcache::start(&argv(&token)).await.is_ok());
+    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let e = xcache::start(&argv(&token)).await.err().unwrap();
+    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
+    assert!(
+        e.to_string().contains("--origin-token-file") && e.to_string().contains("group or others"),
+        "{e}"
+    );
+    let e = xcache::start(&argv(&work.path().join("none")))
+        .await
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("does not exist"), "{e}");
 }

@@ -22,10 +22,6 @@ use support::tokens::{token_file, TestIssuer, AUDIENCE, ISSUER};
 #[allow(dead_code)]
 mod serve;
 
-#[path = "../examples/xcache.rs"]
-#[allow(dead_code)]
-mod xcache;
-
 /// Our `serve` (in-process) on `dir`, TLS required for login, `ztn` only.
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> std::net::SocketAddr {
     let argv = [
@@ -288,39 +284,4 @@ async fn our_client_against_the_stock_server_with_scitokens() {
         .await
         .unwrap_err();
     assert_eq!(e.server_code(), Some(ErrorCode::AUTH_FAILED), "{e}");
-}
-
-#[tokio::test]
-async fn xcache_origin_token_file_must_be_private() {
-    use std::os::unix::fs::PermissionsExt;
-    let work = tempfile::tempdir().unwrap();
-    let token = token_file(work.path(), "origin.tok", "abc.def.ghi");
-    let cache = work.path().join("cache");
-    let argv = |file: &Path| {
-        xcache::Cli::try_parse_from([
-            "xcache",
-            "--origin",
-            "root://127.0.0.1:1",
-            "--cache-dir",
-            cache.to_str().unwrap(),
-            "--port",
-            "0",
-            "--origin-token-file",
-            file.to_str().unwrap(),
-        ])
-        .unwrap()
-    };
-    assert!(xcache::start(&argv(&token)).await.is_ok());
-    std::fs::set_permissions(&token, std::fs::Permissions::from_mode(0o640)).unwrap();
-    let e = xcache::start(&argv(&token)).await.err().unwrap();
-    assert_eq!(e.kind(), std::io::ErrorKind::InvalidInput);
-    assert!(
-        e.to_string().contains("--origin-token-file") && e.to_string().contains("group or others"),
-        "{e}"
-    );
-    let e = xcache::start(&argv(&work.path().join("none")))
-        .await
-        .err()
-        .unwrap();
-    assert!(e.to_string().contains("does not exist"), "{e}");
 }
