@@ -170,3 +170,85 @@ async fn our_client_and_server_over_root_at_every_level() {
         }
     }
 }
+
+/// Whether the stock `xrdcp` is installed (required under `CI=true`).
+fn xrdcp_available() -> bool {
+    let found = std::process::Command::new("xrdcp")
+        .arg("--version")
+        .output()
+        .is_ok();
+    if !found {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true but the stock xrdcp is not installed"
+        );
+        eprintln!("skipping: the stock xrdcp is not installed");
+    }
+    found
+}
+
+/// Our cache (the `xcache` example, its own process, trusting the PKI's CA
+/// through `X509_CERT_DIR`) in front of our server over `roots://`, itself
+/// serving TLS (`--tls all`) to the stock `xrdcp` over `roots://`: the bytes
+/// arrive whole, twice (the second time from the cache).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_cache_over_roots_serves_the_stock_xrdcp_over_roots() {
+    use std::io::BufRead;
+    use std::process::{Command, Stdio};
+    if !xrdcp_available() {
+        return;
+    }
+    let pki = TestPki::new();
+    let content = pattern(3_000_000);
+    let data = data_dir(&content);
+    let origin = serve(&pki, data.path(), TlsRequirement::All).await;
+    let cache_dir = tempfile::tempdir().unwrap();
+    let ca_dir = pki.ca_dir.display().to_string();
+    let mut child = Command::new(support::example::example_bin("xcache"))
+        .arg("--origin")
+        .arg(format!("roots://localhost:{}", origin.port()))
+        .args(["--port", "0", "--bind", "127.0.0.1", "--cache-dir"])
+        .arg(cache_dir.path())
+        .arg("--tls-cert")
+        .arg(&pki.host_cert)
+        .arg("--tls-key")
+        .arg(&pki.host_key)
+        .args(["--tls", "all", "--tls-ca-dir", &ca_dir])
+        .env("X509_CERT_DIR", &ca_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn xcache");
+    let mut line = String::new();
+    std::io::BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let addr: std::net::SocketAddr = line
+        .trim()
+        .strip_prefix("xcache listening on ")
+        .and_then(|a| a.parse().ok())
+        .unwrap_or_else(|| panic!("xcache did not start: {line:?}"));
+    let out = tempfile::tempdir().unwrap();
+    for round in 0..2 {
+        let dest = out.path().join(format!("copy{round}"));
+        let mut cmd = Command::new("timeout");
+        cmd.args(["300", "xrdcp", "-f", "-s"])
+            .arg(format!("roots://localhost:{}//f.bin", addr.port()))
+            .arg(&dest)
+            .env("X509_CERT_DIR", &ca_dir);
+        let res = tokio::task::spawn_blocking(move || cmd.output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            res.status.success(),
+            "xrdcp round {round}: {}",
+            String::from_utf8_lossy(&res.stderr)
+        );
+        assert!(std::fs::read(&dest).unwrap() == content, "round {round}");
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+}
