@@ -4,7 +4,7 @@
 //!
 //! - `kXR_wantTLS`, `kXR_gotoTLS`, then no ClientHello, or half of one:
 //!   closed at `Config::handshake_timeout` (small here);
-//! - hundreds of links stalled mid-handshake at once;
+//! - a thousand links stalled mid-handshake at once;
 //! - garbage TLS records after the handshake, `close_notify` in the middle
 //!   of a request frame, a reset while a large read answer streams;
 //! - `kXR_bind`: a plain substream where data needs TLS (3028), a TLS
@@ -324,13 +324,27 @@ async fn no_client_hello_or_half_of_one_is_closed_at_the_handshake_timeout() {
     srv.check(&mut good, 1 << 20, 100_000).await;
 }
 
+const STALLED: usize = 1000;
+
+/// This process's resident set, bytes (`VmRSS`).
+fn rss() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .unwrap();
+    kb << 10
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hundreds_of_links_stalled_mid_handshake() {
+async fn a_thousand_links_stalled_mid_handshake() {
     let pki = TestPki::new();
     let srv = serve(&pki, TlsRequirement::Login, Duration::from_secs(5)).await;
     let ch = client_hello(&pki);
     let mut stalled = Vec::new();
-    for i in 0..300 {
+    let before = rss();
+    for i in 0..STALLED {
         let (mut link, flags) = hello(srv.addr, ABLE, 3).await;
         assert_eq!(flags & GOTO_TLS, GOTO_TLS);
         // every other one half a ClientHello, the others a whole one and
@@ -339,7 +353,14 @@ async fn hundreds_of_links_stalled_mid_handshake() {
         link.s.write_all(&ch[..n]).await.unwrap();
         stalled.push(link);
     }
-    assert_eq!(srv.links(), 300);
+    assert_eq!(srv.links(), STALLED);
+    let grown = rss().saturating_sub(before);
+    println!(
+        "{STALLED} stalled handshakes: resident memory grew {} KiB",
+        grown >> 10
+    );
+    // client and server side together, a little per link
+    assert!(grown < (STALLED as u64) * (128 << 10), "grew {grown} bytes");
     // a good session is served meanwhile, and in full
     let mut good = tls_link(&pki, srv.addr).await;
     good.login().await;
@@ -449,4 +470,24 @@ async fn binds_of_tls_and_plain_substreams() {
     let got = main.read("/big.bin", 7, 1000).await;
     assert_eq!(&got[..], &srv.content[7..1007]);
     let _ = srv.data.path();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_never_switches_after_login_is_closed_and_its_session_ended() {
+    let pki = TestPki::new();
+    let srv = serve(&pki, TlsRequirement::Session, HANDSHAKE).await;
+    let mut good = tls_link(&pki, srv.addr).await;
+    good.login().await;
+    srv.check(&mut good, 0, 1000).await;
+    // logged in, told (kXR_tlsSess) to switch now, and silent
+    let (mut stalled, _) = hello(srv.addr, ABLE, 3).await;
+    let sessid = stalled.login().await;
+    srv.check(&mut good, 1000, 1000).await;
+    stalled.expect_closed().await;
+    srv.links_become(1).await;
+    // its session is gone: a bind to it finds nothing
+    let mut sub = tls_link(&pki, srv.addr).await;
+    sub.send(0, Bind { sessid }).await;
+    sub.expect_error(ErrorCode::NOT_FOUND).await;
+    srv.check(&mut good, 2000, 1000).await;
 }
