@@ -160,6 +160,16 @@ impl LocalFs {
         Ok(real)
     }
 
+    /// Whether the policy (if any) lets `caller` read `real` (canonical,
+    /// beneath the root).
+    fn may_read(&self, caller: &Caller, real: &Path) -> bool {
+        let Some(policy) = &self.policy else {
+            return true;
+        };
+        let inside = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        policy.access(caller, &format!("/{}", inside.to_string_lossy())) >= Access::ReadOnly
+    }
+
     /// Metadata of `path` following symlinks, as an `op` error on failure.
     fn metadata(&self, caller: &Caller, path: &str, op: Op) -> FsResult<(PathBuf, Metadata)> {
         let real = self.resolve(caller, path, op, op.need())?;
@@ -229,11 +239,15 @@ impl LocalFs {
             // As the reference (fstatat following symlinks), an entry whose
             // stat finds nothing is left out; so is a symlink leading
             // outside the root.
+            // So is one the policy does not let the caller read: its stat
+            // would tell what lies there.
             let target = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_symlink())
-                && !std::fs::canonicalize(&target).is_ok_and(|t| t.starts_with(&self.root))
-            {
-                continue;
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                match std::fs::canonicalize(&target) {
+                    Ok(t) if t.starts_with(&self.root) && self.may_read(caller, &t) => {}
+                    Ok(_) => continue,
+                    Err(_) => {}
+                }
             }
             match std::fs::metadata(&target) {
                 Ok(md) => out.push(DirEntry {

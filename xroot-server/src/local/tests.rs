@@ -811,6 +811,11 @@ async fn an_access_policy_judges_the_resolved_path() {
     for p in ["//dir", "/dir/", "/./dir/.", "/scratch/to_dir"] {
         assert_code(fs.dirlist(&bob, p, false).await, ErrorCode::NOT_AUTHORIZED);
     }
+    // listing with stat shows no stat of what a symlink leads to there
+    let listed = fs.dirlist(&bob, "/scratch", true).await.unwrap();
+    let mut names: Vec<&str> = listed.iter().map(|e| e.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["mine", "to_nine", "to_ro"]);
     // writing through a symlink in the read-write area into read-only ones
     assert_code(
         fs.open(&bob, "/scratch/to_nine", write, "").await,
