@@ -114,10 +114,13 @@ impl LocalFs {
     }
 
     /// Restricts who may read and write where ([`AccessPolicy`]): every
-    /// call checks the caller's access to the paths it names first (both
-    /// for a rename), and is refused with `kXR_NotAuthorized` without
-    /// touching the disk. Without a policy every caller may do everything
-    /// the server's own user may.
+    /// call checks the caller's access to the paths it names (both for a
+    /// rename), first as spelled (`//a/./b` is `/a/b`), then as resolved
+    /// on disk (symlinks followed: a link in a writable area leading into
+    /// a read-only one gives read-only access), and is refused with
+    /// `kXR_NotAuthorized` before anything is changed. A listing with stat
+    /// leaves out symlinks leading where the caller may not read. Without
+    /// a policy every caller may do everything the server's own user may.
     pub fn with_policy(mut self, policy: AccessPolicy) -> LocalFs {
         self.policy = Some(Arc::new(policy));
         self
