@@ -70,11 +70,12 @@ fn main() {
     common::write_file(&data.path().join("big.bin"), SIZE);
     let cert = pki.host_cert.to_str().unwrap();
     let key = pki.host_key.to_str().unwrap();
+    let stock_key = tls::TestPki::stock_server_key(&pki.host_key);
     let ca_dir = pki.ca_dir.to_str().unwrap();
     let stock = StockServer::start(
         data.path(),
         &[
-            &format!("xrd.tls {cert} {key}"),
+            &format!("xrd.tls {cert} {}", stock_key.display()),
             &format!("xrd.tlsca certdir {ca_dir}"),
             "xrootd.tls capable all",
         ],
@@ -153,7 +154,11 @@ fn main() {
 /// Wall time of one copy of `url` to /dev/null by `tool`. Panics if it fails.
 fn copy(tool: &Path, url: &str) -> Duration {
     let t = Instant::now();
+    // the stock xrdcp needs -f for /dev/null; --nopbar is its alone
+    let stock = tool == Path::new("xrdcp");
     let out = Command::new(tool)
+        .arg("-f")
+        .args(stock.then_some("--nopbar"))
         .args([url, "/dev/null"])
         .env("XRD_CPUSEPGWRTRD", "0")
         .stdin(Stdio::null())

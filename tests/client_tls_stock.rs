@@ -9,8 +9,7 @@
 
 mod support;
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
@@ -26,37 +25,6 @@ use xroot::proto::response::ProtocolFlags as Srv;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 13 % 251) as u8).collect()
-}
-
-/// A PKI whose directory the unprivileged stock server can enter.
-fn pki() -> TestPki {
-    let pki = TestPki::new();
-    let _ = Command::new("chmod")
-        .arg("a+rx")
-        .arg(pki.dir.path())
-        .status();
-    pki
-}
-
-/// A copy of `key` that the stock server accepts: XrdTls refuses a key
-/// readable by others ("has excessive access rights"), so mode 0600, owned
-/// by the user it runs as when the tests run as root (`run_unprivileged`).
-fn server_key(key: &Path) -> PathBuf {
-    let copy = key.with_extension("server.key");
-    std::fs::copy(key, &copy).unwrap();
-    std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let root = Command::new("id")
-        .arg("-u")
-        .output()
-        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
-    if root {
-        let user = match Command::new("id").arg("xrootd").output() {
-            Ok(o) if o.status.success() => "xrootd",
-            _ => "nobody",
-        };
-        let _ = Command::new("chown").arg(user).arg(&copy).status();
-    }
-    copy
 }
 
 /// A stock server with TLS: certificate `cert`/`key`, the PKI's CA
@@ -86,7 +54,7 @@ fn tls_server_on(
     level: &str,
     data: &Path,
 ) -> Option<StockServer> {
-    let key = server_key(key);
+    let key = TestPki::stock_server_key(key);
     let tls = format!("xrd.tls {} {}", cert.display(), key.display());
     let ca = format!("xrd.tlsca certdir {}", pki.ca_dir.display());
     let level = format!("xrootd.tls {level}");
@@ -166,7 +134,7 @@ const SIZE: usize = 1_000_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn roots_reads_writes_lists_with_tls_substreams() {
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(SIZE);
     let Some((server, data)) = tls_server(
         &pki,
@@ -200,7 +168,7 @@ async fn roots_reads_writes_lists_with_tls_substreams() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn root_is_switched_by_the_server_at_each_level() {
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(SIZE);
     // each level, with the flag that makes the main stream switch:
     // kXR_gotoTLS right after kXR_protocol (the server saw kXR_ableTLS and
@@ -239,7 +207,7 @@ async fn root_is_switched_by_the_server_at_each_level() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_no_data_keeps_the_data_stream_plain_unless_the_server_requires_tls() {
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(SIZE);
     // (level, streams configured, data stream in TLS): a server that
     // requires TLS for data (kXR_tlsData) switches it anyway, and then
@@ -267,7 +235,7 @@ async fn tls_no_data_keeps_the_data_stream_plain_unless_the_server_requires_tls(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn root_stays_plain_where_tls_is_not_asked_for() {
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(SIZE);
     // TLS configured on the server but required for nothing
     let Some((server, data)) = tls_server(&pki, (&pki.host_cert, &pki.host_key), "", &content)
@@ -303,7 +271,7 @@ async fn open_fails(client: &Client, url: &str) -> Error {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_untrusted_chain_is_refused() {
-    let pki = pki();
+    let pki = TestPki::new();
     let Some((server, _data)) =
         tls_server(&pki, (&pki.host_cert, &pki.host_key), "capable all", b"x")
     else {
@@ -331,7 +299,7 @@ async fn an_untrusted_chain_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_certificate_for_another_name_is_refused() {
-    let pki = pki();
+    let pki = TestPki::new();
     // SAN DNS:other.example only (and a CN that would match: not looked at)
     let other = pki.leaf("other", "localhost", "DNS:other.example", 1);
     let Some((server, _data)) = tls_server(&pki, (&other.0, &other.1), "capable all", b"x") else {
@@ -359,7 +327,7 @@ async fn a_certificate_for_another_name_is_refused() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_expired_certificate_is_refused() {
-    let pki = pki();
+    let pki = TestPki::new();
     let expired = pki.leaf("expired", "localhost", "DNS:localhost,IP:127.0.0.1", 0);
     let Some((server, _data)) = tls_server(&pki, (&expired.0, &expired.1), "capable all", b"x")
     else {
@@ -465,7 +433,7 @@ async fn roots_to_a_server_without_tls_stops_after_the_protocol_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_without_tls_told_to_switch_sends_no_login() {
-    let pki = pki();
+    let pki = TestPki::new();
     // TLS required for everything, of every client
     let Some((server, _data)) = tls_server(&pki, (&pki.host_cert, &pki.host_key), "all", b"x")
     else {
@@ -498,7 +466,7 @@ async fn a_client_without_tls_told_to_switch_sends_no_login() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(300_000);
     let Some((server, data)) = tls_server(
         &pki,
@@ -560,7 +528,7 @@ async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_cache_reads_its_origin_over_roots() {
     use xroot::cache::origin::{Origin, OriginFs, RemoteOrigin};
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(3_000_000);
     let Some((server, _data)) = tls_server(
         &pki,
@@ -600,7 +568,7 @@ async fn the_cache_reads_its_origin_over_roots() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_tls_connection_is_made_again_with_tls() {
-    let pki = pki();
+    let pki = TestPki::new();
     let content = pattern(SIZE);
     // kXR_tlsSess: TLS starts after the login, before kXR_endsess
     let level = "capable data session";

@@ -71,6 +71,8 @@ impl TestPki {
             "DNS:localhost,IP:127.0.0.1,IP:::1",
             1,
         );
+        // the unprivileged stock server must be able to enter it
+        let _ = Command::new("chmod").arg("a+rx").arg(d).status();
         let ca_dir = d.join("certificates");
         std::fs::create_dir(&ca_dir).unwrap();
         std::fs::copy(d.join("ca.pem"), ca_dir.join("ca.pem")).unwrap();
@@ -83,6 +85,29 @@ impl TestPki {
             host_key: host.1,
             dir,
         }
+    }
+
+    /// A copy of `key` that the stock server accepts: XrdTls refuses a key
+    /// readable by others ("has excessive access rights"), so mode 0600,
+    /// owned by the user it runs as when the tests run as root
+    /// (`run_unprivileged`).
+    pub fn stock_server_key(key: &Path) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let copy = key.with_extension("server.key");
+        std::fs::copy(key, &copy).unwrap();
+        std::fs::set_permissions(&copy, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let root = Command::new("id")
+            .arg("-u")
+            .output()
+            .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0");
+        if root {
+            let user = match Command::new("id").arg("xrootd").output() {
+                Ok(o) if o.status.success() => "xrootd",
+                _ => "nobody",
+            };
+            let _ = Command::new("chown").arg(user).arg(&copy).status();
+        }
+        copy
     }
 
     /// Another certificate signed by this CA: `(cert, key)` named `name` in
