@@ -114,10 +114,13 @@ impl LocalFs {
     }
 
     /// Restricts who may read and write where ([`AccessPolicy`]): every
-    /// call checks the caller's access to the paths it names first (both
-    /// for a rename), and is refused with `kXR_NotAuthorized` without
-    /// touching the disk. Without a policy every caller may do everything
-    /// the server's own user may.
+    /// call checks the caller's access to the paths it names (both for a
+    /// rename), first as spelled (`//a/./b` is `/a/b`), then as resolved
+    /// on disk (symlinks followed: a link in a writable area leading into
+    /// a read-only one gives read-only access), and is refused with
+    /// `kXR_NotAuthorized` before anything is changed. A listing with stat
+    /// leaves out symlinks leading where the caller may not read. Without
+    /// a policy every caller may do everything the server's own user may.
     pub fn with_policy(mut self, policy: AccessPolicy) -> LocalFs {
         self.policy = Some(Arc::new(policy));
         self
@@ -145,21 +148,42 @@ impl LocalFs {
         blocking(move || f(&fs))
     }
 
-    fn resolve(&self, path: &str, op: Op) -> FsResult<PathBuf> {
-        resolve(&self.root, path, op)
+    /// Where `path` is on disk (see `confine.rs`), once the policy (if
+    /// any) grants `caller` `need` on it there: the path as resolved,
+    /// symlinks followed (all but a final one for an operation that acts
+    /// on the link itself), relative to the root. A symlink in a writable
+    /// area leading into a read-only one gives no more than the latter.
+    fn resolve(&self, caller: &Caller, path: &str, op: Op, need: Access) -> FsResult<PathBuf> {
+        let real = resolve(&self.root, path, op)?;
+        if let Some(policy) = &self.policy {
+            let inside = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
+            let resolved = format!("/{}", inside.to_string_lossy());
+            policy.check_resolved(caller, path, &resolved, need)?;
+        }
+        Ok(real)
+    }
+
+    /// Whether the policy (if any) lets `caller` read `real` (canonical,
+    /// beneath the root).
+    fn may_read(&self, caller: &Caller, real: &Path) -> bool {
+        let Some(policy) = &self.policy else {
+            return true;
+        };
+        let inside = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
+        policy.access(caller, &format!("/{}", inside.to_string_lossy())) >= Access::ReadOnly
     }
 
     /// Metadata of `path` following symlinks, as an `op` error on failure.
-    fn metadata(&self, path: &str, op: Op) -> FsResult<(PathBuf, Metadata)> {
-        let real = self.resolve(path, op)?;
+    fn metadata(&self, caller: &Caller, path: &str, op: Op) -> FsResult<(PathBuf, Metadata)> {
+        let real = self.resolve(caller, path, op, op.need())?;
         let md = std::fs::metadata(&real).map_err(|e| os_error(op.action(), path, &e))?;
         Ok((real, md))
     }
 
-    fn open_sync(&self, path: &str, mode: OpenMode) -> FsResult<LocalFile> {
+    fn open_sync(&self, caller: &Caller, path: &str, mode: OpenMode) -> FsResult<LocalFile> {
         let creating = mode.create_new || mode.truncate;
         let op = if creating { Op::Create } else { Op::Open };
-        let real = self.resolve(path, op)?;
+        let real = self.resolve(caller, path, op, open_need(mode))?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         // Opening a FIFO would block, a directory would open read-only:
         // refuse what is not a regular file (an exclusive create fails on
@@ -198,9 +222,14 @@ impl LocalFs {
         })
     }
 
-    fn dirlist_sync(&self, path: &str, with_stat: bool) -> FsResult<Vec<DirEntry>> {
+    fn dirlist_sync(
+        &self,
+        caller: &Caller,
+        path: &str,
+        with_stat: bool,
+    ) -> FsResult<Vec<DirEntry>> {
         let op = Op::List;
-        let dir = self.resolve(path, op)?;
+        let dir = self.resolve(caller, path, op, op.need())?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         let mut out = Vec::new();
         for entry in std::fs::read_dir(&dir).map_err(err)? {
@@ -213,11 +242,15 @@ impl LocalFs {
             // As the reference (fstatat following symlinks), an entry whose
             // stat finds nothing is left out; so is a symlink leading
             // outside the root.
+            // So is one the policy does not let the caller read: its stat
+            // would tell what lies there.
             let target = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_symlink())
-                && !std::fs::canonicalize(&target).is_ok_and(|t| t.starts_with(&self.root))
-            {
-                continue;
+            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                match std::fs::canonicalize(&target) {
+                    Ok(t) if t.starts_with(&self.root) && self.may_read(caller, &t) => {}
+                    Ok(_) => continue,
+                    Err(_) => {}
+                }
             }
             match std::fs::metadata(&target) {
                 Ok(md) => out.push(DirEntry {
@@ -235,9 +268,9 @@ impl LocalFs {
     /// the whole path when the parent is missing; an existing directory
     /// with exactly these permission bits is a success, anything else
     /// existing is `kXR_ItExists`.
-    fn mkdir_sync(&self, path: &str, mode: u32, parents: bool) -> FsResult<()> {
+    fn mkdir_sync(&self, caller: &Caller, path: &str, mode: u32, parents: bool) -> FsResult<()> {
         let op = Op::Mkdir;
-        let target = self.resolve(path, op)?;
+        let target = self.resolve(caller, path, op, op.need())?;
         let mode = mode & 0o777 | 0o700;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         match DirBuilder::new().mode(mode).create(&target) {
@@ -259,9 +292,9 @@ impl LocalFs {
 
     /// rm as XrdOssSys::Unlink: a directory is removed with rmdir, a
     /// symlink itself is removed.
-    fn rm_sync(&self, path: &str) -> FsResult<()> {
+    fn rm_sync(&self, caller: &Caller, path: &str) -> FsResult<()> {
         let op = Op::Remove;
-        let target = self.resolve(path, op)?;
+        let target = self.resolve(caller, path, op, op.need())?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         let md = std::fs::symlink_metadata(&target).map_err(err)?;
         if md.is_dir() {
@@ -274,9 +307,9 @@ impl LocalFs {
     /// rmdir as XrdOssSys::Remdir: a missing directory is a success (sic),
     /// anything but a directory is "not a directory" (`kXR_FSError`), a
     /// non-empty one `kXR_FSError` too.
-    fn rmdir_sync(&self, path: &str) -> FsResult<()> {
+    fn rmdir_sync(&self, caller: &Caller, path: &str) -> FsResult<()> {
         let op = Op::Remove;
-        let target = self.resolve(path, op)?;
+        let target = self.resolve(caller, path, op, op.need())?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         match std::fs::symlink_metadata(&target) {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
@@ -291,23 +324,23 @@ impl LocalFs {
         }
     }
 
-    fn mv_sync(&self, from: &str, to: &str) -> FsResult<()> {
-        let source = self.resolve(from, Op::Rename)?;
-        let target = self.resolve(to, Op::RenameTo)?;
+    fn mv_sync(&self, caller: &Caller, from: &str, to: &str) -> FsResult<()> {
+        let source = self.resolve(caller, from, Op::Rename, Access::ReadWrite)?;
+        let target = self.resolve(caller, to, Op::RenameTo, Access::ReadWrite)?;
         std::fs::rename(source, target).map_err(|e| os_error(Op::Rename.action(), from, &e))
     }
 
     /// chmod with `mode & 0o777` (the reference's `S_IAMB`).
-    fn chmod_sync(&self, path: &str, mode: u32) -> FsResult<()> {
+    fn chmod_sync(&self, caller: &Caller, path: &str, mode: u32) -> FsResult<()> {
         let op = Op::Chmod;
-        let real = self.resolve(path, op)?;
+        let real = self.resolve(caller, path, op, op.need())?;
         let perms = std::fs::Permissions::from_mode(mode & 0o777);
         std::fs::set_permissions(real, perms).map_err(|e| os_error(op.action(), path, &e))
     }
 
-    fn truncate_sync(&self, path: &str, size: u64) -> FsResult<()> {
+    fn truncate_sync(&self, caller: &Caller, path: &str, size: u64) -> FsResult<()> {
         let op = Op::Truncate;
-        let (real, md) = self.metadata(path, op)?;
+        let (real, md) = self.metadata(caller, path, op)?;
         if !md.is_dir() {
             not_a_file(&md, op, path)?;
         }
@@ -316,7 +349,12 @@ impl LocalFs {
         file.set_len(size).map_err(err)
     }
 
-    fn checksum_sync(&self, path: &str, alg: Option<&str>) -> FsResult<ChecksumAnswer> {
+    fn checksum_sync(
+        &self,
+        caller: &Caller,
+        path: &str,
+        alg: Option<&str>,
+    ) -> FsResult<ChecksumAnswer> {
         let alg = match alg {
             None => Algorithm::Adler32,
             Some(name) => Algorithm::named(name).ok_or_else(|| {
@@ -327,11 +365,20 @@ impl LocalFs {
             })?,
         };
         let op = Op::Checksum;
-        let (real, md) = self.metadata(path, op)?;
+        let (real, md) = self.metadata(caller, path, op)?;
         not_a_file(&md, op, path)?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         let file = std::fs::File::open(real).map_err(err)?;
         alg.compute(file).map_err(err)
+    }
+}
+
+/// What an open in `mode` needs: writing for any of write, create or
+/// truncate.
+fn open_need(mode: OpenMode) -> Access {
+    match mode.write || mode.create_new || mode.truncate || mode.append {
+        true => Access::ReadWrite,
+        false => Access::ReadOnly,
     }
 }
 
@@ -367,21 +414,17 @@ impl FileSystem for LocalFs {
         mode: OpenMode,
         _cgi: &str,
     ) -> impl Future<Output = FsResult<LocalFile>> + Send {
-        let need = match mode.write || mode.create_new || mode.truncate {
-            true => Access::ReadWrite,
-            false => Access::ReadOnly,
-        };
-        let allowed = self.allowed(caller, path, need);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.open_sync(&path, mode)))
+        let allowed = self.allowed(caller, path, open_need(mode));
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.open_sync(&caller, &path, mode)))
     }
 
     fn stat(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadOnly);
-        let path = path.to_owned();
+        let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| {
             allowed?;
-            let (_, md) = fs.metadata(&path, Op::Stat)?;
+            let (_, md) = fs.metadata(&caller, &path, Op::Stat)?;
             Ok(fs.meta.stat_info(&md))
         })
     }
@@ -393,8 +436,8 @@ impl FileSystem for LocalFs {
         with_stat: bool,
     ) -> impl Future<Output = FsResult<Vec<DirEntry>>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadOnly);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.dirlist_sync(&path, with_stat)))
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.dirlist_sync(&caller, &path, with_stat)))
     }
 
     fn mkdir(
@@ -405,20 +448,20 @@ impl FileSystem for LocalFs {
         parents: bool,
     ) -> impl Future<Output = FsResult<()>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadWrite);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.mkdir_sync(&path, mode, parents)))
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.mkdir_sync(&caller, &path, mode, parents)))
     }
 
     fn rm(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadWrite);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.rm_sync(&path)))
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.rm_sync(&caller, &path)))
     }
 
     fn rmdir(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadWrite);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.rmdir_sync(&path)))
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.rmdir_sync(&caller, &path)))
     }
 
     fn mv(
@@ -430,8 +473,8 @@ impl FileSystem for LocalFs {
         let allowed = self
             .allowed(caller, from, Access::ReadWrite)
             .and_then(|()| self.allowed(caller, to, Access::ReadWrite));
-        let (from, to) = (from.to_owned(), to.to_owned());
-        self.run(move |fs| allowed.and_then(|()| fs.mv_sync(&from, &to)))
+        let (caller, from, to) = (caller.clone(), from.to_owned(), to.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.mv_sync(&caller, &from, &to)))
     }
 
     fn chmod(
@@ -441,8 +484,8 @@ impl FileSystem for LocalFs {
         mode: u32,
     ) -> impl Future<Output = FsResult<()>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadWrite);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.chmod_sync(&path, mode)))
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.chmod_sync(&caller, &path, mode)))
     }
 
     fn truncate(
@@ -452,8 +495,8 @@ impl FileSystem for LocalFs {
         size: u64,
     ) -> impl Future<Output = FsResult<()>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadWrite);
-        let path = path.to_owned();
-        self.run(move |fs| allowed.and_then(|()| fs.truncate_sync(&path, size)))
+        let (caller, path) = (caller.clone(), path.to_owned());
+        self.run(move |fs| allowed.and_then(|()| fs.truncate_sync(&caller, &path, size)))
     }
 
     /// Reads the whole file. `alg` is matched case-insensitively; `None`
@@ -466,8 +509,8 @@ impl FileSystem for LocalFs {
         alg: Option<&str>,
     ) -> impl Future<Output = FsResult<ChecksumAnswer>> + Send {
         let allowed = self.allowed(caller, path, Access::ReadOnly);
-        let (path, alg) = (path.to_owned(), alg.map(str::to_owned));
-        self.run(move |fs| allowed.and_then(|()| fs.checksum_sync(&path, alg.as_deref())))
+        let (caller, path, alg) = (caller.clone(), path.to_owned(), alg.map(str::to_owned));
+        self.run(move |fs| allowed.and_then(|()| fs.checksum_sync(&caller, &path, alg.as_deref())))
     }
 
     /// The file system holding the export root, as the stock server reports

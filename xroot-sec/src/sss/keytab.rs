@@ -347,11 +347,18 @@ fn hex(text: &str) -> Result<Vec<u8>, String> {
             2 * MAX_KEY_LEN
         ));
     }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| {
-            u8::from_str_radix(&text[i..i + 2], 16).map_err(|_| "keyval is not hex".to_string())
+    // checked first: slicing non-ASCII text at byte offsets would panic,
+    // and from_str_radix takes a sign ("+1")
+    if !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err("keyval is not hex".to_string());
+    }
+    text.as_bytes()
+        .chunks(2)
+        .map(|pair| {
+            let digit = |c: u8| (c as char).to_digit(16).expect("checked") as u8;
+            digit(pair[0]) << 4 | digit(pair[1])
         })
+        .map(Ok)
         .collect()
 }
 
@@ -359,6 +366,18 @@ fn hex(text: &str) -> Result<Vec<u8>, String> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn key_values_that_are_not_plain_hex_are_refused() {
+        // found by fuzz/sss_text: a multi-byte character panicked the
+        // parser, a sign was taken as part of a hex byte
+        for bad in ["k:+1+1", "k:\u{39b}1", "k:1\u{39b}", "k:0x", "k:-1"] {
+            let line = format!("0 n:k N:1 {bad}");
+            assert!(Keytab::parse(&line, at(0)).is_err(), "{line}");
+        }
+        let kt = Keytab::parse("0 n:k N:1 k:0aFf", at(0)).unwrap();
+        assert_eq!(kt.keys()[0].value(), &[0x0a, 0xff]);
+    }
 
     fn at(secs: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(secs)

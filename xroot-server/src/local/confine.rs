@@ -80,6 +80,16 @@ impl Op {
         matches!(self, Op::Mkdir | Op::Remove | Op::Rename | Op::RenameTo)
     }
 
+    /// What the operation needs of an access policy: reading for stat,
+    /// open, list and checksum, writing for everything else (an open that
+    /// writes without creating asks for writing itself).
+    pub(crate) fn need(self) -> super::Access {
+        match self {
+            Op::Stat | Op::Open | Op::List | Op::Checksum => super::Access::ReadOnly,
+            _ => super::Access::ReadWrite,
+        }
+    }
+
     /// Whether the operation may create something.
     fn creates(self) -> bool {
         matches!(self, Op::Create | Op::Mkdir | Op::RenameTo)

@@ -96,10 +96,24 @@ impl AccessPolicy {
             .map_or(self.default, |r| r.access)
     }
 
-    /// `Ok` when `caller` has at least `need` on `path`, else
+    /// `Ok` when `caller` has at least `need` on `path` as spelled (empty
+    /// and `.` components dropped: `//a/./b` is `/a/b`), else
     /// `kXR_NotAuthorized` naming both.
     pub(crate) fn check(&self, caller: &Caller, path: &str, need: Access) -> Result<(), FsError> {
-        if self.access(caller, path) >= need {
+        self.check_resolved(caller, path, &lexical(path), need)
+    }
+
+    /// `Ok` when `caller` has at least `need` on `resolved` (the request's
+    /// `path` as the server resolved it beneath its root: symlinks
+    /// followed), else `kXR_NotAuthorized` naming the caller and `path`.
+    pub(crate) fn check_resolved(
+        &self,
+        caller: &Caller,
+        path: &str,
+        resolved: &str,
+        need: Access,
+    ) -> Result<(), FsError> {
+        if self.access(caller, resolved) >= need {
             return Ok(());
         }
         let what = match need {
@@ -127,6 +141,16 @@ fn normalize(path: &str) -> String {
         p if p.starts_with('/') => p.to_string(),
         p => format!("/{p}"),
     }
+}
+
+/// `path` with empty and `.` components dropped (as the server resolves
+/// them); `..` is left alone (the resolver refuses it).
+fn lexical(path: &str) -> String {
+    let parts: Vec<&str> = path
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    format!("/{}", parts.join("/"))
 }
 
 fn covers(root: &str, path: &str) -> bool {

@@ -773,3 +773,106 @@ async fn an_access_policy_refuses_before_touching_the_disk() {
     fs.mv(&alice, "/dir/new", "/dir/sub/new").await.unwrap();
     assert!(t.root().join("dir/sub/new").exists());
 }
+
+/// The policy judges the path the server resolves, not the client's
+/// spelling of it: doubled slashes, `.` components, and symlinks inside a
+/// writable area that lead into a read-only or forbidden one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_access_policy_judges_the_resolved_path() {
+    let t = Tree::new();
+    let root = t.root().to_path_buf();
+    std::fs::create_dir_all(root.join("scratch")).unwrap();
+    std::fs::create_dir_all(root.join("ro")).unwrap();
+    std::fs::write(root.join("ro/f"), b"ro").unwrap();
+    symlink("../nine", root.join("scratch/to_nine")).unwrap();
+    symlink("../dir", root.join("scratch/to_dir")).unwrap();
+    symlink("../ro", root.join("scratch/to_ro")).unwrap();
+    std::fs::write(root.join("scratch/mine"), b"mine").unwrap();
+    let fs = t.fs.clone().with_policy(
+        AccessPolicy::new(Access::ReadOnly)
+            .allow("/dir", Access::None)
+            .allow("/scratch", Access::ReadWrite),
+    );
+    let bob = Caller::local("bob");
+    let write = OpenMode {
+        write: true,
+        ..READ
+    };
+    let create = OpenMode {
+        write: true,
+        create_new: true,
+        ..READ
+    };
+    // other spellings of /dir/a
+    for p in ["//dir/a", "/./dir/a", "/dir//a", "/scratch/to_dir/a"] {
+        assert_code(fs.stat(&bob, p).await, ErrorCode::NOT_AUTHORIZED);
+        assert_code(fs.open(&bob, p, READ, "").await, ErrorCode::NOT_AUTHORIZED);
+    }
+    for p in ["//dir", "/dir/", "/./dir/.", "/scratch/to_dir"] {
+        assert_code(fs.dirlist(&bob, p, false).await, ErrorCode::NOT_AUTHORIZED);
+    }
+    // listing with stat shows no stat of what a symlink leads to there
+    let listed = fs.dirlist(&bob, "/scratch", true).await.unwrap();
+    let mut names: Vec<&str> = listed.iter().map(|e| e.name.as_str()).collect();
+    names.sort();
+    assert_eq!(names, ["mine", "to_nine", "to_ro"]);
+    // writing through a symlink in the read-write area into read-only ones
+    assert_code(
+        fs.open(&bob, "/scratch/to_nine", write, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.open(&bob, "/scratch/to_ro/new", create, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.truncate(&bob, "/scratch/to_nine", 0).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.chmod(&bob, "/scratch/to_nine", 0o600).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mkdir(&bob, "/scratch/to_ro/d", 0o755, false).await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.rm(&bob, "/scratch/to_ro/f").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    // mv out of the read-write area into a read-only one
+    assert_code(
+        fs.mv(&bob, "/scratch/mine", "/scratch/to_ro/mine").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mv(&bob, "/scratch/mine", "//ro/mine").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_code(
+        fs.mv(&bob, "/scratch/to_ro/f", "/scratch/f").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    // appending is writing
+    let append = OpenMode {
+        append: true,
+        ..READ
+    };
+    assert_code(
+        fs.open(&bob, "/nine", append, "").await,
+        ErrorCode::NOT_AUTHORIZED,
+    );
+    assert_eq!(std::fs::read(root.join("nine")).unwrap(), b"123456789");
+    assert!(root.join("scratch/mine").exists() && root.join("ro/f").exists());
+    assert!(!root.join("ro/new").exists() && !root.join("ro/d").exists());
+    // what the policy allows still works: the symlink itself may go, the
+    // read-only file be read through it, the own area be written
+    assert!(fs.open(&bob, "/scratch/to_nine", READ, "").await.is_ok());
+    assert!(fs.open(&bob, "//scratch/./new", create, "").await.is_ok());
+    fs.mv(&bob, "/scratch/new", "/scratch//newer")
+        .await
+        .unwrap();
+    fs.rm(&bob, "/scratch/to_ro").await.unwrap();
+    assert!(root.join("scratch/newer").exists() && root.join("ro/f").exists());
+}
