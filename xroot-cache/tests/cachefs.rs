@@ -33,7 +33,10 @@ async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
     assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
     let st = fs.stats();
     assert_eq!((st.client_requests, st.origin_request_count), (2, 1));
-    assert_eq!(st.bytes_from_disk, extents.iter().map(|e| e.1 as u64).sum::<u64>());
+    assert_eq!(
+        st.bytes_from_disk,
+        extents.iter().map(|e| e.1 as u64).sum::<u64>()
+    );
     assert_eq!(s.calls(), 1);
 }
 
