@@ -11,7 +11,8 @@
 //!   WLCG bearer token, and the token discovery of the WLCG Bearer Token
 //!   Discovery profile.
 //!
-//! No sockets here: the client and server crates run the exchanges.
+//! The client and server crates run the exchanges; the one socket type
+//! here is [`tls::stream`], the plain-or-TLS stream both sides' links use.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

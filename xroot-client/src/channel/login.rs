@@ -22,7 +22,7 @@ use xroot_sec::tls::client::ClientTls;
 
 use super::auth::{self, AuthCtx, Credential};
 use super::tls::{Switch, Want};
-use super::transport::Transport;
+use super::transport::{self, Transport};
 use crate::config::Config;
 use crate::error::{Error, Result, TlsCause};
 use crate::key::ChannelKey;
@@ -126,7 +126,7 @@ impl Setup {
                 },
             ));
         }
-        self.sock = match self.sock.start_tls(tls, host).await {
+        self.sock = match transport::start_tls(self.sock, tls, host).await {
             Ok(sock) => sock,
             Err(e) => return Err(tls_error(self.endpoint, TlsCause::Handshake(e))),
         };
