@@ -21,20 +21,18 @@ use std::sync::Arc;
 
 use bytes::{Bytes, BytesMut};
 use clap::Parser;
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
-use xroot::proto::request::{
-    Bind, Expect, Open, OpenOptions, Protocol, ProtocolFlags, Read, Request,
-};
+use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
+use xroot::proto::request::{Bind, Expect, Protocol, ProtocolFlags, Request};
 use xroot::proto::response::{LoginResponse, ProtocolResponse, Response};
-use xroot::proto::{ClientHandshake, ErrorCode, FHandle, ResponseDecoder, StreamId};
+use xroot::proto::{ClientHandshake, ErrorCode, StreamId};
 use xroot::server::ServerHandle;
 
-use support::raw::{login_request, GUARD};
+use support::raw::login_request;
 use support::tls::TestPki;
+use support::tls_link::{client_config, hello, tls_link, Link, ABLE, GOTO_TLS, WANT};
 
 #[path = "../examples/serve.rs"]
 #[allow(dead_code)]
@@ -112,183 +110,6 @@ async fn xrdcp(pki: &TestPki, args: &[&str]) {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-}
-
-/// A client link over any stream: requests encoded by xroot-proto, answers
-/// decoded as they arrive.
-struct Link<S> {
-    s: S,
-    buf: BytesMut,
-    dec: ResponseDecoder,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
-    fn new(s: S) -> Link<S> {
-        Link {
-            s,
-            buf: BytesMut::new(),
-            dec: ResponseDecoder::new(),
-        }
-    }
-
-    async fn send(&mut self, sid: u16, req: impl Into<Request>) -> std::io::Result<()> {
-        let mut b = BytesMut::new();
-        req.into().encode(StreamId::from_u16(sid), &mut b);
-        self.s.write_all(&b).await?;
-        self.s.flush().await
-    }
-
-    /// The next answer; `Ok(None)` at end of stream, `Err` on a broken
-    /// link (a TLS alert).
-    async fn next(&mut self) -> std::io::Result<Option<Response>> {
-        loop {
-            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
-                return Ok(Some(Response::decode(f).unwrap()));
-            }
-            let n = tokio::time::timeout(GUARD, self.s.read_buf(&mut self.buf))
-                .await
-                .expect("answer within the guard")?;
-            if n == 0 {
-                return Ok(None);
-            }
-        }
-    }
-
-    async fn expect(&mut self) -> Response {
-        self.next()
-            .await
-            .unwrap()
-            .expect("an answer, not a closed link")
-    }
-
-    async fn expect_error(&mut self, code: ErrorCode) -> String {
-        match self.expect().await {
-            Response::Error(e) if e.code == code => e.message_lossy().into_owned(),
-            other => panic!("expected {code}, got {other:?}"),
-        }
-    }
-
-    /// Waits for the end of the stream, whatever comes before it.
-    async fn expect_closed(&mut self) {
-        loop {
-            let mut chunk = [0u8; 4096];
-            let n = tokio::time::timeout(GUARD, self.s.read(&mut chunk))
-                .await
-                .expect("the server closes the link within the guard");
-            if !matches!(n, Ok(n) if n > 0) {
-                return;
-            }
-        }
-    }
-
-    async fn login(&mut self) -> [u8; 16] {
-        self.send(0, login_request()).await.unwrap();
-        let Response::Ok(body) = self.expect().await else {
-            panic!("login answer")
-        };
-        LoginResponse::decode(body).unwrap().sessid
-    }
-
-    async fn read(&mut self, path: &str, offset: i64, len: i32) -> Bytes {
-        let open = Open {
-            options: OpenOptions::READ,
-            path: Bytes::copy_from_slice(path.as_bytes()),
-            ..Default::default()
-        };
-        self.send(1, open).await.unwrap();
-        let Response::Ok(b) = self.expect().await else {
-            panic!("open answer")
-        };
-        let fhandle = FHandle(b[..4].try_into().unwrap());
-        let read = Read {
-            fhandle,
-            offset,
-            rlen: len,
-            ..Default::default()
-        };
-        self.send(2, read).await.unwrap();
-        let mut got = BytesMut::new();
-        loop {
-            match self.expect().await {
-                Response::OkSoFar(d) => got.extend_from_slice(&d),
-                Response::Ok(d) => {
-                    got.extend_from_slice(&d);
-                    return got.freeze();
-                }
-                other => panic!("read answer: {other:?}"),
-            }
-        }
-    }
-}
-
-/// Handshake and `kXR_protocol` with `flags` and `expect` on a plain
-/// link; returns it with the answer's flags.
-async fn hello(addr: SocketAddr, flags: u8, expect: u8) -> (Link<TcpStream>, u32) {
-    let mut link = Link::new(TcpStream::connect(addr).await.unwrap());
-    let mut b = BytesMut::new();
-    ClientHandshake.encode(&mut b);
-    link.s.write_all(&b).await.unwrap();
-    let proto = Protocol {
-        clientpv: 0x511,
-        flags: ProtocolFlags(flags),
-        expect: Expect(expect),
-    };
-    link.send(0, proto).await.unwrap();
-    let Response::Ok(_) = link.expect().await else {
-        panic!("handshake answer")
-    };
-    let Response::Ok(p) = link.expect().await else {
-        panic!("protocol answer")
-    };
-    let p = ProtocolResponse::decode(p).unwrap();
-    assert_eq!(p.pval, 0x511);
-    (link, p.flags.0)
-}
-
-const ABLE: u8 = 0x02;
-const WANT: u8 = 0x04;
-const GOTO_TLS: u32 = 0x4000_0000;
-
-/// A rustls client trusting the PKI's CA, presenting `cert` if given.
-fn client_config(pki: &TestPki, cert: Option<(&Path, &Path)>) -> Arc<ClientConfig> {
-    let mut roots = RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_file(&pki.ca_cert).unwrap())
-        .unwrap();
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    let builder = ClientConfig::builder_with_provider(provider)
-        .with_safe_default_protocol_versions()
-        .unwrap()
-        .with_root_certificates(roots);
-    let config = match cert {
-        None => builder.with_no_client_auth(),
-        Some((c, k)) => {
-            let chain = CertificateDer::pem_file_iter(c)
-                .unwrap()
-                .map(Result::unwrap)
-                .collect();
-            builder
-                .with_client_auth_cert(chain, PrivateKeyDer::from_pem_file(k).unwrap())
-                .unwrap()
-        }
-    };
-    Arc::new(config)
-}
-
-/// `kXR_protocol` with `kXR_wantTLS`, then the TLS handshake on the same
-/// connection: the TLS link (not logged in yet).
-async fn tls_link(
-    addr: SocketAddr,
-    config: Arc<ClientConfig>,
-) -> std::io::Result<Link<tokio_rustls::client::TlsStream<TcpStream>>> {
-    let (link, flags) = hello(addr, ABLE | WANT, 3).await;
-    assert_eq!(flags & GOTO_TLS, GOTO_TLS, "wantTLS is answered gotoTLS");
-    assert!(link.buf.is_empty());
-    let name = ServerName::try_from("localhost").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(config)
-        .connect(name, link.s)
-        .await?;
-    Ok(Link::new(tls))
 }
 
 fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {

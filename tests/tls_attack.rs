@@ -16,143 +16,29 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use bytes::BytesMut;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio_rustls::rustls::pki_types::pem::PemObject;
-use tokio_rustls::rustls::pki_types::{CertificateDer, ServerName};
-use tokio_rustls::rustls::{ClientConfig, RootCertStore};
-use xroot::proto::request::{
-    Bind, Expect, Open, OpenOptions, Protocol, ProtocolFlags, Read, Request,
-};
-use xroot::proto::response::{BindResponse, LoginResponse, ProtocolResponse, Response};
-use xroot::proto::{ClientHandshake, ErrorCode, FHandle, ResponseDecoder, StreamId};
+use tokio_rustls::rustls::pki_types::ServerName;
+use xroot::proto::request::{Bind, Request};
+use xroot::proto::response::{BindResponse, Response};
+use xroot::proto::{ErrorCode, FHandle, StreamId};
 use xroot::server::{
     Config, LocalFs, Server, ServerHandle, ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement,
 };
 
-use support::raw::{login_request, GUARD};
+use support::raw::GUARD;
 use support::tls::TestPki;
+use support::tls_link::{self, client_config, read, Link, TlsLink, ABLE, GOTO_TLS, WANT};
 
-const ABLE: u8 = 0x02;
-const WANT: u8 = 0x04;
-const GOTO_TLS: u32 = 0x4000_0000;
 const BIG: usize = 16 << 20;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
 }
 
-struct Link<S> {
-    s: S,
-    buf: BytesMut,
-    dec: ResponseDecoder,
-}
-
-impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
-    fn new(s: S) -> Link<S> {
-        Link {
-            s,
-            buf: BytesMut::new(),
-            dec: ResponseDecoder::new().with_max_dlen(BIG + 1024),
-        }
-    }
-
-    async fn send(&mut self, sid: u16, req: impl Into<Request>) {
-        let mut b = BytesMut::new();
-        req.into().encode(StreamId::from_u16(sid), &mut b);
-        self.s.write_all(&b).await.unwrap();
-        self.s.flush().await.unwrap();
-    }
-
-    async fn next(&mut self) -> std::io::Result<Option<Response>> {
-        loop {
-            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
-                return Ok(Some(Response::decode(f).unwrap()));
-            }
-            let n = tokio::time::timeout(GUARD, self.s.read_buf(&mut self.buf))
-                .await
-                .expect("answer within the guard")?;
-            if n == 0 {
-                return Ok(None);
-            }
-        }
-    }
-
-    async fn expect(&mut self) -> Response {
-        self.next()
-            .await
-            .unwrap()
-            .expect("an answer, not a closed link")
-    }
-
-    async fn expect_error(&mut self, code: ErrorCode) -> String {
-        match self.expect().await {
-            Response::Error(e) if e.code == code => e.message_lossy().into_owned(),
-            other => panic!("expected {code}, got {other:?}"),
-        }
-    }
-
-    /// Waits for the end of the stream (or a broken link), whatever comes
-    /// before it.
-    async fn expect_closed(&mut self) {
-        loop {
-            let mut chunk = [0u8; 65536];
-            let n = tokio::time::timeout(GUARD, self.s.read(&mut chunk))
-                .await
-                .expect("the server closes the link within the guard");
-            if !matches!(n, Ok(n) if n > 0) {
-                return;
-            }
-        }
-    }
-
-    async fn login(&mut self) -> [u8; 16] {
-        self.send(0, login_request()).await;
-        let Response::Ok(body) = self.expect().await else {
-            panic!("login answer")
-        };
-        LoginResponse::decode(body).unwrap().sessid
-    }
-
-    async fn open(&mut self, path: &str) -> FHandle {
-        let open = Open {
-            options: OpenOptions::READ,
-            path: Bytes::copy_from_slice(path.as_bytes()),
-            ..Default::default()
-        };
-        self.send(1, open).await;
-        let Response::Ok(b) = self.expect().await else {
-            panic!("open answer")
-        };
-        FHandle(b[..4].try_into().unwrap())
-    }
-
-    async fn read(&mut self, path: &str, offset: i64, len: i32) -> Bytes {
-        let fhandle = self.open(path).await;
-        self.send(2, read(fhandle, offset, len)).await;
-        let mut got = BytesMut::new();
-        loop {
-            match self.expect().await {
-                Response::OkSoFar(d) => got.extend_from_slice(&d),
-                Response::Ok(d) => {
-                    got.extend_from_slice(&d);
-                    return got.freeze();
-                }
-                other => panic!("read answer: {other:?}"),
-            }
-        }
-    }
-}
-
-fn read(fhandle: FHandle, offset: i64, rlen: i32) -> Read {
-    Read {
-        fhandle,
-        offset,
-        rlen,
-        ..Default::default()
-    }
-}
+/// Answers as large as a whole `BIG` read.
+const MAX_DLEN: usize = BIG + 1024;
 
 /// Handshake and `kXR_protocol` with `flags` and `expect` on a plain link.
 async fn hello(addr: SocketAddr, flags: u8, expect: u8) -> (Link<TcpStream>, u32) {
@@ -160,51 +46,14 @@ async fn hello(addr: SocketAddr, flags: u8, expect: u8) -> (Link<TcpStream>, u32
 }
 
 async fn hello_on(s: TcpStream, flags: u8, expect: u8) -> (Link<TcpStream>, u32) {
-    let mut link = Link::new(s);
-    let mut b = BytesMut::new();
-    ClientHandshake.encode(&mut b);
-    link.s.write_all(&b).await.unwrap();
-    let proto = Protocol {
-        clientpv: 0x511,
-        flags: ProtocolFlags(flags),
-        expect: Expect(expect),
-    };
-    link.send(0, proto).await;
-    let Response::Ok(_) = link.expect().await else {
-        panic!("handshake answer")
-    };
-    let Response::Ok(p) = link.expect().await else {
-        panic!("protocol answer")
-    };
-    (link, ProtocolResponse::decode(p).unwrap().flags.0)
+    tls_link::hello_on(Link::new(s).with_max_dlen(MAX_DLEN), flags, expect).await
 }
-
-fn client_config(pki: &TestPki) -> Arc<ClientConfig> {
-    let mut roots = RootCertStore::empty();
-    roots
-        .add(CertificateDer::from_pem_file(&pki.ca_cert).unwrap())
-        .unwrap();
-    let provider = Arc::new(tokio_rustls::rustls::crypto::ring::default_provider());
-    Arc::new(
-        ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .unwrap()
-            .with_root_certificates(roots)
-            .with_no_client_auth(),
-    )
-}
-
-type TlsLink = Link<tokio_rustls::client::TlsStream<TcpStream>>;
 
 /// TLS on a link told `kXR_gotoTLS`.
 async fn start_tls(pki: &TestPki, link: Link<TcpStream>) -> TlsLink {
-    assert!(link.buf.is_empty());
-    let name = ServerName::try_from("localhost").unwrap();
-    let tls = tokio_rustls::TlsConnector::from(client_config(pki))
-        .connect(name, link.s)
+    tls_link::start_tls(link, client_config(pki, None))
         .await
-        .unwrap();
-    Link::new(tls)
+        .unwrap()
 }
 
 /// `kXR_wantTLS`, then TLS: a TLS link, not logged in.
@@ -217,7 +66,8 @@ async fn tls_link(pki: &TestPki, addr: SocketAddr) -> TlsLink {
 /// The first bytes a rustls client writes: a whole ClientHello record.
 fn client_hello(pki: &TestPki) -> Vec<u8> {
     let name = ServerName::try_from("localhost").unwrap();
-    let mut conn = tokio_rustls::rustls::ClientConnection::new(client_config(pki), name).unwrap();
+    let mut conn =
+        tokio_rustls::rustls::ClientConnection::new(client_config(pki, None), name).unwrap();
     let mut out = Vec::new();
     while conn.wants_write() {
         conn.write_tls(&mut out).unwrap();
@@ -404,7 +254,7 @@ async fn garbage_records_close_notify_and_reset_after_the_handshake() {
     let mut reset = tls_link(&pki, srv.addr).await;
     reset.login().await;
     let fh = reset.open("/big.bin").await;
-    reset.send(2, read(fh, 0, BIG as i32)).await;
+    reset.send(2, read(fh, 0, BIG as i32)).await.unwrap();
     let mut chunk = vec![0u8; 65536];
     let n = reset.s.read(&mut chunk).await.unwrap();
     assert!(n > 0);
@@ -430,14 +280,14 @@ async fn binds_of_tls_and_plain_substreams() {
     srv.check(&mut main, 0, 1000).await;
     let (mut plain, flags) = hello(srv.addr, 0, 1).await;
     assert_eq!(flags & GOTO_TLS, 0, "{flags:#x}");
-    plain.send(0, Bind { sessid }).await;
+    plain.send(0, Bind { sessid }).await.unwrap();
     let text = plain.expect_error(ErrorCode::TLS_REQUIRED).await;
     assert!(text.contains("TLS"), "{text}");
     // the same bind over TLS is taken
     let (sub, flags) = hello(srv.addr, ABLE, 1).await;
     assert_eq!(flags & GOTO_TLS, GOTO_TLS, "{flags:#x}");
     let mut sub = start_tls(&pki, sub).await;
-    sub.send(0, Bind { sessid }).await;
+    sub.send(0, Bind { sessid }).await.unwrap();
     let Response::Ok(b) = sub.expect().await else {
         panic!("bind answer")
     };
@@ -450,7 +300,7 @@ async fn binds_of_tls_and_plain_substreams() {
     let (mut main, _) = hello(srv.addr, ABLE, 3).await;
     let sessid = main.login().await;
     let mut sub = tls_link(&pki, srv.addr).await;
-    sub.send(0, Bind { sessid }).await;
+    sub.send(0, Bind { sessid }).await.unwrap();
     let Response::Ok(b) = sub.expect().await else {
         panic!("bind answer")
     };
@@ -462,7 +312,7 @@ async fn binds_of_tls_and_plain_substreams() {
     if let Ok(s) = TcpStream::connect(("::1", srv.addr.port())).await {
         let (other, _) = hello_on(s, ABLE | WANT, 1).await;
         let mut other = start_tls(&pki, other).await;
-        other.send(0, Bind { sessid }).await;
+        other.send(0, Bind { sessid }).await.unwrap();
         other.expect_error(ErrorCode::NOT_AUTHORIZED).await;
     } else {
         println!("skipping the cross-host bind: no IPv6 loopback");
@@ -487,7 +337,7 @@ async fn a_session_that_never_switches_after_login_is_closed_and_its_session_end
     srv.links_become(1).await;
     // its session is gone: a bind to it finds nothing
     let mut sub = tls_link(&pki, srv.addr).await;
-    sub.send(0, Bind { sessid }).await;
+    sub.send(0, Bind { sessid }).await.unwrap();
     sub.expect_error(ErrorCode::NOT_FOUND).await;
     srv.check(&mut good, 2000, 1000).await;
 }
