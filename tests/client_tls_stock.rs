@@ -13,19 +13,15 @@ use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use bytes::Bytes;
 use support::stock::StockServer;
 use support::tls::TestPki;
+use support::tls_client::{self, client, pattern};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
-use xroot::client::tls::{ClientTls, HandshakeError, TrustStore};
+use xroot::client::tls::HandshakeError;
 use xroot::client::{Client, Config, Error, OpenFlags, TlsCause};
 use xroot::proto::request::ProtocolFlags;
 use xroot::proto::response::ProtocolFlags as Srv;
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 13 % 251) as u8).collect()
-}
 
 /// A stock server with TLS: certificate `cert`/`key`, the PKI's CA
 /// directory, and `xrootd.tls <level>` (none when `level` is empty). The
@@ -65,69 +61,10 @@ fn tls_server_on(
     StockServer::start_on(port, data, &lines)
 }
 
-/// A client trusting `ca_dir`, with `substreams` streams per channel and
-/// plain data streams when `no_data`.
-fn client(ca_dir: &Path, substreams: usize, no_data: bool) -> Client {
-    let trust = TrustStore::from_ca_dir(ca_dir).unwrap();
-    Client::with_config(Config {
-        substreams,
-        tls_no_data: no_data,
-        ..Config::default().with_tls(ClientTls::new(trust).unwrap())
-    })
-}
-
-/// Reads `f.bin` whole and in pieces, writes `out/<base's host>.bin`, stats
-/// and lists over `base`; checks against `content` and the disk under
-/// `data`.
+/// [`tls_client::read_write_stat_list`] writing `out/<base's host>.bin`.
 async fn read_write_stat_list(client: &Client, base: &str, content: &[u8], data: &Path) {
     let host = base.split("://").nth(1).unwrap().split(':').next().unwrap();
-    let out = format!("out/{host}.bin");
-    let fs = client.fs(base).unwrap();
-    assert_eq!(fs.stat("/f.bin").await.unwrap().size, content.len() as u64);
-    let mut names: Vec<String> = fs
-        .dirlist("/sub", true)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    names.sort();
-    assert_eq!(names, ["a", "b"]);
-
-    let f = client
-        .open(&format!("{base}//f.bin"), OpenFlags::READ)
-        .await
-        .unwrap();
-    let whole = f.read_at(0, content.len()).await.unwrap();
-    assert!(whole[..] == content[..], "whole read differs");
-    // many reads at once, over the substreams when there are some
-    let reads = (0..24u64).map(|i| f.read_at(i * 40_000, 40_000));
-    for (i, r) in futures::future::join_all(reads)
-        .await
-        .into_iter()
-        .enumerate()
-    {
-        let at = i * 40_000;
-        assert!(
-            r.unwrap()[..] == content[at..at + 40_000],
-            "read {i} differs"
-        );
-    }
-    f.close().await.unwrap();
-
-    let w = client
-        .open(&format!("{base}//{out}"), OpenFlags::NEW.mkpath())
-        .await
-        .unwrap();
-    let body = Bytes::from(pattern(200_000));
-    w.write_at(0, body.clone()).await.unwrap();
-    w.write_at(200_000, Bytes::from_static(b"tail"))
-        .await
-        .unwrap();
-    w.close().await.unwrap();
-    let on_disk = std::fs::read(data.join(&out)).unwrap();
-    assert_eq!(on_disk.len(), 200_004);
-    assert!(on_disk[..200_000] == body[..] && &on_disk[200_000..] == b"tail");
+    tls_client::read_write_stat_list(client, base, host, content, data, 200_000).await;
 }
 
 const SIZE: usize = 1_000_000;

@@ -8,19 +8,13 @@ mod support;
 use std::path::Path;
 use std::sync::Arc;
 
-use bytes::Bytes;
 use support::tls::TestPki;
-use xroot::client::tls::{ClientTls, TrustStore};
-use xroot::client::{Client, Config as ClientConfig, OpenFlags};
+use support::tls_client::{client, pattern, read_write_stat_list};
 use xroot::server::{
     Config, LocalFs, Server, ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement,
 };
 
 const SIZE: usize = 1_000_000;
-
-fn pattern(len: usize) -> Vec<u8> {
-    (0..len).map(|i| (i * 13 % 251) as u8).collect()
-}
 
 /// Our server on `data` with the PKI's host certificate at `level`.
 async fn serve(pki: &TestPki, data: &Path, level: TlsRequirement) -> std::net::SocketAddr {
@@ -40,15 +34,6 @@ async fn serve(pki: &TestPki, data: &Path, level: TlsRequirement) -> std::net::S
     addr
 }
 
-fn client(pki: &TestPki, substreams: usize, no_data: bool) -> Client {
-    let trust = TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
-    Client::with_config(ClientConfig {
-        substreams,
-        tls_no_data: no_data,
-        ..ClientConfig::default().with_tls(ClientTls::new(trust).unwrap())
-    })
-}
-
 fn data_dir(content: &[u8]) -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("f.bin"), content).unwrap();
@@ -56,57 +41,6 @@ fn data_dir(content: &[u8]) -> tempfile::TempDir {
     std::fs::write(d.path().join("sub/a"), b"a").unwrap();
     std::fs::write(d.path().join("sub/b"), b"b").unwrap();
     d
-}
-
-/// Reads `f.bin` whole and in 24 concurrent pieces, writes `out/<tag>.bin`,
-/// stats and lists over `base`; checks against `content` and the disk.
-async fn read_write_stat_list(client: &Client, base: &str, tag: &str, content: &[u8], data: &Path) {
-    let fs = client.fs(base).unwrap();
-    assert_eq!(fs.stat("/f.bin").await.unwrap().size, content.len() as u64);
-    let mut names: Vec<String> = fs
-        .dirlist("/sub", true)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.name)
-        .collect();
-    names.sort();
-    assert_eq!(names, ["a", "b"], "{tag}");
-
-    let f = client
-        .open(&format!("{base}//f.bin"), OpenFlags::READ)
-        .await
-        .unwrap();
-    let whole = f.read_at(0, content.len()).await.unwrap();
-    assert!(whole[..] == content[..], "{tag}: whole read differs");
-    let reads = (0..24u64).map(|i| f.read_at(i * 40_000, 40_000));
-    for (i, r) in futures::future::join_all(reads)
-        .await
-        .into_iter()
-        .enumerate()
-    {
-        let at = i * 40_000;
-        assert!(
-            r.unwrap()[..] == content[at..at + 40_000],
-            "{tag}: read {i} differs"
-        );
-    }
-    f.close().await.unwrap();
-
-    let out = format!("out/{tag}.bin");
-    let w = client
-        .open(&format!("{base}//{out}"), OpenFlags::NEW.mkpath())
-        .await
-        .unwrap();
-    let body = Bytes::from(pattern(300_000));
-    w.write_at(0, body.clone()).await.unwrap();
-    w.write_at(300_000, Bytes::from_static(b"tail"))
-        .await
-        .unwrap();
-    w.close().await.unwrap();
-    let on_disk = std::fs::read(data.join(&out)).unwrap();
-    assert_eq!(on_disk.len(), 300_004, "{tag}");
-    assert!(on_disk[..300_000] == body[..] && &on_disk[300_000..] == b"tail");
 }
 
 const LEVELS: [TlsRequirement; 5] = [
@@ -125,10 +59,10 @@ async fn our_client_and_server_over_roots_at_every_level() {
         let data = data_dir(&content);
         let addr = serve(&pki, data.path(), level).await;
         for (substreams, no_data) in [(1, false), (3, false), (2, true)] {
-            let client = client(&pki, substreams, no_data);
+            let client = client(&pki.ca_dir, substreams, no_data);
             let tag = format!("roots-{level:?}-{substreams}-{no_data}");
             let base = format!("roots://localhost:{}", addr.port());
-            read_write_stat_list(&client, &base, &tag, &content, data.path()).await;
+            read_write_stat_list(&client, &base, &tag, &content, data.path(), 300_000).await;
             let ch = &client.channels()[0];
             let info = ch.server_info().unwrap();
             assert!(info.tls, "{tag}: {info:?}");
@@ -151,10 +85,10 @@ async fn our_client_and_server_over_root_at_every_level() {
         let data = data_dir(&content);
         let addr = serve(&pki, data.path(), level).await;
         for substreams in [1, 3] {
-            let client = client(&pki, substreams, false);
+            let client = client(&pki.ca_dir, substreams, false);
             let tag = format!("root-{level:?}-{substreams}");
             let base = format!("root://localhost:{}", addr.port());
-            read_write_stat_list(&client, &base, &tag, &content, data.path()).await;
+            read_write_stat_list(&client, &base, &tag, &content, data.path(), 300_000).await;
             let ch = &client.channels()[0];
             let info = ch.server_info().unwrap();
             // capable: nothing asks for TLS, the channel stays plain

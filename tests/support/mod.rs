@@ -24,6 +24,7 @@ pub mod raw;
 pub mod scripted;
 pub mod stock;
 pub mod tls;
+pub mod tls_client;
 pub mod tls_link;
 pub mod tokens;
 pub mod xcache;
