@@ -117,8 +117,10 @@ fn normalize(path: &str) -> Option<String> {
     Some(out)
 }
 
-/// Whether subtree `root` contains `path`, on component boundaries.
-fn covers(root: &str, path: &str) -> bool {
+/// Whether subtree `root` contains `path`, on component boundaries (both
+/// absolute and normalized). Used by the token scopes and the local
+/// access policy.
+pub(crate) fn covers(root: &str, path: &str) -> bool {
     root == "/"
         || path == root
         || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'))

@@ -4,6 +4,7 @@
 use xroot_proto::ErrorCode;
 
 use crate::auth::Caller;
+use crate::authz::covers;
 use crate::fs::FsError;
 
 /// What a rule grants on its subtree.
@@ -151,12 +152,6 @@ fn lexical(path: &str) -> String {
         .filter(|c| !c.is_empty() && *c != ".")
         .collect();
     format!("/{}", parts.join("/"))
-}
-
-fn covers(root: &str, path: &str) -> bool {
-    root == "/"
-        || path == root
-        || (path.starts_with(root) && path.as_bytes().get(root.len()) == Some(&b'/'))
 }
 
 #[cfg(test)]
