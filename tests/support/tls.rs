@@ -24,7 +24,8 @@ pub struct TestPki {
     pub host_key: PathBuf,
 }
 
-fn openssl(args: &[&str], cwd: &Path) {
+/// Runs `openssl` with `args` in `cwd`; panics with its stderr if it fails.
+pub fn openssl(args: &[&str], cwd: &Path) {
     let out = Command::new("openssl")
         .args(args)
         .current_dir(cwd)

@@ -2,8 +2,7 @@
 //! RS256 (2048-bit) key made with the `openssl` command, their public
 //! halves in a JWKS file, and tokens minted with jsonwebtoken.
 
-use std::path::PathBuf;
-use std::process::Command;
+use std::path::{Path, PathBuf};
 
 use jsonwebtoken::jwk::{Jwk, JwkSet};
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
@@ -32,16 +31,9 @@ pub struct TestIssuer {
     rsa: EncodingKey,
 }
 
+/// `openssl` with `args` (absolute paths) in the current directory.
 fn openssl(args: &[&str]) {
-    let out = Command::new("openssl")
-        .args(args)
-        .output()
-        .expect("run openssl");
-    assert!(
-        out.status.success(),
-        "openssl {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    super::tls::openssl(args, Path::new("."));
 }
 
 /// Seconds since the epoch.
