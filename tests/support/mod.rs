@@ -25,6 +25,7 @@ pub mod scripted;
 pub mod stock;
 pub mod tls;
 pub mod tokens;
+pub mod uproot;
 pub mod xcache;
 
 use std::collections::{HashMap, VecDeque};
