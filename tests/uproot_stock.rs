@@ -21,11 +21,10 @@ mod support;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
 
 use clap::Parser;
 use support::stock::StockServer;
+use support::uproot::{check, python, read, Env};
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::{CacheFs, CacheStatsSnapshot};
 use xroot::server::{Config, LocalFs, Server, ServerHandle};
@@ -33,40 +32,6 @@ use xroot::server::{Config, LocalFs, Server, ServerHandle};
 #[path = "../examples/xcache.rs"]
 #[allow(dead_code)]
 mod xcache;
-
-/// How long one run of the script may take before it is killed.
-const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
-
-fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/uproot/check.py")
-}
-
-/// The Python to run the script with, if it has uproot, fsspec-xrootd and
-/// the XRootD bindings. Panics when it has not and `CI=true`.
-fn python() -> Option<PathBuf> {
-    let python = std::env::var_os("XROOT_UPROOT_PYTHON")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/opt/xroot-uproot/bin/python"));
-    let found = Command::new(&python)
-        .args(["-c", "import uproot, fsspec_xrootd, XRootD.client"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let why = format!(
-            "{} cannot import uproot, fsspec_xrootd and XRootD.client \
-             (.ci/run installs them; or set XROOT_UPROOT_PYTHON)",
-            python.display()
-        );
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but {why}");
-        }
-        eprintln!("skipping: {why}");
-        return None;
-    }
-    Some(python)
-}
 
 /// One way of reading remote files with uproot.
 #[derive(Debug, Clone, Copy)]
@@ -121,65 +86,11 @@ fn debian_bindings() -> Option<tempfile::TempDir> {
     Some(dir)
 }
 
-/// Runs `python check.py ARGS` (with `pythonpath` first on `PYTHONPATH`)
-/// off the runtime's worker threads, killing it after [`SCRIPT_TIMEOUT`];
-/// returns its stdout, panics with its output unless it exits 0.
-async fn check(python: &Path, pythonpath: Option<&Path>, args: &[&str]) -> String {
-    let python = python.to_path_buf();
-    let pythonpath = pythonpath.map(Path::to_path_buf);
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        let what = format!("check.py {}", args.join(" "));
-        let out = tempfile::tempdir().unwrap();
-        let (stdout, stderr) = (out.path().join("stdout"), out.path().join("stderr"));
-        let mut cmd = Command::new(&python);
-        cmd.arg(script())
-            .args(&args)
-            .stdin(Stdio::null())
-            .stdout(std::fs::File::create(&stdout).unwrap())
-            .stderr(std::fs::File::create(&stderr).unwrap());
-        if let Some(p) = pythonpath {
-            cmd.env("PYTHONPATH", p);
-        }
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{what}: {e}"));
-        let deadline = Instant::now() + SCRIPT_TIMEOUT;
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break Some(status);
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                break None;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        let stdout = std::fs::read_to_string(&stdout).unwrap();
-        let stderr = std::fs::read_to_string(&stderr).unwrap();
-        match status {
-            Some(s) if s.success() => stdout,
-            Some(s) => panic!("{what} exited with {s}:\n{stdout}{stderr}"),
-            None => panic!("{what} killed after {SCRIPT_TIMEOUT:?}:\n{stdout}{stderr}"),
-        }
-    })
-    .await
-    .unwrap()
-}
-
-/// The two lines of a read: the source uproot used, and the figures.
-async fn read(
-    python: &Path,
-    pythonpath: Option<&Path>,
-    location: &str,
-    handler: &str,
-) -> (String, String) {
-    let out = check(python, pythonpath, &["read", location, handler]).await;
-    let mut lines = out.lines();
-    let source = lines.next().and_then(|l| l.strip_prefix("source "));
-    let (Some(source), Some(figures), None) = (source, lines.next(), lines.next()) else {
-        panic!("read {location} {handler}: unexpected output {out:?}")
-    };
-    (source.to_string(), figures.to_string())
+/// The environment that puts `pythonpath` first on `PYTHONPATH`.
+fn pythonpath_env(pythonpath: Option<&Path>) -> Env {
+    pythonpath
+        .map(|p| vec![("PYTHONPATH".to_string(), Some(p.as_os_str().to_owned()))])
+        .unwrap_or_default()
 }
 
 /// What every read runs with: the Python, Debian's bindings (if any) and
@@ -201,7 +112,7 @@ impl Setup {
             _ => (reader, None),
         };
         let (handler, source_ok) = reader.handler();
-        let (source, figures) = read(&self.python, pythonpath, url, handler).await;
+        let (source, figures) = read(&self.python, &pythonpath_env(pythonpath), url, handler).await;
         assert!(source_ok(&source), "{url} {reader:?}: source {source}");
         assert!(
             figures == self.local,
@@ -271,8 +182,8 @@ async fn uproot_reads_through_our_server_and_cache() {
     }
     let data = tempfile::tempdir().unwrap();
     let dir = data.path().to_str().unwrap();
-    check(&python, None, &["write", dir]).await;
-    let (source, local) = read(&python, None, dir, "file").await;
+    check(&python, &Env::new(), &["write", dir]).await;
+    let (source, local) = read(&python, &Env::new(), dir, "file").await;
     assert_eq!(source, "MemmapSource");
     let setup = Setup {
         python,

@@ -73,14 +73,24 @@ impl OriginError {
 
 /// What the cache tells its own client when the origin failed: the
 /// origin's `kXR_error` code and message pass through unchanged (a missing
-/// file stays `kXR_NotFound`), as does a local file system's [`FsError`];
-/// a connection that failed, timed out or sent bad data (a page that never
+/// file stays `kXR_NotFound`), as does a local file system's [`FsError`],
+/// except `kXR_AuthFailed`: that one is the cache's own login to the origin
+/// failing (its token expired, its key unknown), which the client, already
+/// authenticated to the cache, would take for a verdict on its own
+/// credentials — it becomes `kXR_ServerError` naming the origin. A
+/// connection that failed, timed out or sent bad data (a page that never
 /// matched its crc32c, a short run) is `kXR_IOError`, any other failure
 /// `kXR_ServerError`, with a message naming the origin.
 impl From<&OriginError> for FsError {
     fn from(e: &OriginError) -> FsError {
         use xroot_client::Error as E;
         match e {
+            OriginError::Client {
+                source: E::Server { code, .. },
+                ..
+            } if *code == ErrorCode::AUTH_FAILED => {
+                FsError::new(ErrorCode::SERVER_ERROR, e.to_string())
+            }
             OriginError::Client {
                 source: E::Server { code, message },
                 ..

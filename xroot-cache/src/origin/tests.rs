@@ -111,6 +111,19 @@ fn origin_errors_become_server_errors() {
             "Unable to locate /x; no such file or directory"
         )
     );
+    // except a failed authentication of the cache itself: not the
+    // client's, so a server error naming the origin
+    let FsError::Error { code, message } = remote(E::Server {
+        code: ErrorCode::AUTH_FAILED,
+        message: "token expired".into(),
+    }) else {
+        panic!("not an error")
+    };
+    assert_eq!(code, ErrorCode::SERVER_ERROR);
+    assert!(
+        message.contains("origin origin.example:1094") && message.contains("token expired"),
+        "{message}"
+    );
     // failures to talk to it are I/O errors naming it
     let io_errors = [
         E::ConnectionLost {

@@ -1,0 +1,243 @@
+//! Our cache with its own token in front of a TLS origin that requires
+//! tokens: the origin is our `serve` example with `--tls login --auth ztn`;
+//! the `xcache` example (in-process) reaches it over `roots://` with
+//! `--origin-token-file` and itself serves clients with TLS required at
+//! login and `ztn` with the same issuer. The stock `xrdcp`, with its own
+//! read token, reads a file through the cache over `roots://` cold (fetched
+//! from the origin) and warm (from the cache's disk), bytes equal; a client
+//! token without the read scope is refused by the cache with
+//! `kXR_NotAuthorized` (the cache authorizes its clients as the server
+//! does); a cache whose origin token is expired answers its client with a
+//! clear error, not a hang.
+//!
+//! The cache's client trusts the CAs of `X509_CERT_DIR` (`Config::tls`
+//! defaults to `ClientTls::from_env`), which this test sets for its own
+//! process: it is alone in this test binary for that reason.
+
+mod support;
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use clap::Parser;
+use support::tls::TestPki;
+use support::tokens::{token_file, TestIssuer, AUDIENCE, ISSUER};
+use xroot::cache::origin::RemoteOrigin;
+use xroot::cache::CacheFs;
+use xroot::client::tls::{ClientTls, TrustStore};
+use xroot::client::{Client, Config, OpenFlags};
+use xroot::proto::ErrorCode;
+use xroot::sec::ztn::BearerToken;
+
+// both examples include `examples/common/*.rs`: two copies, on purpose
+#[path = "../examples/serve.rs"]
+#[allow(dead_code, clippy::duplicate_mod)]
+mod serve;
+
+#[path = "../examples/xcache.rs"]
+#[allow(dead_code, clippy::duplicate_mod)]
+mod xcache;
+
+/// How long a read through the cache may take before the test calls it a
+/// hang.
+const HANG: Duration = Duration::from_secs(120);
+
+/// TLS required at login, `ztn` with `iss`'s tokens for [`AUDIENCE`].
+fn secured<'a>(pki: &'a TestPki, issuer: &'a str) -> [&'a str; 10] {
+    [
+        "--tls-cert",
+        pki.host_cert.to_str().unwrap(),
+        "--tls-key",
+        pki.host_key.to_str().unwrap(),
+        "--tls",
+        "login",
+        "--auth",
+        "ztn",
+        "--token-issuer",
+        issuer,
+    ]
+}
+
+/// Our `serve` (in-process) on `dir`, [`secured`].
+async fn start_origin(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> SocketAddr {
+    let issuer = iss.arg();
+    let mut argv = vec!["serve", "--port", "0"];
+    argv.extend(secured(pki, &issuer));
+    argv.extend(["--token-audience", AUDIENCE, dir.to_str().unwrap()]);
+    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    addr
+}
+
+/// Our `xcache` (in-process), [`secured`], in front of `roots://origin`
+/// with `token` as its origin token; its address and `CacheFs`.
+async fn start_cache(
+    pki: &TestPki,
+    iss: &TestIssuer,
+    origin: SocketAddr,
+    token: &Path,
+    store: &Path,
+) -> (SocketAddr, CacheFs<RemoteOrigin>) {
+    let issuer = iss.arg();
+    let origin = format!("roots://localhost:{}", origin.port());
+    let mut argv = vec![
+        "xcache",
+        "--origin",
+        &origin,
+        "--origin-token-file",
+        token.to_str().unwrap(),
+        "--cache-dir",
+        store.to_str().unwrap(),
+        "--port",
+        "0",
+        "--token-audience",
+        AUDIENCE,
+    ];
+    argv.extend(secured(pki, &issuer));
+    let server = xcache::start(&xcache::Cli::try_parse_from(argv).unwrap())
+        .await
+        .unwrap();
+    let (addr, fs) = (server.local_addr(), server.fs().clone());
+    tokio::spawn(server.serve());
+    (addr, fs)
+}
+
+/// The stock `xrdcp -f -s URL DEST` with the PKI's CA directory and the
+/// token in `token`, killed after [`HANG`] (by `timeout`), off the
+/// runtime's threads.
+async fn xrdcp(pki: &TestPki, token: &Path, url: &str, dest: &Path) -> Output {
+    let (ca, token) = (pki.ca_dir.clone(), token.to_path_buf());
+    let (url, dest) = (url.to_string(), dest.to_path_buf());
+    tokio::task::spawn_blocking(move || {
+        Command::new("timeout")
+            .arg(HANG.as_secs().to_string())
+            .args(["xrdcp", "-f", "-s", &url])
+            .arg(dest)
+            .env("X509_CERT_DIR", ca)
+            .env("BEARER_TOKEN_FILE", token)
+            .env_remove("BEARER_TOKEN")
+            .env_remove("X509_USER_PROXY")
+            .output()
+            .expect("run xrdcp")
+    })
+    .await
+    .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
+    if !support::stock::xrootd_available() {
+        return;
+    }
+    let pki = TestPki::new();
+    // the cache's client (Config::default) trusts X509_CERT_DIR
+    std::env::set_var("X509_CERT_DIR", &pki.ca_dir);
+    let iss = TestIssuer::new(ISSUER);
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("data")).unwrap();
+    let content: Vec<u8> = (0..3_000_000u32).map(|i| (i % 249) as u8).collect();
+    std::fs::write(data.path().join("data/f.bin"), &content).unwrap();
+    let origin = start_origin(&pki, &iss, data.path()).await;
+
+    let work = tempfile::tempdir().unwrap();
+    let token =
+        |name: &str, claims: &serde_json::Value| token_file(work.path(), name, &iss.es256(claims));
+    let cache_token = token("cache.tok", &iss.claims("storage.read:/data"));
+    let store = tempfile::tempdir().unwrap();
+    let (cache, fs) = start_cache(&pki, &iss, origin, &cache_token, store.path()).await;
+    let url = format!("roots://localhost:{}//data/f.bin", cache.port());
+
+    // the stock xrdcp with its own read token: cold, then warm
+    let reader = token("reader.tok", &iss.claims("storage.read:/data"));
+    let got = work.path().join("got.bin");
+    let o = xrdcp(&pki, &reader, &url, &got).await;
+    assert!(o.status.success(), "cold: {}", text(&o));
+    assert!(
+        std::fs::read(&got).unwrap() == content,
+        "cold: bytes differ"
+    );
+    let cold = fs.stats();
+    assert!(
+        cold.bytes_fetched >= content.len() as u64,
+        "cold read fetched {cold:?}"
+    );
+    std::fs::remove_file(&got).unwrap();
+    let o = xrdcp(&pki, &reader, &url, &got).await;
+    assert!(o.status.success(), "warm: {}", text(&o));
+    assert!(
+        std::fs::read(&got).unwrap() == content,
+        "warm: bytes differ"
+    );
+    let warm = fs.stats();
+    assert_eq!(warm.bytes_fetched, cold.bytes_fetched, "warm: {warm:?}");
+    assert!(
+        warm.bytes_from_disk - cold.bytes_from_disk >= content.len() as u64,
+        "warm: {warm:?}"
+    );
+
+    // a client token without the read scope: refused by the cache
+    let writer = token("writer.tok", &iss.claims("storage.create:/data"));
+    let o = xrdcp(&pki, &writer, &url, &work.path().join("no.bin")).await;
+    assert!(!o.status.success(), "{}", text(&o));
+    assert!(
+        text(&o).contains("missing scope storage.read:/data/f.bin"),
+        "{}",
+        text(&o)
+    );
+    let trust = TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
+    let client = |token: &Path| {
+        let token = std::fs::read_to_string(token).unwrap();
+        Client::with_config(Config {
+            bearer_token: Some(BearerToken::new(token.trim())),
+            ..Config::default().with_tls(ClientTls::new(trust.clone()).unwrap())
+        })
+    };
+    let e = client(&writer)
+        .open(&url, OpenFlags::READ)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::NOT_AUTHORIZED), "{e}");
+    assert_eq!(fs.stats().bytes_fetched, cold.bytes_fetched);
+
+    // a cache whose own token has expired: its client gets an error, soon
+    let mut old = iss.claims("storage.read:/data");
+    old["exp"] = serde_json::json!(support::tokens::now() - 3600);
+    let expired = token("expired.tok", &old);
+    let store = tempfile::tempdir().unwrap();
+    let (bad, _) = start_cache(&pki, &iss, origin, &expired, store.path()).await;
+    let url = format!("roots://localhost:{}//data/f.bin", bad.port());
+    let e = tokio::time::timeout(HANG, client(&reader).open(&url, OpenFlags::READ))
+        .await
+        .expect("the cache answers")
+        .unwrap_err();
+    // the client's own token is fine: the failure is the cache's, named
+    // as the origin's (not a kXR_AuthFailed the client would take for its
+    // own token's)
+    let origin_name = format!("origin localhost:{}", origin.port());
+    assert_eq!(e.server_code(), Some(ErrorCode::SERVER_ERROR), "{e}");
+    assert!(
+        e.to_string().contains(&origin_name) && e.to_string().contains("token expired"),
+        "{e}"
+    );
+    let o = xrdcp(&pki, &reader, &url, &work.path().join("no.bin")).await;
+    assert!(!o.status.success(), "{}", text(&o));
+    assert_ne!(o.status.code(), Some(124), "xrdcp hung: {}", text(&o));
+    assert!(
+        text(&o).contains(&origin_name) && text(&o).contains("token expired"),
+        "{}",
+        text(&o)
+    );
+}
