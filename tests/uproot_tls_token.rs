@@ -25,34 +25,18 @@ use std::path::Path;
 
 use clap::Parser;
 use support::tls::TestPki;
-use support::tokens::{token_file, TestIssuer, AUDIENCE, ISSUER};
+use support::tokens::{secured_args, token_file, TestIssuer, ISSUER};
 use support::uproot::{check, python, read, run, Env};
 
 #[path = "../examples/serve.rs"]
 #[allow(dead_code)]
 mod serve;
 
-/// Our `serve` (in-process) on `dir`: TLS required for login, `ztn` only,
-/// tokens of `iss` for [`AUDIENCE`].
+/// Our `serve` (in-process) on `dir`, [`secured_args`].
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> SocketAddr {
-    let argv = [
-        "serve",
-        "--port",
-        "0",
-        "--tls-cert",
-        pki.host_cert.to_str().unwrap(),
-        "--tls-key",
-        pki.host_key.to_str().unwrap(),
-        "--tls",
-        "login",
-        "--auth",
-        "ztn",
-        "--token-issuer",
-        &iss.arg(),
-        "--token-audience",
-        AUDIENCE,
-        dir.to_str().unwrap(),
-    ];
+    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
+    argv.extend(secured_args(pki, iss));
+    argv.push(dir.to_str().unwrap().into());
     let cli = serve::Cli::try_parse_from(argv).unwrap();
     let server = serve::start(&cli).await.unwrap();
     let addr = server.local_addr();

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 use clap::Parser;
 use support::tls::TestPki;
-use support::tokens::{token_file, TestIssuer, AUDIENCE, ISSUER};
+use support::tokens::{output_text, secured_args, token_env, token_file, TestIssuer, ISSUER};
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::CacheFs;
 use xroot::client::tls::{ClientTls, TrustStore};
@@ -44,28 +44,11 @@ mod xcache;
 /// hang.
 const HANG: Duration = Duration::from_secs(120);
 
-/// TLS required at login, `ztn` with `iss`'s tokens for [`AUDIENCE`].
-fn secured<'a>(pki: &'a TestPki, issuer: &'a str) -> [&'a str; 10] {
-    [
-        "--tls-cert",
-        pki.host_cert.to_str().unwrap(),
-        "--tls-key",
-        pki.host_key.to_str().unwrap(),
-        "--tls",
-        "login",
-        "--auth",
-        "ztn",
-        "--token-issuer",
-        issuer,
-    ]
-}
-
-/// Our `serve` (in-process) on `dir`, [`secured`].
+/// Our `serve` (in-process) on `dir`, [`secured_args`].
 async fn start_origin(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> SocketAddr {
-    let issuer = iss.arg();
-    let mut argv = vec!["serve", "--port", "0"];
-    argv.extend(secured(pki, &issuer));
-    argv.extend(["--token-audience", AUDIENCE, dir.to_str().unwrap()]);
+    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
+    argv.extend(secured_args(pki, iss));
+    argv.push(dir.to_str().unwrap().into());
     let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
         .await
         .unwrap();
@@ -74,7 +57,7 @@ async fn start_origin(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> SocketAddr
     addr
 }
 
-/// Our `xcache` (in-process), [`secured`], in front of `roots://origin`
+/// Our `xcache` (in-process), [`secured_args`], in front of `roots://origin`
 /// with `token` as its origin token; its address and `CacheFs`.
 async fn start_cache(
     pki: &TestPki,
@@ -83,9 +66,8 @@ async fn start_cache(
     token: &Path,
     store: &Path,
 ) -> (SocketAddr, CacheFs<RemoteOrigin>) {
-    let issuer = iss.arg();
     let origin = format!("roots://localhost:{}", origin.port());
-    let mut argv = vec![
+    let mut argv: Vec<String> = [
         "xcache",
         "--origin",
         &origin,
@@ -95,10 +77,10 @@ async fn start_cache(
         store.to_str().unwrap(),
         "--port",
         "0",
-        "--token-audience",
-        AUDIENCE,
-    ];
-    argv.extend(secured(pki, &issuer));
+    ]
+    .map(String::from)
+    .into();
+    argv.extend(secured_args(pki, iss));
     let server = xcache::start(&xcache::Cli::try_parse_from(argv).unwrap())
         .await
         .unwrap();
@@ -114,27 +96,15 @@ async fn xrdcp(pki: &TestPki, token: &Path, url: &str, dest: &Path) -> Output {
     let (ca, token) = (pki.ca_dir.clone(), token.to_path_buf());
     let (url, dest) = (url.to_string(), dest.to_path_buf());
     tokio::task::spawn_blocking(move || {
-        Command::new("timeout")
+        token_env(&mut Command::new("timeout"), &ca, &token)
             .arg(HANG.as_secs().to_string())
             .args(["xrdcp", "-f", "-s", &url])
             .arg(dest)
-            .env("X509_CERT_DIR", ca)
-            .env("BEARER_TOKEN_FILE", token)
-            .env_remove("BEARER_TOKEN")
-            .env_remove("X509_USER_PROXY")
             .output()
             .expect("run xrdcp")
     })
     .await
     .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +134,7 @@ async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
     let reader = token("reader.tok", &iss.claims("storage.read:/data"));
     let got = work.path().join("got.bin");
     let o = xrdcp(&pki, &reader, &url, &got).await;
-    assert!(o.status.success(), "cold: {}", text(&o));
+    assert!(o.status.success(), "cold: {}", output_text(&o));
     assert!(
         std::fs::read(&got).unwrap() == content,
         "cold: bytes differ"
@@ -176,7 +146,7 @@ async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
     );
     std::fs::remove_file(&got).unwrap();
     let o = xrdcp(&pki, &reader, &url, &got).await;
-    assert!(o.status.success(), "warm: {}", text(&o));
+    assert!(o.status.success(), "warm: {}", output_text(&o));
     assert!(
         std::fs::read(&got).unwrap() == content,
         "warm: bytes differ"
@@ -191,11 +161,11 @@ async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
     // a client token without the read scope: refused by the cache
     let writer = token("writer.tok", &iss.claims("storage.create:/data"));
     let o = xrdcp(&pki, &writer, &url, &work.path().join("no.bin")).await;
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", output_text(&o));
     assert!(
-        text(&o).contains("missing scope storage.read:/data/f.bin"),
+        output_text(&o).contains("missing scope storage.read:/data/f.bin"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
     let trust = TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
     let client = |token: &Path| {
@@ -233,11 +203,16 @@ async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
         "{e}"
     );
     let o = xrdcp(&pki, &reader, &url, &work.path().join("no.bin")).await;
-    assert!(!o.status.success(), "{}", text(&o));
-    assert_ne!(o.status.code(), Some(124), "xrdcp hung: {}", text(&o));
+    assert!(!o.status.success(), "{}", output_text(&o));
+    assert_ne!(
+        o.status.code(),
+        Some(124),
+        "xrdcp hung: {}",
+        output_text(&o)
+    );
     assert!(
-        text(&o).contains(&origin_name) && text(&o).contains("token expired"),
+        output_text(&o).contains(&origin_name) && output_text(&o).contains("token expired"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
 }

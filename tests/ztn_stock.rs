@@ -16,34 +16,22 @@ use std::process::{Command, Output};
 
 use clap::Parser;
 use support::tls::TestPki;
-use support::tokens::{token_file, TestIssuer, AUDIENCE, ISSUER};
+use support::tokens::{
+    output_text, secured_args, token_env, token_file, TestIssuer, AUDIENCE, ISSUER,
+};
 
 #[path = "../examples/serve.rs"]
 #[allow(dead_code)]
 mod serve;
 
-/// Our `serve` (in-process) on `dir`, TLS required for login, `ztn` only.
+/// Our `serve` (in-process) on `dir`, [`secured_args`].
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> std::net::SocketAddr {
-    let argv = [
-        "serve",
-        "--port",
-        "0",
-        "--tls-cert",
-        pki.host_cert.to_str().unwrap(),
-        "--tls-key",
-        pki.host_key.to_str().unwrap(),
-        "--tls",
-        "login",
-        "--auth",
-        "ztn",
-        "--token-issuer",
-        &iss.arg(),
-        "--token-audience",
-        AUDIENCE,
-        dir.to_str().unwrap(),
-    ];
-    let cli = serve::Cli::try_parse_from(argv).unwrap();
-    let server = serve::start(&cli).await.unwrap();
+    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
+    argv.extend(secured_args(pki, iss));
+    argv.push(dir.to_str().unwrap().into());
+    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
+        .await
+        .unwrap();
     let addr = server.local_addr();
     tokio::spawn(server.serve());
     addr
@@ -55,26 +43,14 @@ async fn xrdcp(pki: &TestPki, token: &Path, args: &[&str]) -> Output {
     let (ca, token) = (pki.ca_dir.clone(), token.to_path_buf());
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
     tokio::task::spawn_blocking(move || {
-        Command::new("xrdcp")
+        token_env(&mut Command::new("xrdcp"), &ca, &token)
             .args(["-f", "-s"])
             .args(&args)
-            .env("X509_CERT_DIR", ca)
-            .env("BEARER_TOKEN_FILE", token)
-            .env_remove("BEARER_TOKEN")
-            .env_remove("X509_USER_PROXY")
             .output()
             .expect("run xrdcp")
     })
     .await
     .unwrap()
-}
-
-fn text(o: &Output) -> String {
-    format!(
-        "{}{}",
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -100,7 +76,7 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     );
     let got = work.path().join("got.bin");
     let o = xrdcp(&pki, &read, &[&url("/data/f.bin"), got.to_str().unwrap()]).await;
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", output_text(&o));
     assert_eq!(std::fs::read(&got).unwrap(), content);
 
     // a write with the read token is refused, naming the scope
@@ -110,11 +86,11 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
         &[got.to_str().unwrap(), &url("/data/out/new.bin")],
     )
     .await;
-    assert!(!o.status.success(), "{}", text(&o));
+    assert!(!o.status.success(), "{}", output_text(&o));
     assert!(
-        text(&o).contains("missing scope storage.create:/data/out/new.bin"),
+        output_text(&o).contains("missing scope storage.create:/data/out/new.bin"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
     assert!(!data.path().join("data/out/new.bin").exists());
 
@@ -122,9 +98,9 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     let o = xrdcp(&pki, &read, &[&url("/elsewhere.bin"), "/dev/null"]).await;
     assert!(!o.status.success());
     assert!(
-        text(&o).contains("missing scope storage.read:/elsewhere.bin"),
+        output_text(&o).contains("missing scope storage.read:/elsewhere.bin"),
         "{}",
-        text(&o)
+        output_text(&o)
     );
 
     // an RS256 token that may create writes
@@ -139,7 +115,7 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
         &[got.to_str().unwrap(), &url("/data/out/new.bin")],
     )
     .await;
-    assert!(o.status.success(), "{}", text(&o));
+    assert!(o.status.success(), "{}", output_text(&o));
     assert_eq!(
         std::fs::read(data.path().join("data/out/new.bin")).unwrap(),
         content
@@ -152,12 +128,16 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     let expired = token_file(work.path(), "old.tok", &iss.es256(&old));
     let o = xrdcp(&pki, &expired, &[&url("/data/f.bin"), "/dev/null"]).await;
     assert!(!o.status.success());
-    assert!(text(&o).contains("Auth failed"), "{}", text(&o));
+    assert!(
+        output_text(&o).contains("Auth failed"),
+        "{}",
+        output_text(&o)
+    );
 }
 
 fn run(cmd: &mut Command) -> Output {
     let o = cmd.output().expect("run");
-    assert!(o.status.success(), "{cmd:?}: {}", text(&o));
+    assert!(o.status.success(), "{cmd:?}: {}", output_text(&o));
     o
 }
 

@@ -161,3 +161,48 @@ pub fn token_file(dir: &std::path::Path, name: &str, token: &str) -> PathBuf {
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o600)).unwrap();
     p
 }
+
+/// The `serve` / `xcache` flags that secure a test server: TLS required at
+/// login with the PKI's host certificate, `ztn` only, tokens of `iss` for
+/// [`AUDIENCE`].
+pub fn secured_args(pki: &super::tls::TestPki, iss: &TestIssuer) -> Vec<String> {
+    let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
+    [
+        "--tls-cert".to_string(),
+        path(&pki.host_cert),
+        "--tls-key".into(),
+        path(&pki.host_key),
+        "--tls".into(),
+        "login".into(),
+        "--auth".into(),
+        "ztn".into(),
+        "--token-issuer".into(),
+        iss.arg(),
+        "--token-audience".into(),
+        AUDIENCE.into(),
+    ]
+    .into()
+}
+
+/// Sets up `cmd`'s environment as a stock client's (or a program that
+/// runs one): trust `ca_dir`, present the token in the file `token`, no
+/// `BEARER_TOKEN` and no proxy certificate.
+pub fn token_env<'a>(
+    cmd: &'a mut std::process::Command,
+    ca_dir: &std::path::Path,
+    token: &std::path::Path,
+) -> &'a mut std::process::Command {
+    cmd.env("X509_CERT_DIR", ca_dir)
+        .env("BEARER_TOKEN_FILE", token)
+        .env_remove("BEARER_TOKEN")
+        .env_remove("X509_USER_PROXY")
+}
+
+/// A finished command's stdout and stderr, for assertion messages.
+pub fn output_text(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
