@@ -250,6 +250,13 @@ async fn scopes_are_enforced_on_every_request() {
         "storage.modify:/data/f",
     )
     .await;
+    // an append-only open writes (the backend opens it for appending)
+    refused(
+        &mut r,
+        open_request("/data/f", OpenOptions::APPEND),
+        "storage.modify:/data/f",
+    )
+    .await;
     refused(
         &mut r,
         Rm {

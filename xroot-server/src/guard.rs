@@ -9,7 +9,7 @@
 //! | stat, statx, locate | `storage.read`, `storage.create` or `storage.modify` |
 //! | open with `kXR_new`, mkdir | `storage.create` |
 //! | open with `kXR_delete` | `storage.create` if the file does not exist, else `storage.modify` |
-//! | open for update or write-only, truncate by path, rm, rmdir, mv (both paths), chmod, fattr set / delete | `storage.modify` |
+//! | open for update, write-only or append, truncate by path, rm, rmdir, mv (both paths), chmod, fattr set / delete | `storage.modify` |
 //! | prepare (every path) | `storage.stage` |
 //!
 //! `storage.modify` includes `storage.create` (the profile: "a strict
@@ -23,13 +23,13 @@
 //!
 //! [`Identity`]: crate::Identity
 
-use xroot_proto::request::{FattrSubcode, OpenOptions, PrepareOptions, QueryCode, Request};
+use xroot_proto::request::{FattrSubcode, PrepareOptions, QueryCode, Request};
 use xroot_proto::ErrorCode;
 
 use crate::authz::{allowed, Action, Scope};
 use crate::dispatch::{err, Ctx};
 use crate::fs::{FileSystem, FsError};
-use crate::path;
+use crate::{io, path};
 
 /// What one request needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -109,17 +109,16 @@ pub(crate) fn needs(request: &Request) -> Vec<Need> {
     };
     match request {
         Request::Open(r) => {
-            let o = r.options;
             let Ok(t) = path::payload_target("", &r.path) else {
                 return Vec::new();
             };
-            if o.contains(OpenOptions::NEW) {
+            // what the open will ask of the backend, as the handler derives it
+            let mode = io::open_mode(r.options, r.mode.0);
+            if mode.create_new {
                 vec![Need::To(Action::Create, t.path)]
-            } else if o.contains(OpenOptions::DELETE) {
+            } else if mode.truncate {
                 vec![Need::Write(t.path)]
-            } else if !o.contains(OpenOptions::READ)
-                && (o.contains(OpenOptions::UPDATE) || o.contains(OpenOptions::WRITE_ONLY))
-            {
+            } else if mode.write || mode.append {
                 vec![Need::To(Action::Modify, t.path)]
             } else {
                 vec![Need::To(Action::Read, t.path)]
@@ -170,7 +169,7 @@ pub(crate) fn needs(request: &Request) -> Vec<Need> {
 #[cfg(test)]
 mod tests {
     use bytes::Bytes;
-    use xroot_proto::request::{Mkdir, Mv, Open, Prepare, Rm, Stat};
+    use xroot_proto::request::{Mkdir, Mv, Open, OpenOptions, Prepare, Rm, Stat};
 
     use super::*;
 

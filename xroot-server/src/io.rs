@@ -24,6 +24,30 @@ use crate::files::OpenFile;
 use crate::fs::{File, FileSystem, FsError, OpenMode};
 use crate::path;
 
+/// What a `kXR_open` asks of the backend, from its options and mode bits:
+/// one derivation for the open itself and for the scope check
+/// ([`crate::guard`]). As do_Open: `kXR_open_read` makes it a read even
+/// with update flags; `kXR_delete` without `kXR_new` truncates.
+pub(crate) fn open_mode(opts: OpenOptions, mode: u16) -> OpenMode {
+    let create_new = opts.contains(OpenOptions::NEW);
+    let truncate = !create_new && opts.contains(OpenOptions::DELETE);
+    let write = !opts.contains(OpenOptions::READ)
+        && (opts.contains(OpenOptions::UPDATE)
+            || opts.contains(OpenOptions::WRITE_ONLY)
+            || create_new
+            || truncate);
+    OpenMode {
+        write,
+        create_new,
+        truncate,
+        // the reference's quirk: kXR_async also allows making the path
+        make_path: (create_new || truncate)
+            && (opts.contains(OpenOptions::MKPATH) || opts.contains(OpenOptions::ASYNC)),
+        append: opts.contains(OpenOptions::APPEND),
+        mode: (u32::from(mode) & 0o777) | 0o600,
+    }
+}
+
 /// `kXR_open`: the options that apply to a POSIX backend become an
 /// [`OpenMode`]; `kXR_retstat` (or `kXR_retstatx`) adds the stat text,
 /// `kXR_compress` the (zero) compression fields. The path is locked first
@@ -43,23 +67,7 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         ));
     }
     let target = path::payload_target("Opening", &r.path)?;
-    let create_new = opts.contains(OpenOptions::NEW);
-    let truncate = !create_new && opts.contains(OpenOptions::DELETE);
-    let write = !opts.contains(OpenOptions::READ)
-        && (opts.contains(OpenOptions::UPDATE)
-            || opts.contains(OpenOptions::WRITE_ONLY)
-            || create_new
-            || truncate);
-    let mode = OpenMode {
-        write,
-        create_new,
-        truncate,
-        // the reference's quirk: kXR_async also allows making the path
-        make_path: (create_new || truncate)
-            && (opts.contains(OpenOptions::MKPATH) || opts.contains(OpenOptions::ASYNC)),
-        append: opts.contains(OpenOptions::APPEND),
-        mode: (u32::from(r.mode.0) & 0o777) | 0o600,
-    };
+    let mode = open_mode(opts, r.mode.0);
     // as do_Open: an update or write-only open locks for writing
     let locks_write = !opts.contains(OpenOptions::READ)
         && (opts.contains(OpenOptions::UPDATE) || opts.contains(OpenOptions::WRITE_ONLY));
@@ -80,8 +88,8 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         },
         false => None,
     };
-    let posc = write && opts.contains(OpenOptions::POSC);
-    let file = OpenFile::new(file, target.path, write, mode.append, posc, lock);
+    let posc = mode.write && opts.contains(OpenOptions::POSC);
+    let file = OpenFile::new(file, target.path, mode.write, mode.append, posc, lock);
     let fhandle = ctx.session.files.insert(file);
     let answer = OpenResponse {
         fhandle,
