@@ -23,17 +23,28 @@ pub struct StockServer {
 /// Whether the stock server is installed. Panics when it is not and the
 /// environment says `CI=true`, so CI cannot pass by skipping.
 pub fn xrootd_available() -> bool {
-    let found = Command::new("xrootd")
-        .arg("-v")
+    program_available(
+        "xrootd",
+        &["-v"],
+        "the stock xrootd is not installed (apt-get install xrootd-server)",
+    )
+}
+
+/// Whether `program ARGS` runs: it exists and can be started. When it
+/// cannot, panics with `missing` under `CI=true`, else prints
+/// "skipping: `missing`" and returns `false`.
+pub fn program_available(program: &str, args: &[&str], missing: &str) -> bool {
+    let found = Command::new(program)
+        .args(args)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .is_ok();
     if !found {
         if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but the stock xrootd is not installed (apt-get install xrootd-server)");
+            panic!("CI=true but {missing}");
         }
-        eprintln!("skipping: the stock xrootd is not installed");
+        eprintln!("skipping: {missing}");
     }
     found
 }
