@@ -15,7 +15,7 @@
 //!   The 16-byte handshake reply decodes as an ordinary frame with an 8-byte
 //!   body ([`crate::header::ServerHandshake::from_body`]).
 
-use bytes::{Bytes, BytesMut};
+use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codes::{RequestId, Status};
 use crate::error::DecodeError;
@@ -308,6 +308,19 @@ impl RequestDecoder {
     }
 }
 
+/// A frame whose body its reader collects itself
+/// ([`ResponseDecoder::take_large_body`]).
+#[derive(Debug, Clone)]
+pub struct LargeBody {
+    /// The frame's header.
+    pub header: ResponseHeader,
+    /// Bytes of the whole body (for `kXR_status`: status body, info and
+    /// data).
+    pub len: usize,
+    /// The start of the body that had arrived, fewer than `len` bytes.
+    pub head: Bytes,
+}
+
 /// The client side's decoder: response frames (the handshake reply included).
 #[derive(Debug, Clone)]
 pub struct ResponseDecoder {
@@ -408,6 +421,26 @@ impl ResponseDecoder {
     /// frame at once instead of growing its buffer piecemeal.
     pub fn pending_len(&self) -> Option<usize> {
         self.pending
+    }
+
+    /// For a reader that collects a large body itself, straight from the
+    /// socket into a buffer of its own: once the frame being assembled has
+    /// its header checked ([`ResponseDecoder::pending_len`] is `Some`) and a
+    /// body of at least `min_body` bytes still to come, takes its header
+    /// and the part of the body `buf` holds off `buf`, and readies the
+    /// decoder for the next frame. `None`, with nothing taken, otherwise.
+    pub fn take_large_body(&mut self, buf: &mut BytesMut, min_body: usize) -> Option<LargeBody> {
+        let total = self.pending?;
+        let len = total - ResponseHeader::LEN;
+        if len < min_body || buf.len() >= total {
+            return None;
+        }
+        // checked when `pending` was set
+        let header = ResponseHeader::decode(&buf[..ResponseHeader::LEN]).ok()?;
+        self.pending = None;
+        let mut head = buf.split().freeze();
+        head.advance(ResponseHeader::LEN);
+        Some(LargeBody { header, len, head })
     }
 
     /// Like [`ResponseDecoder::decode`], for when the peer has closed: a

@@ -76,6 +76,7 @@ pub mod header;
 pub mod limits;
 pub mod list;
 pub mod page;
+pub mod pool;
 pub mod request;
 pub mod response;
 pub mod url;
@@ -83,7 +84,9 @@ mod wire;
 
 pub use codes::{AttnAction, ErrorCode, RequestId, ResponseType, ServerType, Status};
 pub use error::DecodeError;
-pub use frame::{ClientMessage, RequestDecoder, RequestFrame, ResponseDecoder, ResponseFrame};
+pub use frame::{
+    ClientMessage, LargeBody, RequestDecoder, RequestFrame, ResponseDecoder, ResponseFrame,
+};
 pub use header::{
     ClientHandshake, FHandle, RequestHeader, ResponseHeader, ServerHandshake, StreamId,
 };

@@ -247,3 +247,27 @@ fn decoded_payloads_point_into_the_frame() {
     };
     assert!(inside(&f, &names[0]));
 }
+
+#[test]
+fn a_large_body_is_handed_to_its_reader() {
+    let body: Vec<u8> = (0..100u8).collect();
+    let mut wire = vec![0, 5, 0x0f, 0xa0, 0, 0, 0, 100]; // oksofar, dlen 100
+    wire.extend_from_slice(&body);
+    wire.extend_from_slice(&[0, 6, 0, 0, 0, 0, 0, 0]); // a kXR_ok after it
+    let mut dec = ResponseDecoder::new();
+    let mut buf = BytesMut::from(&wire[..30]);
+    assert!(dec.decode(&mut buf).unwrap().is_none());
+    // a body under the threshold stays with the decoder
+    assert!(dec.take_large_body(&mut buf, 101).is_none());
+    assert_eq!(buf.len(), 30);
+    let large = dec.take_large_body(&mut buf, 100).unwrap();
+    assert_eq!(large.header.streamid.to_u16(), 5);
+    assert_eq!(large.header.status, Status::OKSOFAR);
+    assert_eq!(large.len, 100);
+    assert_eq!(&large.head[..], &body[..22]);
+    assert!(buf.is_empty());
+    // the reader collected the body; the next frame decodes afresh
+    let mut buf = BytesMut::from(&wire[108..]);
+    let next = dec.decode(&mut buf).unwrap().unwrap();
+    assert_eq!(next.header.status, Status::OK);
+}
