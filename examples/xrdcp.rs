@@ -335,9 +335,9 @@ async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
     while let Some(block) = blocks.next().await {
         let block = block?;
         if let Some(h) = &mut hasher {
-            h.update(&block);
+            block.iter().for_each(|part| h.update(part));
         }
-        let n = block.len() as u64;
+        let n = block_len(&block);
         sink.put(offset, block, t).await?;
         offset += n;
         bar.inc(n);
@@ -427,12 +427,21 @@ fn progress(ctx: &Ctx, size: Option<u64>, dst: &Place) -> ProgressBar {
     bars.add(bar.with_message(dst.to_string()))
 }
 
+/// One block of a copy: its bytes in one part or more (a remote read's
+/// answer as its frames brought it), in order.
+type Block = Vec<Bytes>;
+
+/// Bytes in `block`.
+fn block_len(block: &Block) -> u64 {
+    block.iter().map(|p| p.len() as u64).sum()
+}
+
 /// What a copy reads from.
 struct Source {
     /// Bytes, when known (not for standard input or a pipe).
     size: Option<u64>,
     /// The data in file order.
-    blocks: BoxStream<'static, Res<Bytes>>,
+    blocks: BoxStream<'static, Res<Block>>,
     /// Remote handles to close at the end.
     files: Vec<Arc<File>>,
 }
@@ -456,11 +465,13 @@ async fn open_source(ctx: &Ctx, src: &Place) -> Res<Source> {
                 tokio::spawn(async move {
                     // as the stock tool: no page checksums over TLS
                     let data = match t.paged && !file.is_secure() {
-                        true => file.pgread(offset, len).await?,
-                        false => file.read_at(offset, len).await?,
+                        true => vec![file.pgread(offset, len).await?],
+                        // the parts as they came: joining them would copy
+                        false => file.read_parts_at(offset, len).await?,
                     };
-                    if data.len() != len {
-                        return Err(format!("{len} bytes at {offset}: got {}", data.len()).into());
+                    let got = block_len(&data);
+                    if got != len as u64 {
+                        return Err(format!("{len} bytes at {offset}: got {got}").into());
                     }
                     Ok(data)
                 })
@@ -533,13 +544,13 @@ fn joined<T>(r: Result<Res<T>, tokio::task::JoinError>) -> Res<T> {
 }
 
 /// Blocks read from `from` by a blocking thread, a few ahead.
-fn local_blocks(mut from: impl Read + Send + 'static, t: Tuning) -> BoxStream<'static, Res<Bytes>> {
-    let (tx, rx) = mpsc::channel::<Res<Bytes>>(t.in_flight);
+fn local_blocks(mut from: impl Read + Send + 'static, t: Tuning) -> BoxStream<'static, Res<Block>> {
+    let (tx, rx) = mpsc::channel::<Res<Block>>(t.in_flight);
     tokio::task::spawn_blocking(move || loop {
         let block = read_block(&mut from, t.chunk).map_err(BoxError::from);
         let last = block.as_ref().map_or(true, |b| b.len() < t.chunk);
         let empty = block.as_ref().is_ok_and(|b| b.is_empty());
-        if (!empty && tx.blocking_send(block).is_err()) || last {
+        if (!empty && tx.blocking_send(block.map(|b| vec![b])).is_err()) || last {
             return;
         }
     });
@@ -574,7 +585,7 @@ enum Sink {
     },
     /// Blocks written in order by a blocking thread.
     Local {
-        tx: mpsc::Sender<Bytes>,
+        tx: mpsc::Sender<Block>,
         done: JoinHandle<std::io::Result<()>>,
     },
 }
@@ -583,11 +594,13 @@ impl Sink {
     async fn open(ctx: &Ctx, dst: &Place) -> Res<Sink> {
         let t = ctx.tuning;
         let local = |w: Box<dyn Write + Send>| {
-            let (tx, mut rx) = mpsc::channel::<Bytes>(t.in_flight);
+            let (tx, mut rx) = mpsc::channel::<Block>(t.in_flight);
             let done = tokio::task::spawn_blocking(move || {
                 let mut w = w;
-                while let Some(b) = rx.blocking_recv() {
-                    w.write_all(&b)?;
+                while let Some(block) = rx.blocking_recv() {
+                    for part in block {
+                        w.write_all(&part)?;
+                    }
                 }
                 w.flush()
             });
@@ -611,7 +624,7 @@ impl Sink {
     }
 
     /// Writes `data` at `offset`, waiting while too many writes are in flight.
-    async fn put(&mut self, offset: u64, data: Bytes, t: Tuning) -> Res<()> {
+    async fn put(&mut self, offset: u64, data: Block, t: Tuning) -> Res<()> {
         match self {
             Sink::Remote {
                 files,
@@ -623,6 +636,12 @@ impl Sink {
                 }
                 let file = Arc::clone(&files[*sent % files.len()]);
                 *sent += 1;
+                // a write takes one buffer: parts are joined (a copy) only
+                // when the source answered in several frames
+                let data = match <[Bytes; 1]>::try_from(data) {
+                    Ok([one]) => one,
+                    Err(parts) => parts.concat().into(),
+                };
                 writes.spawn(async move {
                     match t.paged && !file.is_secure() {
                         true => file.pgwrite(offset, data).await?,

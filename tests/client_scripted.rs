@@ -345,6 +345,52 @@ async fn connection_dropped_mid_answer_fails_promptly_then_reconnects() {
     assert_eq!(peer.requests_of(RequestId::OPEN).len(), 3);
 }
 
+/// Bodies of 128 KiB and more are read into buffers of their own (reused
+/// from the link's pool): answers made of such frames, small ones, and a
+/// frame whose body is cut off by the server closing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_answer_frames_arrive_whole_and_as_they_came() {
+    let data = content(3 << 20);
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        // at 0: 300 KB + 10 bytes + 300 KB in kXR_oksofar, then the rest
+        Request::Read(r) if r.offset == 0 => vec![
+            Step::Reply(Response::OkSoFar(call.slice(0, 300_000))),
+            Step::Reply(Response::OkSoFar(call.slice(300_000, 10))),
+            Step::Reply(Response::OkSoFar(call.slice(300_010, 300_000))),
+            Step::ok(call.slice(600_010, r.rlen as i64 - 600_010)),
+        ],
+        // at 1: the header and half of a 1 MiB body, then the end
+        Request::Read(r) if r.offset == 1 && call.conn == 0 => {
+            let mut frame = bytes::BytesMut::new();
+            Response::Ok(call.slice(1, 1 << 20)).encode(call.streamid, &mut frame);
+            vec![Step::Raw(frame.freeze().slice(..(1 << 19))), Step::Close]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = Client::new();
+    let f = open(&client, &peer.url(None, "/f")).await;
+    for _ in 0..3 {
+        let parts = guard(f.read_parts_at(0, 2 << 20)).await.unwrap();
+        let lens: Vec<usize> = parts.iter().map(|p| p.len()).collect();
+        assert_eq!(lens, [300_000, 10, 300_000, (2 << 20) - 600_010]);
+        assert_eq!(parts.concat(), data.slice(..2 << 20));
+        assert_eq!(
+            guard(f.read_at(0, 2 << 20)).await.unwrap(),
+            data.slice(..2 << 20)
+        );
+    }
+    // one whole frame of 2 MiB, then one the server cuts off: the read is
+    // retried once on a new connection, where it is answered
+    assert_eq!(
+        guard(f.read_at(5, 2 << 20)).await.unwrap(),
+        data.slice(5..(2 << 20) + 5)
+    );
+    let got = guard(f.read_at(1, 1 << 20)).await.unwrap();
+    assert_eq!(got, data.slice(1..(1 << 20) + 1));
+    assert_eq!(peer.logins().len(), 2);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_undecodable_frame_fails_the_link_with_a_protocol_error() {
     let peer = Peer::start_with(Options::serving(content(5000)), |call| call.serve()).await;

@@ -44,6 +44,15 @@ impl Reply {
         }
     }
 
+    /// The data as the frames brought it, not joined.
+    /// Errors: [`Error::UnexpectedResponse`] for a status reply.
+    pub(crate) fn into_parts(self, id: RequestId) -> Result<Vec<Bytes>> {
+        match self {
+            Reply::Data(chunks) => Ok(chunks),
+            Reply::Status(_) => Err(Error::unexpected(id, "a kXR_status reply")),
+        }
+    }
+
     /// The status frames. Errors: [`Error::UnexpectedResponse`] for a data reply.
     pub(crate) fn into_status(self, id: RequestId) -> Result<Vec<StatusResponse>> {
         match self {

@@ -325,8 +325,30 @@ impl File {
         self.read_at_in_op(offset, len).await
     }
 
+    /// [`File::read_at`] without joining the answer: its data as the
+    /// server's frames brought it, in file order, `Vec<Bytes>` of up to
+    /// `len` bytes in all (fewer only at end of file; parts may be empty).
+    /// A server that answers in several `kXR_oksofar` frames (the stock one
+    /// does over TLS, in pieces of its buffer size) costs [`File::read_at`]
+    /// one copy of the whole answer to join them; a caller that writes the
+    /// data out (`write_vectored`, a hash, a file) can skip it here.
+    /// Errors: those of [`File::read_at`].
+    pub async fn read_parts_at(&self, offset: u64, len: usize) -> Result<Vec<Bytes>> {
+        let _op = self.begin()?;
+        self.read_reply(offset, len)
+            .await?
+            .into_parts(RequestId::READ)
+    }
+
     /// [`File::read_at`] within a call already begun.
     pub(crate) async fn read_at_in_op(&self, offset: u64, len: usize) -> Result<Bytes> {
+        self.read_reply(offset, len)
+            .await?
+            .into_bytes(RequestId::READ)
+    }
+
+    /// One `kXR_read` of `len` bytes at `offset`, its reply as it came.
+    async fn read_reply(&self, offset: u64, len: usize) -> Result<Reply> {
         let rlen = i32::try_from(len)
             .map_err(|_| Error::InvalidArgument(format!("read of {len} bytes")))?;
         let offset = to_offset(offset)?;
@@ -339,8 +361,7 @@ impl File {
             }
             .into()
         })
-        .await?
-        .into_bytes(RequestId::READ)
+        .await
     }
 
     /// Writes `data` at `offset` (plain `kXR_write`).

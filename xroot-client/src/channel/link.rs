@@ -31,6 +31,7 @@ use tokio::time::Instant;
 use xroot_proto::codes::{AttnAction, ResponseType};
 use xroot_proto::frame::ResponseDecoder;
 use xroot_proto::header::ResponseHeader;
+use xroot_proto::pool::{BufferPool, PooledBuf};
 use xroot_proto::request::{Ping, Request};
 use xroot_proto::{DecodeError, RequestId, ResponseFrame, Status, StreamId};
 
@@ -60,6 +61,8 @@ pub(crate) struct Link {
     /// Whether each bound substream runs TLS, in binding order.
     pub(crate) path_tls: Mutex<Vec<bool>>,
     pub(crate) stats: LinkStats,
+    /// Buffers of large bodies, back once the caller drops the data.
+    bodies: BufferPool,
 }
 
 impl Link {
@@ -80,6 +83,7 @@ impl Link {
             pathids: Mutex::new(Vec::new()),
             path_tls: Mutex::new(Vec::new()),
             stats: LinkStats::default(),
+            bodies: BufferPool::new(IDLE_BODY_BUFFERS),
         });
         let (read, write) = setup.sock.into_split();
         tokio::spawn(writer(
@@ -412,9 +416,29 @@ impl fmt::Display for End {
     }
 }
 
+/// A body of at least this many bytes (and at most 16 MiB) is read into a
+/// buffer of its own (from the link's pool), straight from the socket.
+const LARGE_BODY: usize = 128 << 10;
+
+/// Idle body buffers a link keeps for reuse: 16 MiB (eight of the 2 MiB
+/// chunks the stock server answers reads with over TLS).
+const IDLE_BODY_BUFFERS: usize = 16 << 20;
+
+/// A large body being read into its buffer.
+struct Body {
+    header: ResponseHeader,
+    buf: PooledBuf,
+    filled: usize,
+}
+
 /// Reads the frames of one stream (main or bound) until the link dies.
 /// `sock` is the read half and, for a substream, its write half, held
 /// (unused) until the reader ends so that the socket stays open.
+///
+/// A large body (`LARGE_BODY`) goes into a buffer of the link's pool
+/// instead of the frame buffer: a buffer reused once its data is dropped
+/// costs no page faults, where fresh memory of that size does (see
+/// [`xroot_proto::pool`]).
 async fn reader(
     link: Arc<Link>,
     (mut sock, _write): (ReadHalf, Option<WriteHalf>),
@@ -424,26 +448,58 @@ async fn reader(
 ) {
     let mut dead = link.dead.subscribe();
     let mut check_at = link.last_activity() + stream_timeout;
+    let mut body: Option<Body> = None;
     let end = loop {
-        match dec.decode(&mut buf) {
-            Ok(Some(frame)) => {
-                link.route(frame);
+        match body.take() {
+            Some(b) if b.filled == b.buf.len() => {
+                let len = b.filled;
+                link.route(ResponseFrame {
+                    header: b.header,
+                    body: b.buf.freeze(len),
+                });
                 continue;
             }
-            Ok(None) => {}
-            Err(e) => break End::Undecodable(e),
+            Some(b) => body = Some(b),
+            None => match dec.decode(&mut buf) {
+                Ok(Some(frame)) => {
+                    link.route(frame);
+                    continue;
+                }
+                Ok(None) => {
+                    let large = match dec.pending_len() {
+                        // larger bodies grow in `buf` as they arrive
+                        Some(total) if total <= 16 << 20 => {
+                            dec.take_large_body(&mut buf, LARGE_BODY)
+                        }
+                        _ => None,
+                    };
+                    if let Some(large) = large {
+                        let mut into = link.bodies.take(large.len);
+                        into.as_mut_slice()[..large.head.len()].copy_from_slice(&large.head);
+                        body = Some(Body {
+                            header: large.header,
+                            buf: into,
+                            filled: large.head.len(),
+                        });
+                        continue;
+                    }
+                }
+                Err(e) => break End::Undecodable(e),
+            },
         }
-        // room for the rest of the frame in one step (a plain read of 8 MiB
-        // is one frame), at most 16 MiB ahead of what has arrived
-        let want = dec
-            .pending_len()
-            .map_or(64 * 1024, |total| total.saturating_sub(buf.len()))
-            .clamp(16 * 1024, 16 << 20);
-        if buf.capacity() - buf.len() < want {
-            buf.reserve(want);
+        if body.is_none() {
+            // room for the rest of the frame in one step, at most 16 MiB
+            // ahead of what has arrived
+            let want = dec
+                .pending_len()
+                .map_or(64 * 1024, |total| total.saturating_sub(buf.len()))
+                .clamp(16 * 1024, 16 << 20);
+            if buf.capacity() - buf.len() < want {
+                buf.reserve(want);
+            }
         }
         tokio::select! {
-            read = sock.read_buf(&mut buf) => match read {
+            read = read_some(&mut sock, &mut buf, body.as_mut()) => match read {
                 Ok(0) => break End::Lost("closed by the server".to_string()),
                 Ok(_) => link.touch(),
                 Err(e) => break End::Lost(format!("read failed: {e}")),
@@ -470,6 +526,23 @@ async fn reader(
     };
     // a substream failing fails the link too: answers routed to it would never come
     link.kill(end);
+}
+
+/// One read from `sock`: into the large body being collected, else onto
+/// the end of `buf`. Bytes read; 0 at end of stream. Cancel-safe.
+async fn read_some(
+    sock: &mut ReadHalf,
+    buf: &mut BytesMut,
+    body: Option<&mut Body>,
+) -> std::io::Result<usize> {
+    match body {
+        Some(b) => {
+            let n = sock.read(&mut b.buf.as_mut_slice()[b.filled..]).await?;
+            b.filled += n;
+            Ok(n)
+        }
+        None => sock.read_buf(buf).await,
+    }
 }
 
 /// Substream selection for reads (PROTOCOL.md §5.4, §9): XrdCl sends every
