@@ -7,7 +7,13 @@
 
 use tokio_rustls::TlsConnector;
 use xroot_sec::tls::client::{server_name, ClientTls, HandshakeError};
+use xroot_sec::tls::stream::buffered;
 pub(crate) use xroot_sec::tls::stream::{ReadHalf, Stream as Transport, WriteHalf};
+
+/// Bytes read from the socket at a time under TLS: 256 KiB, sixteen
+/// records (a client has few connections; on a 1 GiB copy this took a
+/// third off the system time of 16 KiB reads).
+const READ_BUFFER: usize = 256 << 10;
 
 /// Runs the TLS handshake as a client over `sock` (plain), verifying the
 /// server's certificate against `tls`'s trust and the URL host `host` (a
@@ -25,7 +31,7 @@ pub(crate) async fn start_tls(
     };
     let name = server_name(host)?;
     let stream = TlsConnector::from(tls.rustls_config())
-        .connect(name, tcp)
+        .connect(name, buffered(tcp, READ_BUFFER))
         .await
         .map_err(|e| HandshakeError::from_io(&e))?;
     Ok(Transport::Tls(Box::new(stream.into())))
