@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use xroot_proto::pool::BufferPool;
 use xroot_proto::response::{ChecksumAnswer, SpaceInfo, StatInfo, StatVfs};
 use xroot_proto::ErrorCode;
 
@@ -68,6 +69,8 @@ pub struct LocalFs {
     meta: Meta,
     readv: ReadvConcurrency,
     policy: Option<Arc<AccessPolicy>>,
+    /// Buffers of large reads, reused (see [`xroot_proto::pool`]).
+    buffers: BufferPool,
 }
 
 impl LocalFs {
@@ -90,6 +93,7 @@ impl LocalFs {
             meta: Meta::new(User::current()),
             readv: ReadvConcurrency::Parallel(8),
             policy: None,
+            buffers: BufferPool::new(IDLE_READ_BUFFERS),
         })
     }
 
@@ -219,6 +223,7 @@ impl LocalFs {
             path: path.into(),
             meta: self.meta.clone(),
             readv: self.readv,
+            buffers: self.buffers.clone(),
         })
     }
 
@@ -591,24 +596,84 @@ pub struct LocalFile {
     path: Arc<str>,
     meta: Meta,
     readv: ReadvConcurrency,
+    buffers: BufferPool,
 }
 
-/// Reads `len` bytes at `offset`, fewer only where the file (`size` bytes)
-/// ends; allocates no more than the file holds. Blocking.
-fn read_full(file: &std::fs::File, size: u64, offset: u64, len: usize) -> io::Result<Bytes> {
+/// Idle bytes of read buffers a [`LocalFs`] keeps for reuse: the server's
+/// default answer budget, so that a budget's worth of reads in flight comes
+/// back to buffers already mapped.
+const IDLE_READ_BUFFERS: usize = 16 << 20;
+
+/// Whether a read may wait for the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    Yes,
+    /// `preadv2` with `RWF_NOWAIT` (Linux 4.14): only what the page cache
+    /// holds.
+    No,
+}
+
+/// Reads `len` bytes at `offset` into a buffer of `pool`, fewer only where
+/// the file (`size` bytes) ends; takes no more than the file holds. With
+/// [`Wait::No`], `Ok(None)` as soon as a byte is not in the page cache (or
+/// the file system cannot say). Blocking with [`Wait::Yes`].
+fn read_pooled(
+    file: &std::fs::File,
+    size: u64,
+    offset: u64,
+    len: usize,
+    pool: &BufferPool,
+    wait: Wait,
+) -> io::Result<Option<Bytes>> {
     let available = usize::try_from(size.saturating_sub(offset)).unwrap_or(usize::MAX);
-    let want = len.min(available);
-    let mut buf: Vec<u8> = Vec::with_capacity(want);
-    while buf.len() < want {
-        let at = offset + buf.len() as u64;
-        match rustix::io::pread(file, rustix::buffer::spare_capacity(&mut buf), at) {
+    let mut buf = pool.take(len.min(available));
+    let flags = match wait {
+        Wait::Yes => rustix::io::ReadWriteFlags::empty(),
+        Wait::No => rustix::io::ReadWriteFlags::NOWAIT,
+    };
+    let out = buf.as_mut_slice();
+    let mut filled = 0;
+    while filled < out.len() {
+        let mut iov = [io::IoSliceMut::new(&mut out[filled..])];
+        match rustix::io::preadv2(file, &mut iov, offset + filled as u64, flags) {
             Ok(0) => break,
-            Ok(_) => {}
+            Ok(n) => filled += n,
             Err(rustix::io::Errno::INTR) => {}
+            Err(rustix::io::Errno::AGAIN | rustix::io::Errno::OPNOTSUPP) if wait == Wait::No => {
+                return Ok(None)
+            }
             Err(e) => return Err(e.into()),
         }
     }
-    Ok(buf.into())
+    Ok(Some(buf.freeze(filled)))
+}
+
+/// [`read_pooled`], waiting for the disk. Blocking.
+fn read_full(
+    file: &std::fs::File,
+    size: u64,
+    offset: u64,
+    len: usize,
+    pool: &BufferPool,
+) -> io::Result<Bytes> {
+    // a waiting read never stops short of the end of the file
+    read_pooled(file, size, offset, len, pool, Wait::Yes)?.ok_or(io::ErrorKind::WouldBlock.into())
+}
+
+/// [`read_full`] when the page cache holds every byte asked for, without
+/// waiting; `None` when some byte would have to come from the disk, or
+/// the file system cannot say.
+fn read_cached(
+    file: &std::fs::File,
+    offset: u64,
+    len: usize,
+    pool: &BufferPool,
+) -> Option<io::Result<Bytes>> {
+    let size = match file.metadata() {
+        Ok(m) => m.len(),
+        Err(e) => return Some(Err(e)),
+    };
+    read_pooled(file, size, offset, len, pool, Wait::No).transpose()
 }
 
 impl LocalFile {
@@ -625,10 +690,22 @@ impl LocalFile {
 }
 
 impl File for LocalFile {
+    /// Data in the page cache is read on the calling task (`preadv2` with
+    /// `RWF_NOWAIT`); only a read that would wait for the disk goes to the
+    /// blocking pool.
     fn read_at(&self, offset: u64, len: usize) -> impl Future<Output = FsResult<Bytes>> + Send {
-        self.run("read", move |f| {
-            read_full(f, f.metadata()?.len(), offset, len)
-        })
+        let pool = self.buffers.clone();
+        let (file, path) = (self.file.clone(), self.path.clone());
+        let slow = self.run("read", move |f| {
+            read_full(f, f.metadata()?.len(), offset, len, &pool)
+        });
+        let pool = self.buffers.clone();
+        async move {
+            match read_cached(&file, offset, len, &pool) {
+                Some(read) => read.map_err(|e| os_error("read", &path, &e)),
+                None => slow.await,
+            }
+        }
     }
 
     /// `pwrite` at `offset` (on a file opened for append, Linux appends
@@ -652,16 +729,19 @@ impl File for LocalFile {
     ) -> impl Future<Output = FsResult<Vec<Bytes>>> + Send {
         let file = self.file.clone();
         let path = self.path.clone();
+        let pool = self.buffers.clone();
         blocking(move || {
             let err = |e: io::Error| os_error("read", &path, &e);
             let size = file.metadata().map_err(err)?.len();
             extents
                 .into_iter()
-                .map(|(offset, len)| match read_full(&file, size, offset, len) {
-                    Ok(data) if data.len() == len => Ok(data),
-                    Ok(_) => Err(fail(ErrorCode::FS_ERROR, "readv", &path, "illegal seek")),
-                    Err(e) => Err(err(e)),
-                })
+                .map(
+                    |(offset, len)| match read_full(&file, size, offset, len, &pool) {
+                        Ok(data) if data.len() == len => Ok(data),
+                        Ok(_) => Err(fail(ErrorCode::FS_ERROR, "readv", &path, "illegal seek")),
+                        Err(e) => Err(err(e)),
+                    },
+                )
                 .collect()
         })
     }

@@ -326,6 +326,65 @@ async fn concurrent_positional_reads_and_writes_share_one_handle() {
     assert_eq!(&disk[32_000..], &data[32_000..]);
 }
 
+/// Whether the file system of `file` answers `RWF_NOWAIT` reads.
+fn nowait_supported(file: &std::fs::File) -> bool {
+    let mut byte = [0u8; 1];
+    let mut iov = [io::IoSliceMut::new(&mut byte)];
+    let nowait = rustix::io::ReadWriteFlags::NOWAIT;
+    rustix::io::preadv2(file, &mut iov, 0, nowait) != Err(rustix::io::Errno::OPNOTSUPP)
+}
+
+/// A read is served from the page cache on the calling task, or from the
+/// disk on the blocking pool when the pages are not cached (evicted here
+/// with `POSIX_FADV_DONTNEED`, which a file system may ignore): the same
+/// bytes either way, in pooled buffers for large reads, and short where
+/// the file has shrunk since it was opened.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_cached_or_not_give_the_file_bytes() {
+    let t = Tree::new();
+    let data = pattern(3 << 20);
+    std::fs::write(t.root().join("large"), &data).unwrap();
+    let evict = || {
+        let f = std::fs::File::open(t.root().join("large")).unwrap();
+        f.sync_all().unwrap();
+        rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    };
+    let f =
+        t.fs.open(&Caller::local("test"), "/large", READ, "")
+            .await
+            .unwrap();
+    for (offset, len) in [(0, 2 << 20), (1, 200_000), (3_000_000, 1 << 20), (7, 1000)] {
+        let want = &data[offset as usize..(offset as usize + len).min(data.len())];
+        evict();
+        assert_eq!(
+            &f.read_at(offset, len).await.unwrap()[..],
+            want,
+            "at {offset}"
+        );
+        // cached now: read without the blocking pool, where the file
+        // system can say so (overlayfs on older kernels cannot)
+        match read_cached(&f.file, offset, len, &f.buffers) {
+            Some(cached) => assert_eq!(&cached.unwrap()[..], want, "at {offset}, cached"),
+            None => assert!(
+                !nowait_supported(&f.file),
+                "at {offset}: not read from the cache"
+            ),
+        }
+    }
+    // pooled buffers came back for reuse once their data was dropped
+    assert!(f.buffers.idle_bytes() >= 2 << 20);
+    // the file shrinks under the open handle: the read is short
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(t.root().join("large"))
+        .unwrap()
+        .set_len(1_000_000)
+        .unwrap();
+    let got = f.read_at(500_000, 2 << 20).await.unwrap();
+    assert_eq!(&got[..], &data[500_000..1_000_000]);
+    assert!(f.read_at(1_000_000, 10).await.unwrap().is_empty());
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readv_reads_every_extent_or_fails_past_eof() {
     let t = Tree::new();
