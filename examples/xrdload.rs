@@ -1,0 +1,304 @@
+//! A load generator for any `root://` (or `roots://`) server: N sessions,
+//! each with its own connection and the file open, keeping D reads of S
+//! bytes outstanding at random S-aligned offsets for a while, then
+//! printing the throughput, the latency percentiles, the errors and, when
+//! the server runs on this machine, its CPU time, memory, threads and file
+//! descriptors.
+//!
+//! ```text
+//! cargo run --release --example xrdload -- --sessions 1000 --depth 8 \
+//!     --size 65536 --duration 30 root://127.0.0.1:1094//data/big.bin
+//! ```
+//!
+//! The server process is the one listening on the URL's port when the
+//! host is a loopback address (found through `/proc/net/tcp` and the
+//! processes' descriptors; `--server-pid` names it instead). Its CPU time
+//! is counted over the measured window only; its peak RSS is `VmHWM`
+//! (since it started), so start a fresh server for each run.
+//!
+//! The last lines are `summary: load.KEY VALUE`, one per figure, for
+//! scripts (`benches/server_load.rs` reads them).
+
+use std::collections::HashSet;
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use xroot::client::{Client, OpenFlags};
+use xroot::proto::url::Url;
+
+/// The command line.
+#[derive(Parser, Debug)]
+#[command(name = "xrdload", about = "Read load on an XRootD server")]
+struct Args {
+    /// Sessions, each its own connection.
+    #[arg(long, default_value_t = 100)]
+    sessions: usize,
+    /// Reads each session keeps outstanding.
+    #[arg(long, default_value_t = 8)]
+    depth: usize,
+    /// Bytes per read.
+    #[arg(long, default_value_t = 65536)]
+    size: usize,
+    /// Seconds of load, after every session has opened the file.
+    #[arg(long, default_value_t = 10.0)]
+    duration: f64,
+    /// The server's process id (default: found from the port, on loopback).
+    #[arg(long)]
+    server_pid: Option<u32>,
+    /// The file to read: root://host:port//path
+    url: String,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    match rt.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("xrdload: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
+
+/// What the reads of one session saw.
+#[derive(Default)]
+struct Tally {
+    /// Latency of each completed read, microseconds.
+    latencies: Vec<u32>,
+    errors: u64,
+    first_error: Option<String>,
+}
+
+async fn run(args: Args) -> Res<()> {
+    if args.sessions == 0 || args.depth == 0 || args.size == 0 {
+        return Err("--sessions, --depth and --size must be at least 1".into());
+    }
+    let url = Url::parse(&args.url).map_err(|e| format!("{}: {e}", args.url))?;
+    let server = match args.server_pid {
+        Some(pid) => Some(pid),
+        None => local_server(&url),
+    };
+
+    // every session connects and opens before the clock starts
+    let started = Instant::now();
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..args.sessions {
+        let target = args.url.clone();
+        opening.spawn(async move {
+            let client = Client::new();
+            let file = client.open(&target, OpenFlags::READ).await?;
+            let size = file.stat().await?.size;
+            Ok::<_, xroot::client::Error>((client, Arc::new(file), size))
+        });
+    }
+    let mut sessions = Vec::new();
+    while let Some(opened) = opening.join_next().await {
+        sessions.push(opened??);
+    }
+    let size = sessions[0].2;
+    if size < args.size as u64 {
+        return Err(format!("{}: {size} bytes, less than one read", args.url).into());
+    }
+    println!(
+        "{} sessions open in {:.2} s; {} reads of {} bytes outstanding each, for {} s",
+        args.sessions,
+        started.elapsed().as_secs_f64(),
+        args.depth,
+        args.size,
+        args.duration
+    );
+
+    let cpu_before = server.and_then(cpu_seconds);
+    let bytes = Arc::new(AtomicU64::new(0));
+    let start = Instant::now();
+    let end = start + Duration::from_secs_f64(args.duration);
+    let slots = size / args.size as u64;
+    let mut readers = tokio::task::JoinSet::new();
+    for (s, (_, file, _)) in sessions.iter().enumerate() {
+        for d in 0..args.depth {
+            let file = Arc::clone(file);
+            let bytes = Arc::clone(&bytes);
+            let len = args.size;
+            let mut rng = Rng::new((s * args.depth + d) as u64);
+            readers.spawn(async move {
+                let mut tally = Tally::default();
+                while Instant::now() < end {
+                    let offset = rng.below(slots) * len as u64;
+                    let t = Instant::now();
+                    match file.read_at(offset, len).await {
+                        Ok(data) if data.len() == len => {
+                            tally.latencies.push(t.elapsed().as_micros() as u32);
+                            bytes.fetch_add(len as u64, Ordering::Relaxed);
+                        }
+                        Ok(data) => tally.fail(format!("{len} bytes at {offset}: got {}", data.len())),
+                        Err(e) => tally.fail(e.to_string()),
+                    }
+                }
+                tally
+            });
+        }
+    }
+    let mut all = Tally::default();
+    while let Some(t) = readers.join_next().await {
+        let t = t?;
+        all.latencies.extend(t.latencies);
+        all.errors += t.errors;
+        all.first_error = all.first_error.or(t.first_error);
+    }
+    let took = start.elapsed().as_secs_f64();
+    let cpu_after = server.and_then(cpu_seconds);
+    let status = server.and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok());
+    let fds = server.and_then(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok().map(|d| d.count()));
+    for (_, file, _) in &sessions {
+        let _ = file.close().await;
+    }
+    drop(sessions);
+
+    let total = bytes.load(Ordering::Relaxed);
+    let mb_s = total as f64 / took / 1e6;
+    all.latencies.sort_unstable();
+    let pct = |p: f64| -> f64 {
+        match all.latencies.len() {
+            0 => f64::NAN,
+            n => all.latencies[((n - 1) as f64 * p).round() as usize] as f64 / 1e3,
+        }
+    };
+    println!(
+        "{} reads, {:.1} MB in {took:.1} s: {mb_s:.0} MB/s; latency ms p50 {:.2} p99 {:.2} max {:.2}; errors {}",
+        all.latencies.len(),
+        total as f64 / 1e6,
+        pct(0.5),
+        pct(0.99),
+        pct(1.0),
+        all.errors
+    );
+    if let Some(e) = &all.first_error {
+        println!("first error: {e}");
+    }
+    summary("mb_s", mb_s);
+    summary("reads", all.latencies.len() as f64);
+    summary("p50_ms", pct(0.5));
+    summary("p99_ms", pct(0.99));
+    summary("errors", all.errors as f64);
+    match (server, cpu_before, cpu_after) {
+        (Some(pid), Some(a), Some(b)) => {
+            let field = |name: &str| -> Option<f64> {
+                let status = status.as_deref()?;
+                let line = status.lines().find(|l| l.starts_with(name))?;
+                line.split_whitespace().nth(1)?.parse().ok()
+            };
+            let cpu = b - a;
+            let gb = total as f64 / 1e9;
+            let peak_mb = field("VmHWM:").map_or(f64::NAN, |kb| kb / 1024.0);
+            let rss_mb = field("VmRSS:").map_or(f64::NAN, |kb| kb / 1024.0);
+            let threads = field("Threads:").unwrap_or(f64::NAN);
+            println!(
+                "server (pid {pid}): CPU {cpu:.2} s, {:.2} s per GB; RSS peak {peak_mb:.1} MiB, now {rss_mb:.1} MiB; {threads} threads, {} fds",
+                cpu / gb,
+                fds.unwrap_or(0)
+            );
+            summary("server_cpu_s_per_gb", cpu / gb);
+            summary("server_peak_rss_mib", peak_mb);
+            summary("server_threads", threads);
+            summary("server_fds", fds.unwrap_or(0) as f64);
+        }
+        _ => println!("server: not on this machine (or not found): no CPU or memory figures"),
+    }
+    Ok(())
+}
+
+impl Tally {
+    fn fail(&mut self, why: String) {
+        self.errors += 1;
+        self.first_error.get_or_insert(why);
+    }
+}
+
+fn summary(key: &str, value: f64) {
+    println!("summary: load.{key} {value}");
+}
+
+/// xorshift64*: offsets that differ per reader and per run of the same
+/// arguments alike.
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1)
+    }
+
+    /// A number in `0..n` (`n` at least 1).
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
+    }
+}
+
+/// The user and system CPU seconds of process `pid` so far.
+fn cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the fields after the command name, which may hold spaces
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    // in USER_HZ, which Linux fixes at 100 for /proc
+    Some(ticks / 100.0)
+}
+
+/// The process listening on `url`'s port, when its host is this machine's
+/// loopback: the socket inode from `/proc/net/tcp{,6}`, then the process
+/// holding a descriptor to it.
+fn local_server(url: &Url) -> Option<u32> {
+    let host = url.host.trim_matches(['[', ']']);
+    let loopback = host == "localhost" || host.parse::<IpAddr>().is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return None;
+    }
+    let port = url.port;
+    let mut inodes = HashSet::new();
+    for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(table) else {
+            continue;
+        };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            // local_address is HEXADDR:HEXPORT; state 0A is LISTEN
+            let listening = f.get(3) == Some(&"0A");
+            let on_port = f
+                .get(1)
+                .and_then(|a| a.rsplit_once(':'))
+                .and_then(|(_, p)| u16::from_str_radix(p, 16).ok())
+                == Some(port);
+            if listening && on_port {
+                inodes.extend(f.get(9).map(|i| format!("socket:[{i}]")));
+            }
+        }
+    }
+    let procs = std::fs::read_dir("/proc").ok()?;
+    for entry in procs.flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(fds) = std::fs::read_dir(entry.path().join("fd")) else {
+            continue;
+        };
+        for fd in fds.flatten() {
+            let target = std::fs::read_link(fd.path()).ok();
+            if target.is_some_and(|t| inodes.contains(t.to_string_lossy().as_ref())) {
+                return Some(pid);
+            }
+        }
+    }
+    None
+}
