@@ -17,7 +17,9 @@
 //! stays valid across the switch.
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncWrite, AsyncWriteExt, BufWriter};
+use std::io::IoSlice;
+
+use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use xroot_proto::response::Response;
@@ -28,8 +30,6 @@ use crate::transport::LinkWrite;
 
 /// Messages queued per link before senders wait.
 const QUEUE: usize = 16;
-/// Small frames are gathered in a buffer this big before a write.
-const BUFFER: usize = 64 << 10;
 
 /// The link was closed: nothing more can be sent on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -135,36 +135,70 @@ impl LinkWriter {
     }
 }
 
-async fn write_loop(mut rx: mpsc::Receiver<Command>, w: LinkWrite) -> std::io::Result<()> {
-    let mut w = BufWriter::with_capacity(BUFFER, w);
+async fn write_loop(mut rx: mpsc::Receiver<Command>, mut w: LinkWrite) -> std::io::Result<()> {
+    let mut batch: Vec<Message> = Vec::new();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(command) = next.take() {
             match command {
-                Command::Write(m) => write_parts(&mut w, m.parts).await?,
+                Command::Write(m) => {
+                    batch.push(m);
+                    if batch_full(&batch) {
+                        write_batch(&mut w, &mut batch).await?;
+                    }
+                }
                 Command::Swap(handover) => {
+                    write_batch(&mut w, &mut batch).await?;
                     w.flush().await?;
                     let (tx, rx) = oneshot::channel();
-                    if handover.send((w.into_inner(), tx)).is_err() {
+                    if handover.send((w, tx)).is_err() {
                         return Ok(());
                     }
                     match rx.await {
-                        Ok(half) => w = BufWriter::with_capacity(BUFFER, half),
+                        Ok(half) => w = half,
                         Err(_) => return Ok(()),
                     }
                 }
             }
             next = rx.try_recv().ok();
         }
+        write_batch(&mut w, &mut batch).await?;
         w.flush().await?;
     }
     w.shutdown().await
 }
 
-async fn write_parts<W: AsyncWrite + Unpin>(w: &mut W, parts: Vec<Bytes>) -> std::io::Result<()> {
-    for p in parts {
-        w.write_all(&p).await?;
+/// Bytes gathered before a write: past this, the batch goes out.
+const BATCH_BYTES: usize = 1 << 20;
+/// Parts gathered before a write (under Linux's `IOV_MAX`, 1024).
+const BATCH_PARTS: usize = 512;
+
+fn batch_full(batch: &[Message]) -> bool {
+    let parts: usize = batch.iter().map(|m| m.parts.len()).sum();
+    let bytes: usize = batch.iter().flat_map(|m| &m.parts).map(Bytes::len).sum();
+    parts >= BATCH_PARTS || bytes >= BATCH_BYTES
+}
+
+/// Writes every part of `batch` in order with vectored writes (a frame's
+/// header and its data in one system call, several small frames in one),
+/// then drops the messages, returning their budget shares.
+async fn write_batch(w: &mut LinkWrite, batch: &mut Vec<Message>) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = batch
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter(|p| !p.is_empty())
+        .map(|p| IoSlice::new(p))
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let n = w.write_vectored(rest).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut rest, n);
     }
+    drop(slices);
+    batch.clear();
     Ok(())
 }
 
