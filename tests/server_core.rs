@@ -693,6 +693,26 @@ async fn a_silent_connection_is_dropped() {
     other_session_works(&h).await;
 }
 
+/// A handshake that stops midway is dropped at the (short) rest timeout,
+/// whatever the time allowed for the first byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handshake_that_stops_midway_is_dropped_soon() {
+    let config = Config {
+        handshake_timeout: Duration::from_secs(3600),
+        handshake_rest_timeout: Duration::from_millis(100),
+        ..Config::default()
+    };
+    let h = start_with(MemFs::new(&[("/a.bin", pattern(5000))]), config).await;
+    let mut half = Raw::connect(h.local_addr()).await;
+    half.write(&[0; 10]).await;
+    half.expect_closed().await;
+    // a whole handshake is served as before
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    r.send(1, Ping {}).await;
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::new()));
+    other_session_works(&h).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn reads_are_chunked_as_the_reference() {
     let big = pattern(5 << 20);

@@ -72,6 +72,13 @@ pub struct Config {
     /// A connection that has not sent the 20-byte handshake after this long
     /// is closed (30 s, the reference's `hailWait`).
     pub handshake_timeout: Duration,
+    /// Once the first bytes of the handshake have come, the rest must come
+    /// within this long, else the connection is closed (1 s). The stock
+    /// 5.5.3 server closes such a connection at once: it peeks at the
+    /// first bytes and drops the link when they are fewer than 20
+    /// (XrdXrootdProtocol::Match); the second allowed here covers a
+    /// handshake split across TCP segments.
+    pub handshake_rest_timeout: Duration,
     /// A connection that has not logged in (and authenticated, when
     /// required) this long after it was accepted is closed (30 s).
     pub login_timeout: Duration,
@@ -104,6 +111,7 @@ impl Default for Config {
             server_payload_budget: 64 << 20,
             read_chunk: MAX_TRANSFER,
             handshake_timeout: Duration::from_secs(30),
+            handshake_rest_timeout: Duration::from_secs(1),
             login_timeout: Duration::from_secs(30),
             frame_timeout: Duration::from_secs(60),
             version: format!("xroot-server v{}", env!("CARGO_PKG_VERSION")),
@@ -129,6 +137,7 @@ impl std::fmt::Debug for Config {
             .field("server_payload_budget", &self.server_payload_budget)
             .field("read_chunk", &self.read_chunk)
             .field("handshake_timeout", &self.handshake_timeout)
+            .field("handshake_rest_timeout", &self.handshake_rest_timeout)
             .field("login_timeout", &self.login_timeout)
             .field("frame_timeout", &self.frame_timeout)
             .field("version", &self.version)

@@ -370,6 +370,13 @@ pub(crate) async fn run<F: FileSystem>(
                 if conn.process(&mut decoder, &mut buf, &mut skip).await.is_break() {
                     break false;
                 }
+                // part of the handshake: the rest comes soon or never
+                if !conn.greeted && !buf.is_empty() {
+                    let rest = Instant::now() + cfg.handshake_rest_timeout;
+                    if rest < hail.deadline() {
+                        hail.as_mut().reset(rest);
+                    }
+                }
                 // a frame being received: its payload's budget before its payload
                 if let (Some(len), None) = (decoder.pending_len(), &conn.reserved) {
                     let share = conn.budget.take_payload(len - RequestHeader::LEN);
@@ -402,8 +409,10 @@ pub(crate) async fn run<F: FileSystem>(
     shared.monitor.close_link(link_id);
 }
 
-/// Bytes a link's read buffer holds between large frames.
-const IDLE_BUFFER: usize = 64 << 10;
+/// Bytes a link's read buffer holds between large frames: 1 KiB, forty
+/// pipelined 24-byte requests (a frame with a larger payload gets a
+/// buffer of its size). Every link holds one, idle or not.
+const IDLE_BUFFER: usize = 1 << 10;
 
 /// Sizes the read buffer for what comes next: exactly the frame being
 /// received (whose budget was granted), or a small buffer between frames.
