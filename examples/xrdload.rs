@@ -37,7 +37,8 @@ struct Args {
     /// Sessions, each its own connection.
     #[arg(long, default_value_t = 100)]
     sessions: usize,
-    /// Reads each session keeps outstanding.
+    /// Reads each session keeps outstanding; 0: the sessions stay idle
+    /// (logged in, the file open) for the duration.
     #[arg(long, default_value_t = 8)]
     depth: usize,
     /// Bytes per read.
@@ -80,8 +81,8 @@ struct Tally {
 }
 
 async fn run(args: Args) -> Res<()> {
-    if args.sessions == 0 || args.depth == 0 || args.size == 0 {
-        return Err("--sessions, --depth and --size must be at least 1".into());
+    if args.sessions == 0 || args.size == 0 {
+        return Err("--sessions and --size must be at least 1".into());
     }
     let url = Url::parse(&args.url).map_err(|e| format!("{}: {e}", args.url))?;
     let server = match args.server_pid {
@@ -89,6 +90,7 @@ async fn run(args: Args) -> Res<()> {
         None => local_server(&url),
     };
 
+    let rss_before = server.and_then(|pid| status_field(pid, "VmRSS:"));
     // every session connects and opens before the clock starts
     let started = Instant::now();
     let mut opening = tokio::task::JoinSet::new();
@@ -118,6 +120,15 @@ async fn run(args: Args) -> Res<()> {
         args.duration
     );
 
+    if let (Some(pid), Some(before)) = (server, rss_before) {
+        // let the server settle, then what the open sessions hold
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        if let Some(now) = status_field(pid, "VmRSS:") {
+            let per = (now - before) / args.sessions as f64;
+            println!("server RSS {before:.0} kB before the sessions, {now:.0} kB with them open: {per:.1} kB per session");
+            summary("server_kb_per_session", per);
+        }
+    }
     let cpu_before = server.and_then(cpu_seconds);
     let bytes = Arc::new(AtomicU64::new(0));
     let start = Instant::now();
@@ -140,13 +151,18 @@ async fn run(args: Args) -> Res<()> {
                             tally.latencies.push(t.elapsed().as_micros() as u32);
                             bytes.fetch_add(len as u64, Ordering::Relaxed);
                         }
-                        Ok(data) => tally.fail(format!("{len} bytes at {offset}: got {}", data.len())),
+                        Ok(data) => {
+                            tally.fail(format!("{len} bytes at {offset}: got {}", data.len()))
+                        }
                         Err(e) => tally.fail(e.to_string()),
                     }
                 }
                 tally
             });
         }
+    }
+    if args.depth == 0 {
+        tokio::time::sleep_until(end.into()).await;
     }
     let mut all = Tally::default();
     while let Some(t) = readers.join_next().await {
@@ -157,8 +173,14 @@ async fn run(args: Args) -> Res<()> {
     }
     let took = start.elapsed().as_secs_f64();
     let cpu_after = server.and_then(cpu_seconds);
-    let status = server.and_then(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok());
-    let fds = server.and_then(|pid| std::fs::read_dir(format!("/proc/{pid}/fd")).ok().map(|d| d.count()));
+    let status = server.map(|pid| {
+        ["VmHWM:", "VmRSS:", "Threads:"].map(|f| status_field(pid, f).unwrap_or(f64::NAN))
+    });
+    let fds = server.and_then(|pid| {
+        std::fs::read_dir(format!("/proc/{pid}/fd"))
+            .ok()
+            .map(|d| d.count())
+    });
     for (_, file, _) in &sessions {
         let _ = file.close().await;
     }
@@ -192,16 +214,10 @@ async fn run(args: Args) -> Res<()> {
     summary("errors", all.errors as f64);
     match (server, cpu_before, cpu_after) {
         (Some(pid), Some(a), Some(b)) => {
-            let field = |name: &str| -> Option<f64> {
-                let status = status.as_deref()?;
-                let line = status.lines().find(|l| l.starts_with(name))?;
-                line.split_whitespace().nth(1)?.parse().ok()
-            };
+            let [peak_kb, rss_kb, threads] = status.unwrap_or([f64::NAN; 3]);
             let cpu = b - a;
             let gb = total as f64 / 1e9;
-            let peak_mb = field("VmHWM:").map_or(f64::NAN, |kb| kb / 1024.0);
-            let rss_mb = field("VmRSS:").map_or(f64::NAN, |kb| kb / 1024.0);
-            let threads = field("Threads:").unwrap_or(f64::NAN);
+            let (peak_mb, rss_mb) = (peak_kb / 1024.0, rss_kb / 1024.0);
             println!(
                 "server (pid {pid}): CPU {cpu:.2} s, {:.2} s per GB; RSS peak {peak_mb:.1} MiB, now {rss_mb:.1} MiB; {threads} threads, {} fds",
                 cpu / gb,
@@ -244,6 +260,13 @@ impl Rng {
         self.0 ^= self.0 >> 27;
         self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n.max(1)
     }
+}
+
+/// A number field of `/proc/PID/status` (`VmRSS:` in kB, `Threads:`).
+fn status_field(pid: u32, name: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(name))?;
+    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The user and system CPU seconds of process `pid` so far.
