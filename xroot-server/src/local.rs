@@ -27,12 +27,13 @@ mod policy;
 
 pub use policy::{Access, AccessPolicy};
 
+use std::collections::HashMap;
 use std::fs::{DirBuilder, Metadata, OpenOptions};
 use std::future::Future;
 use std::io;
 use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 
 use bytes::Bytes;
 use xroot_proto::pool::BufferPool;
@@ -71,6 +72,40 @@ pub struct LocalFs {
     policy: Option<Arc<AccessPolicy>>,
     /// Buffers of large reads, reused (see [`xroot_proto::pool`]).
     buffers: BufferPool,
+    /// Descriptors of files open read-only, shared by their opens.
+    descriptors: Descriptors,
+}
+
+/// The descriptors of files open read-only, by device and inode: each held
+/// by its opens, so the last close closes it.
+#[derive(Debug, Clone, Default)]
+struct Descriptors {
+    open: Arc<Mutex<DescriptorMap>>,
+}
+
+#[derive(Debug, Default)]
+struct DescriptorMap {
+    files: HashMap<(u64, u64), Weak<std::fs::File>>,
+    /// Entries after the last sweep of closed files.
+    swept: usize,
+}
+
+impl Descriptors {
+    /// The open descriptor of file `key`, if any open still holds it.
+    fn get(&self, key: (u64, u64)) -> Option<Arc<std::fs::File>> {
+        self.open.lock().unwrap().files.get(&key)?.upgrade()
+    }
+
+    /// Records `file` as the descriptor of `key`, and forgets closed files
+    /// once their entries have doubled since the last sweep.
+    fn insert(&self, key: (u64, u64), file: &Arc<std::fs::File>) {
+        let mut map = self.open.lock().unwrap();
+        map.files.insert(key, Arc::downgrade(file));
+        if map.files.len() > 2 * map.swept.max(64) {
+            map.files.retain(|_, f| f.strong_count() > 0);
+            map.swept = map.files.len();
+        }
+    }
 }
 
 impl LocalFs {
@@ -94,6 +129,7 @@ impl LocalFs {
             readv: ReadvConcurrency::Parallel(8),
             policy: None,
             buffers: BufferPool::new(IDLE_READ_BUFFERS),
+            descriptors: Descriptors::default(),
         })
     }
 
@@ -192,10 +228,22 @@ impl LocalFs {
         // Opening a FIFO would block, a directory would open read-only:
         // refuse what is not a regular file (an exclusive create fails on
         // its own with "file exists").
+        let mut existing = None;
         if !mode.create_new {
             if let Ok(md) = std::fs::metadata(&real) {
                 not_a_file(&md, op, path)?;
+                existing = Some(md);
             }
+        }
+        // read-only opens of one file share its descriptor, as in the
+        // reference (XrdOfsHandle): reads are positional
+        let read_only = !(mode.write || creating || mode.append);
+        let key = existing
+            .as_ref()
+            .filter(|_| read_only)
+            .map(|md| (md.dev(), md.ino()));
+        if let Some(file) = key.and_then(|k| self.descriptors.get(k)) {
+            return Ok(self.local_file(file, path));
         }
         if creating && mode.make_path {
             if let Some(parent) = real.parent() {
@@ -218,13 +266,23 @@ impl LocalFs {
             .mode(mode.mode & 0o7777 | 0o600)
             .open(&real)
             .map_err(err)?;
-        Ok(LocalFile {
-            file: Arc::new(file),
+        let file = Arc::new(file);
+        if read_only {
+            // keyed by what was opened (the path may have changed since)
+            let md = file.metadata().map_err(err)?;
+            self.descriptors.insert((md.dev(), md.ino()), &file);
+        }
+        Ok(self.local_file(file, path))
+    }
+
+    fn local_file(&self, file: Arc<std::fs::File>, path: &str) -> LocalFile {
+        LocalFile {
+            file,
             path: path.into(),
             meta: self.meta.clone(),
             readv: self.readv,
             buffers: self.buffers.clone(),
-        })
+        }
     }
 
     fn dirlist_sync(

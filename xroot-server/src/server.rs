@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
+use futures::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
@@ -228,11 +229,18 @@ impl<F: FileSystem> Server<F> {
     }
 
     /// Accepts connections until [`ServerHandle::shutdown`], then waits for
-    /// every link to finish. Accept errors (too many open files, …) are
-    /// logged and retried; this only returns `Ok`.
+    /// every link to finish; this only returns `Ok`.
+    ///
+    /// Out of file descriptors (`EMFILE`, `ENFILE`), a connection is
+    /// refused rather than left waiting in the backlog: the server frees a
+    /// descriptor it keeps in reserve, accepts the connection and closes it
+    /// at once, so the client sees it closed. Accept errors are logged one
+    /// line per 10 s, with their count.
     pub async fn serve(self) -> io::Result<()> {
         let mut links = JoinSet::new();
         let mut shutdown = self.shared.monitor.shutdown_signal();
+        let mut reserve = reserve_descriptor();
+        let mut errors = AcceptErrors::default();
         loop {
             tokio::select! {
                 _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
@@ -241,9 +249,21 @@ impl<F: FileSystem> Server<F> {
                     Ok((stream, peer)) => {
                         links.spawn(session::run(self.shared.clone(), stream, peer));
                     }
+                    Err(e) if out_of_descriptors(&e) && reserve.is_some() => {
+                        drop(reserve.take());
+                        if let Some(Ok((stream, _))) = self.listener.accept().now_or_never() {
+                            drop(stream);
+                        }
+                        reserve = reserve_descriptor();
+                        errors.note(&e, "connections refused");
+                    }
                     Err(e) => {
-                        tracing::warn!("accept failed: {e}");
-                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        errors.note(&e, "accept failed");
+                        // nothing freed: let descriptors come back first
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        if reserve.is_none() {
+                            reserve = reserve_descriptor();
+                        }
                     }
                 },
             }
@@ -251,5 +271,42 @@ impl<F: FileSystem> Server<F> {
         drop(self.listener);
         while links.join_next().await.is_some() {}
         Ok(())
+    }
+}
+
+/// Accept errors are logged at most once per this interval (10 s).
+const ACCEPT_LOG_INTERVAL: Duration = Duration::from_secs(10);
+
+/// A descriptor kept in reserve (`/dev/null`), freed to refuse a
+/// connection when the process has no other.
+fn reserve_descriptor() -> Option<std::fs::File> {
+    std::fs::File::open("/dev/null").ok()
+}
+
+fn out_of_descriptors(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(code) if code == rustix::io::Errno::MFILE.raw_os_error()
+        || code == rustix::io::Errno::NFILE.raw_os_error())
+}
+
+/// Accept errors since the last log line.
+#[derive(Debug, Default)]
+struct AcceptErrors {
+    since_log: u64,
+    logged: Option<std::time::Instant>,
+}
+
+impl AcceptErrors {
+    /// Counts `e`; logs one line (`what`, the count, the error) when the
+    /// last was [`ACCEPT_LOG_INTERVAL`] ago or more.
+    fn note(&mut self, e: &io::Error, what: &str) {
+        self.since_log += 1;
+        let due = self
+            .logged
+            .is_none_or(|t| t.elapsed() >= ACCEPT_LOG_INTERVAL);
+        if due {
+            tracing::warn!(count = self.since_log, "{what}: {e}");
+            self.since_log = 0;
+            self.logged = Some(std::time::Instant::now());
+        }
     }
 }

@@ -326,6 +326,36 @@ async fn concurrent_positional_reads_and_writes_share_one_handle() {
     assert_eq!(&disk[32_000..], &data[32_000..]);
 }
 
+/// Read-only opens of one file share a descriptor while one is open; a
+/// write open, another file, or the same path replaced gets its own.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_opens_share_a_descriptor() {
+    let t = Tree::new();
+    let caller = Caller::local("test");
+    let a = t.fs.open(&caller, "/big", READ, "").await.unwrap();
+    let b = t.fs.open(&caller, "/big", READ, "").await.unwrap();
+    assert!(Arc::ptr_eq(&a.file, &b.file), "one descriptor for both");
+    let other = t.fs.open(&caller, "/nine", READ, "").await.unwrap();
+    assert!(!Arc::ptr_eq(&a.file, &other.file));
+    let update = OpenMode {
+        write: true,
+        ..READ
+    };
+    let w = t.fs.open(&caller, "/big", update, "").await.unwrap();
+    assert!(!Arc::ptr_eq(&a.file, &w.file), "a write open has its own");
+    // the path replaced: a new file, a new descriptor; the old one reads on
+    std::fs::write(t.root().join("big.new"), b"new").unwrap();
+    std::fs::rename(t.root().join("big.new"), t.root().join("big")).unwrap();
+    let c = t.fs.open(&caller, "/big", READ, "").await.unwrap();
+    assert!(!Arc::ptr_eq(&a.file, &c.file));
+    assert_eq!(&c.read_at(0, 10).await.unwrap()[..], b"new");
+    assert_eq!(&b.read_at(0, 3).await.unwrap()[..], &pattern(3)[..]);
+    // closed by its last holder
+    let weak = Arc::downgrade(&a.file);
+    drop((a, b));
+    assert!(weak.upgrade().is_none());
+}
+
 /// Whether the file system of `file` answers `RWF_NOWAIT` reads.
 fn nowait_supported(file: &std::fs::File) -> bool {
     let mut byte = [0u8; 1];
