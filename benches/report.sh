@@ -28,7 +28,7 @@ mkdir -p "$(dirname "$out")"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-benches=(server_readv cache_trace client_copy server_copy server_memory tls_copy)
+benches=(server_readv cache_trace client_copy server_copy server_memory tls_copy server_load)
 declare -A summary=() took=() status=()
 
 now() { date +%s.%N; }
@@ -41,8 +41,8 @@ t0=$(now)
 bench_args=()
 for b in "${benches[@]}"; do bench_args+=(--bench "$b"); done
 cargo bench --no-run -q "${bench_args[@]}"
-# client_copy runs our xrdcp example: build it now rather than inside its timing
-cargo build --release -q --example xrdcp --example serve
+# client_copy, tls_copy and server_load run examples: build them now rather than inside their timing
+cargo build --release -q --example xrdcp --example serve --example xrdload
 build_s=$(since "$t0" "$(now)")
 
 load_before=$(loadavg)
@@ -127,7 +127,7 @@ fi
   echo "## Summary"
   echo
   echo "From this one run. \"Stock\" is the stock xrootd 5.5.3 in the role the row names; the targets"
-  echo "are the issues' (4: server, 5: cache, 3: client, 10: memory)."
+  echo "are the issues' (4: server, 5: cache, 3: client, 10: memory, 11: TLS, 12: many sessions)."
   echo
   row "figure" "direct" "stock" "ours" "target (ours)" "met"
   row "---" "---" "---" "---" "---" "---"
@@ -161,6 +161,17 @@ fi
     "—" "$(fig server_memory.stock.max_mib 1)" "**$(fig server_memory.ours.max_mib 1)**" \
     "≤ 4 × stock" "$(awk -v o="${summary[server_memory.ours.max_mib]:-}" -v s="${summary[server_memory.stock.max_mib]:-}" \
       'BEGIN { if (o == "" || s == "") print "n/a"; else if (o <= 4 * s) print "yes"; else print "**no**" }')"
+  # a figure of server_load, ours against stock: OP is <= or >=
+  load_row() { # label, key, decimals, target text, op
+    local o=${summary[server_load.ours.$2]:-} s=${summary[server_load.stock.$2]:-}
+    row "$1" "—" "$(fig "server_load.stock.$2" "$3")" "**$(fig "server_load.ours.$2" "$3")**" "$4" \
+      "$(awk -v o="$o" -v s="$s" -v op="$5" \
+        'BEGIN { if (o == "" || s == "") print "n/a"; else if (op == "<=" ? o <= s : o >= s) print "yes"; else print "**no**" }')"
+  }
+  load_row "1000 sessions × 8 outstanding 64 KiB reads (\`xrdload\`, 20 s): throughput, MB/s" mb_s 0 "≥ stock" '>='
+  load_row "the same: server CPU per GB served, s" cpu_s_per_gb 2 "≤ stock" '<='
+  load_row "the same: server peak RSS, MiB" peak_rss_mib 1 "≤ stock" '<='
+  load_row "3000 idle logged-in sessions with the file open: server RSS per session, kB" idle_kb_per_session 1 "≤ stock" '<='
   echo
   echo "| bench | wall s | status |"
   echo "|---|---|---|"
