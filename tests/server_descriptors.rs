@@ -6,14 +6,13 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader};
-use std::net::SocketAddr;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use support::example::example_bin;
+use support::ours::ServeProcess;
 use support::raw::Raw;
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::ClientHandshake;
@@ -22,9 +21,9 @@ use xroot::proto::ClientHandshake;
 const LIMIT: usize = 48;
 
 /// `serve DIR` under `ulimit -n LIMIT`, its log in `log`.
-fn start(dir: &Path, log: &Path) -> (Child, SocketAddr) {
-    let script = format!("ulimit -n {LIMIT} && exec \"$0\" --port 0 \"$1\" 2>\"$2\"",);
-    let mut child = Command::new("sh")
+fn start(dir: &Path, log: &Path) -> ServeProcess {
+    let script = format!("ulimit -n {LIMIT} && exec \"$0\" --port 0 \"$1\" 2>\"$2\"");
+    let child = Command::new("sh")
         .args(["-c", &script])
         .arg(example_bin("serve"))
         .arg(dir)
@@ -33,16 +32,7 @@ fn start(dir: &Path, log: &Path) -> (Child, SocketAddr) {
         .stdout(Stdio::piped())
         .spawn()
         .expect("spawn serve");
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("serve listening on ")
-        .and_then(|a| a.parse().ok())
-        .unwrap_or_else(|| panic!("serve did not start: {line:?}"));
-    (child, addr)
+    ServeProcess::listening(child)
 }
 
 fn descriptors(pid: u32) -> usize {
@@ -56,8 +46,8 @@ async fn descriptors_are_shared_and_their_exhaustion_refuses_new_links() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("big"), vec![7u8; 1 << 20]).unwrap();
     let log = data.path().join("serve.log");
-    let (mut child, addr) = start(data.path(), &log);
-    let pid = child.id();
+    let server = start(data.path(), &log);
+    let (addr, pid) = (server.addr, server.pid());
     let url = format!("root://{addr}//big");
 
     // ten sessions with the file open: after the first, one socket each
@@ -129,6 +119,4 @@ async fn descriptors_are_shared_and_their_exhaustion_refuses_new_links() {
         }
     }
     drop(files);
-    let _ = child.kill();
-    let _ = child.wait();
 }

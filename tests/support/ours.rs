@@ -40,7 +40,7 @@ impl ServeProcess {
 
     /// `serve --port 0 ARGS... DIR`, as [`ServeProcess::start`].
     pub fn start_with(dir: &Path, args: &[&str]) -> ServeProcess {
-        let mut child = Command::new(example_bin("serve"))
+        let child = Command::new(example_bin("serve"))
             .args(["--port", "0"])
             .args(args)
             .arg(dir)
@@ -49,6 +49,12 @@ impl ServeProcess {
             .stderr(Stdio::null())
             .spawn()
             .expect("spawn serve");
+        ServeProcess::listening(child)
+    }
+
+    /// A `serve` process started by the caller, its stdout piped: waits
+    /// for its `serve listening on ADDR` line.
+    pub fn listening(mut child: Child) -> ServeProcess {
         let mut line = String::new();
         BufReader::new(child.stdout.take().unwrap())
             .read_line(&mut line)
