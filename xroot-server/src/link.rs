@@ -136,19 +136,18 @@ impl LinkWriter {
 }
 
 async fn write_loop(mut rx: mpsc::Receiver<Command>, mut w: LinkWrite) -> std::io::Result<()> {
-    let mut batch: Vec<Message> = Vec::new();
+    let mut batch = Batch::default();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
         while let Some(command) = next.take() {
             match command {
                 Command::Write(m) => {
-                    batch.push(m);
-                    if batch_full(&batch) {
-                        write_batch(&mut w, &mut batch).await?;
+                    if batch.push(m) {
+                        batch.write(&mut w).await?;
                     }
                 }
                 Command::Swap(handover) => {
-                    write_batch(&mut w, &mut batch).await?;
+                    batch.write(&mut w).await?;
                     w.flush().await?;
                     let (tx, rx) = oneshot::channel();
                     if handover.send((w, tx)).is_err() {
@@ -162,7 +161,7 @@ async fn write_loop(mut rx: mpsc::Receiver<Command>, mut w: LinkWrite) -> std::i
             }
             next = rx.try_recv().ok();
         }
-        write_batch(&mut w, &mut batch).await?;
+        batch.write(&mut w).await?;
         w.flush().await?;
     }
     w.shutdown().await
@@ -173,33 +172,49 @@ const BATCH_BYTES: usize = 1 << 20;
 /// Parts gathered before a write (under Linux's `IOV_MAX`, 1024).
 const BATCH_PARTS: usize = 512;
 
-fn batch_full(batch: &[Message]) -> bool {
-    let parts: usize = batch.iter().map(|m| m.parts.len()).sum();
-    let bytes: usize = batch.iter().flat_map(|m| &m.parts).map(Bytes::len).sum();
-    parts >= BATCH_PARTS || bytes >= BATCH_BYTES
+/// Messages gathered for one vectored write, with their part and byte
+/// counts.
+#[derive(Debug, Default)]
+struct Batch {
+    messages: Vec<Message>,
+    parts: usize,
+    bytes: usize,
 }
 
-/// Writes every part of `batch` in order with vectored writes (a frame's
-/// header and its data in one system call, several small frames in one),
-/// then drops the messages, returning their budget shares.
-async fn write_batch(w: &mut LinkWrite, batch: &mut Vec<Message>) -> std::io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = batch
-        .iter()
-        .flat_map(|m| &m.parts)
-        .filter(|p| !p.is_empty())
-        .map(|p| IoSlice::new(p))
-        .collect();
-    let mut rest = &mut slices[..];
-    while !rest.is_empty() {
-        let n = w.write_vectored(rest).await?;
-        if n == 0 {
-            return Err(std::io::ErrorKind::WriteZero.into());
-        }
-        IoSlice::advance_slices(&mut rest, n);
+impl Batch {
+    /// Adds `m`; `true` once the batch is full ([`BATCH_PARTS`],
+    /// [`BATCH_BYTES`]).
+    fn push(&mut self, m: Message) -> bool {
+        self.parts += m.parts.len();
+        self.bytes += m.parts.iter().map(Bytes::len).sum::<usize>();
+        self.messages.push(m);
+        self.parts >= BATCH_PARTS || self.bytes >= BATCH_BYTES
     }
-    drop(slices);
-    batch.clear();
-    Ok(())
+
+    /// Writes every part in order with vectored writes (a frame's header
+    /// and its data in one system call, several small frames in one), then
+    /// drops the messages, returning their budget shares.
+    async fn write(&mut self, w: &mut LinkWrite) -> std::io::Result<()> {
+        let mut slices: Vec<IoSlice<'_>> = self
+            .messages
+            .iter()
+            .flat_map(|m| &m.parts)
+            .filter(|p| !p.is_empty())
+            .map(|p| IoSlice::new(p))
+            .collect();
+        let mut rest = &mut slices[..];
+        while !rest.is_empty() {
+            let n = w.write_vectored(rest).await?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            IoSlice::advance_slices(&mut rest, n);
+        }
+        drop(slices);
+        self.messages.clear();
+        (self.parts, self.bytes) = (0, 0);
+        Ok(())
+    }
 }
 
 #[cfg(test)]
