@@ -34,7 +34,7 @@ use crate::auth::Caller;
 use crate::budget::{Budget, Share};
 use crate::config::Config;
 use crate::files::{not_open, OpenFile};
-use crate::fs::{FileSystem, FsError};
+use crate::fs::{FileRegion, FileSystem, FsError};
 use crate::limit::{Limit, Slot};
 use crate::link::{Closed, LinkWriter};
 use crate::order::{Access, Ticket};
@@ -169,6 +169,7 @@ impl<F: FileSystem> Ctx<F> {
             link,
             sid: self.sid,
             budget: self.budget.clone(),
+            sendfile: self.config().sendfile,
         })
     }
 
@@ -191,6 +192,7 @@ pub(crate) struct Out {
     link: LinkWriter,
     pub(crate) sid: StreamId,
     pub(crate) budget: Budget,
+    sendfile: bool,
 }
 
 impl Out {
@@ -209,6 +211,18 @@ impl Out {
         self.link
             .send_data(self.sid, status, data, Some(share))
             .await
+    }
+
+    /// Whether file regions sent here go out with `sendfile(2)` (the link
+    /// is plain, and the server's [`crate::Config::sendfile`] allows it).
+    pub(crate) fn zero_copy(&self) -> bool {
+        self.sendfile && self.link.is_plain()
+    }
+
+    /// A `kXR_ok` or `kXR_oksofar` with the bytes of `region`, sent
+    /// straight from the file.
+    pub(crate) async fn region(&self, status: Status, region: FileRegion) -> Result<(), Closed> {
+        self.link.send_region(self.sid, status, region).await
     }
 
     /// Frames in parts, written one after the other, holding `share`.

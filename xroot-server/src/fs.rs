@@ -127,10 +127,38 @@ pub enum ReadvConcurrency {
     Parallel(usize),
 }
 
+/// Bytes of an open OS file, for the server to send with `sendfile(2)`
+/// straight from the page cache (zero-copy: no buffer holds them). `len`
+/// is what the file held at `offset` when the region was made.
+#[derive(Debug, Clone)]
+pub struct FileRegion {
+    /// The file, kept open until the region is sent.
+    pub file: std::sync::Arc<std::fs::File>,
+    /// Where the bytes start, in bytes from the start of the file.
+    pub offset: u64,
+    /// How many bytes.
+    pub len: usize,
+}
+
 /// An open file.
 pub trait File: Send + Sync + 'static {
     /// Up to `len` bytes at `offset`; fewer only at end of file.
     fn read_at(&self, offset: u64, len: usize) -> impl Future<Output = FsResult<Bytes>> + Send;
+
+    /// Up to `len` bytes at `offset` as a [`FileRegion`] the server sends
+    /// with `sendfile(2)` instead of calling `read_at`, when the backend's
+    /// data is an OS file and is at hand; fewer bytes only at end of file
+    /// (none past it). Called on the server's tasks: it must not block, so
+    /// `Ok(None)` where the data would have to wait for a disk or the
+    /// backend cannot say; the server then calls `read_at`. Used only for
+    /// `kXR_read` answered on a plain (not TLS) link, of a handle opened for
+    /// reading only: the kernel sends the bytes as they are when they
+    /// leave, which may be after `region` returned. Errors: as `read_at`.
+    /// Default: `Ok(None)`.
+    fn region(&self, offset: u64, len: usize) -> FsResult<Option<FileRegion>> {
+        let _ = (offset, len);
+        Ok(None)
+    }
 
     /// Writes `data` at `offset`.
     fn write_at(&self, offset: u64, data: Bytes) -> impl Future<Output = FsResult<()>> + Send;

@@ -21,7 +21,7 @@ use xroot_proto::{ErrorCode, Status};
 use crate::budget::Share;
 use crate::dispatch::{err, offset, ok, ok_with, Ctx, Fail, Out};
 use crate::files::OpenFile;
-use crate::fs::{File, FileSystem, FsError, OpenMode};
+use crate::fs::{File, FileRegion, FileSystem, FsError, OpenMode};
 use crate::path;
 
 /// What a `kXR_open` asks of the backend, from its options and mode bits:
@@ -178,14 +178,21 @@ async fn read_chunks<F: FileSystem>(
     let end = at + len as u64;
     let quantum = ctx.config().read_chunk.clamp(1, out.budget.largest());
     let mut chunks = stream::iter(pieces(at, len, |_| quantum))
-        .map(|(here, want)| read_piece(&f.file, out, here, want))
+        .map(|(here, want)| read_piece(f, out, here, want))
         .buffered(READ_AHEAD);
-    while let Some((here, want, data, share)) = chunks.try_next().await? {
-        let n = data.len();
-        if n == 0 || here + n as u64 == end {
-            return Ok(out.data(Status::OK, data, share).await?);
+    while let Some((here, want, piece)) = chunks.try_next().await? {
+        let n = piece.len();
+        let status = match n == 0 || here + n as u64 == end {
+            true => Status::OK,
+            false => Status::OKSOFAR,
+        };
+        match piece {
+            Piece::Data(data, share) => out.data(status, data, share).await?,
+            Piece::Region(region) => out.region(status, region).await?,
         }
-        out.data(Status::OKSOFAR, data, share).await?;
+        if status == Status::OK {
+            return Ok(());
+        }
         if n < want {
             // end of file: an empty kXR_ok follows, as from the reference
             let share = out.budget.take(0).await;
@@ -195,18 +202,46 @@ async fn read_chunks<F: FileSystem>(
     Ok(())
 }
 
-/// Reads one piece of a read within the budget: `(offset, asked, data,
-/// share)`.
+/// One piece of a read's answer.
+enum Piece {
+    /// Read into memory, holding its share of the budget.
+    Data(Bytes, Share),
+    /// To be sent straight from the file ([`File::region`]).
+    Region(FileRegion),
+}
+
+impl Piece {
+    fn len(&self) -> usize {
+        match self {
+            Piece::Data(data, _) => data.len(),
+            Piece::Region(r) => r.len,
+        }
+    }
+}
+
+/// One piece of a read: `(offset, asked, piece)`. A region of the file
+/// where the link and the backend allow it, else read within the budget.
+///
+/// Regions only for a handle opened for reading: the kernel sends the
+/// page cache's bytes as they are when they leave, possibly after a later
+/// write on the same handle ran (which must not change what an earlier
+/// read answers, [`crate::order`]).
 async fn read_piece<T: File>(
-    file: &T,
+    f: &OpenFile<T>,
     out: &Out,
     at: u64,
     want: usize,
-) -> Result<(u64, usize, Bytes, Share), FsError> {
+) -> Result<(u64, usize, Piece), FsError> {
+    if !f.writable && out.zero_copy() {
+        if let Some(mut region) = f.file.region(at, want)? {
+            region.len = region.len.min(want);
+            return Ok((at, want, Piece::Region(region)));
+        }
+    }
     let share = out.budget.take(want).await;
-    let mut data = file.read_at(at, want).await?;
+    let mut data = f.file.read_at(at, want).await?;
     data.truncate(want);
-    Ok((at, want, data, share))
+    Ok((at, want, Piece::Data(data, share)))
 }
 
 /// `kXR_pgread`: `kXR_status` frames of at most 512 pages with a crc32c

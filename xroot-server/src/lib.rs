@@ -59,7 +59,7 @@
 //! does. `kXR_sigver` is accepted and its signature ignored: signed
 //! requests are not verified.
 
-#![forbid(unsafe_code)]
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod auth;
@@ -90,13 +90,16 @@ pub mod stats;
 mod tls;
 pub mod token;
 mod transport;
+mod zero_copy;
 
 pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
     ZtnAuth,
 };
 pub use config::Config;
-pub use fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
+pub use fs::{
+    DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
+};
 pub use local::LocalFs;
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};

@@ -5,7 +5,9 @@
 //! A message is one or more whole frames, possibly split into parts (a
 //! header and the data it frames) so that file data is written without a
 //! copy, with the share of the memory budget its bytes hold
-//! ([`crate::budget`]), returned once they are written. The task ends when
+//! ([`crate::budget`]), returned once they are written. A part may also be
+//! a region of a file, which a plain link sends with `sendfile(2)`
+//! ([`crate::zero_copy`]) and a TLS link reads first. The task ends when
 //! every [`LinkWriter`] is dropped, after writing everything queued, and
 //! then shuts the socket's write side down; aborted, it drops what is
 //! queued (and its shares).
@@ -18,6 +20,9 @@
 
 use bytes::{Bytes, BytesMut};
 use std::io::IoSlice;
+use std::os::unix::fs::FileExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, oneshot};
@@ -26,6 +31,7 @@ use xroot_proto::response::Response;
 use xroot_proto::{ResponseHeader, Status, StreamId};
 
 use crate::budget::Share;
+use crate::fs::FileRegion;
 use crate::transport::LinkWrite;
 
 /// Messages queued per link before senders wait.
@@ -35,10 +41,26 @@ const QUEUE: usize = 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Closed;
 
+/// A piece of a message: bytes in memory, or bytes of a file.
+#[derive(Debug)]
+pub(crate) enum Part {
+    Mem(Bytes),
+    File(FileRegion),
+}
+
+impl Part {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Part::Mem(b) => b.len(),
+            Part::File(r) => r.len,
+        }
+    }
+}
+
 /// Whole frames to write back to back, and the budget their bytes hold.
 #[derive(Debug)]
 struct Message {
-    parts: Vec<Bytes>,
+    parts: Vec<Part>,
     _share: Option<Share>,
 }
 
@@ -58,18 +80,28 @@ enum Command {
 #[derive(Debug, Clone)]
 pub(crate) struct LinkWriter {
     tx: mpsc::Sender<Command>,
+    /// The link writes on a plain socket (not TLS), as of the last switch.
+    plain: Arc<AtomicBool>,
 }
 
 impl LinkWriter {
     /// Starts the writer task on `w`.
     pub(crate) fn spawn(w: LinkWrite) -> (LinkWriter, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE);
+        let plain = Arc::new(AtomicBool::new(is_plain(&w)));
+        let flag = plain.clone();
         let task = tokio::spawn(async move {
-            if let Err(e) = write_loop(rx, w).await {
+            if let Err(e) = write_loop(rx, w, flag).await {
                 tracing::debug!("link write failed: {e}");
             }
         });
-        (LinkWriter { tx }, task)
+        (LinkWriter { tx, plain }, task)
+    }
+
+    /// Whether the link writes on a plain socket, where file regions go out
+    /// with `sendfile(2)`.
+    pub(crate) fn is_plain(&self) -> bool {
+        self.plain.load(Ordering::Relaxed)
     }
 
     /// Takes the write half back once everything queued before is written
@@ -88,6 +120,11 @@ impl LinkWriter {
         parts: Vec<Bytes>,
         share: Option<Share>,
     ) -> Result<(), Closed> {
+        let parts = parts.into_iter().map(Part::Mem).collect();
+        self.send_message(parts, share).await
+    }
+
+    async fn send_message(&self, parts: Vec<Part>, share: Option<Share>) -> Result<(), Closed> {
         let message = Message {
             parts,
             _share: share,
@@ -129,13 +166,40 @@ impl LinkWriter {
         self.send_parts(vec![head.freeze(), data], share).await
     }
 
+    /// Queues a `kXR_ok` or `kXR_oksofar` carrying the bytes of `region`,
+    /// sent straight from the file.
+    pub(crate) async fn send_region(
+        &self,
+        streamid: StreamId,
+        status: Status,
+        region: FileRegion,
+    ) -> Result<(), Closed> {
+        let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
+        ResponseHeader {
+            streamid,
+            status,
+            dlen: region.len as i32,
+        }
+        .encode(&mut head);
+        let parts = vec![Part::Mem(head.freeze()), Part::File(region)];
+        self.send_message(parts, None).await
+    }
+
     /// Whether the writer task is gone.
     pub(crate) fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
 }
 
-async fn write_loop(mut rx: mpsc::Receiver<Command>, mut w: LinkWrite) -> std::io::Result<()> {
+fn is_plain(w: &LinkWrite) -> bool {
+    matches!(w, LinkWrite::Plain(_))
+}
+
+async fn write_loop(
+    mut rx: mpsc::Receiver<Command>,
+    mut w: LinkWrite,
+    plain: Arc<AtomicBool>,
+) -> std::io::Result<()> {
     let mut batch = Batch::default();
     while let Some(first) = rx.recv().await {
         let mut next = Some(first);
@@ -154,7 +218,10 @@ async fn write_loop(mut rx: mpsc::Receiver<Command>, mut w: LinkWrite) -> std::i
                         return Ok(());
                     }
                     match rx.await {
-                        Ok(half) => w = half,
+                        Ok(half) => {
+                            plain.store(is_plain(&half), Ordering::Relaxed);
+                            w = half;
+                        }
                         Err(_) => return Ok(()),
                     }
                 }
@@ -186,21 +253,36 @@ impl Batch {
     /// [`BATCH_BYTES`]).
     fn push(&mut self, m: Message) -> bool {
         self.parts += m.parts.len();
-        self.bytes += m.parts.iter().map(Bytes::len).sum::<usize>();
+        self.bytes += m.parts.iter().map(Part::len).sum::<usize>();
         self.messages.push(m);
         self.parts >= BATCH_PARTS || self.bytes >= BATCH_BYTES
     }
 
     /// Writes every part in order with vectored writes (a frame's header
     /// and its data in one system call, several small frames in one), then
-    /// drops the messages, returning their budget shares.
+    /// drops the messages, returning their budget shares. File regions go
+    /// out with `sendfile(2)` on a plain link and are read first on a TLS
+    /// one.
     async fn write(&mut self, w: &mut LinkWrite) -> std::io::Result<()> {
+        let files = self.messages.iter().flat_map(|m| &m.parts);
+        if files.clone().any(|p| matches!(p, Part::File(_))) {
+            match w {
+                LinkWrite::Plain(half) => {
+                    crate::zero_copy::write_parts(half.as_ref(), files).await?;
+                    self.clear();
+                    return Ok(());
+                }
+                LinkWrite::Tls(_) => self.read_regions()?,
+            }
+        }
         let mut slices: Vec<IoSlice<'_>> = self
             .messages
             .iter()
             .flat_map(|m| &m.parts)
-            .filter(|p| !p.is_empty())
-            .map(|p| IoSlice::new(p))
+            .filter_map(|p| match p {
+                Part::Mem(b) if !b.is_empty() => Some(IoSlice::new(b)),
+                _ => None,
+            })
             .collect();
         let mut rest = &mut slices[..];
         while !rest.is_empty() {
@@ -211,8 +293,44 @@ impl Batch {
             IoSlice::advance_slices(&mut rest, n);
         }
         drop(slices);
+        self.clear();
+        Ok(())
+    }
+
+    fn clear(&mut self) {
         self.messages.clear();
         (self.parts, self.bytes) = (0, 0);
+    }
+
+    /// Replaces each file region by its bytes, read now (they were in the
+    /// page cache when the region was made); bytes the file no longer has
+    /// are zeros, so the frames stay whole.
+    fn read_regions(&mut self) -> std::io::Result<()> {
+        for part in self.messages.iter_mut().flat_map(|m| &mut m.parts) {
+            if let Part::File(r) = part {
+                let mut data = vec![0; r.len];
+                let mut filled = 0;
+                while filled < data.len() {
+                    match r
+                        .file
+                        .read_at(&mut data[filled..], r.offset + filled as u64)
+                    {
+                        Ok(0) => {
+                            tracing::warn!(
+                                "a file ended {} bytes before a read answer's end (it shrank \
+                                 while the answer was queued): zeros sent in their place",
+                                data.len() - filled
+                            );
+                            break;
+                        }
+                        Ok(n) => filled += n,
+                        Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                        Err(e) => return Err(e),
+                    }
+                }
+                *part = Part::Mem(data.into());
+            }
+        }
         Ok(())
     }
 }

@@ -24,6 +24,7 @@
 mod confine;
 mod meta;
 mod policy;
+mod resident;
 
 pub use policy::{Access, AccessPolicy};
 
@@ -44,7 +45,9 @@ use self::confine::{fail, os_error, resolve, Op};
 use self::meta::{Meta, User};
 use crate::auth::Caller;
 use crate::checksum::{Algorithm, ALGORITHMS};
-use crate::fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency};
+use crate::fs::{
+    DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
+};
 
 /// Runs blocking `f` on tokio's blocking pool. A panic in `f` becomes
 /// `kXR_ServerError`.
@@ -764,6 +767,27 @@ impl File for LocalFile {
                 None => slow.await,
             }
         }
+    }
+
+    /// The bytes the file holds at `offset` (`fstat` says how many), when
+    /// the page cache holds all of them (`cachestat(2)`, Linux 6.5):
+    /// the server sends them with `sendfile(2)`. A range not all cached, or
+    /// a kernel that cannot say, is read with `read_at`.
+    fn region(&self, offset: u64, len: usize) -> FsResult<Option<FileRegion>> {
+        let size = self
+            .file
+            .metadata()
+            .map_err(|e| os_error("read", &self.path, &e))?
+            .len();
+        let len = usize::try_from(size.saturating_sub(offset)).map_or(len, |left| left.min(len));
+        if len > 0 && resident::resident(&self.file, offset, len) != Some(true) {
+            return Ok(None);
+        }
+        Ok(Some(FileRegion {
+            file: self.file.clone(),
+            offset,
+            len,
+        }))
     }
 
     /// `pwrite` at `offset` (on a file opened for append, Linux appends

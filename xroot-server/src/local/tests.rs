@@ -415,6 +415,57 @@ async fn reads_cached_or_not_give_the_file_bytes() {
     assert!(f.read_at(1_000_000, 10).await.unwrap().is_empty());
 }
 
+/// A region for `sendfile` is offered only for bytes the page cache holds,
+/// clamped to the file's current size, and names the file's bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn regions_are_offered_for_cached_bytes_only() {
+    let t = Tree::new();
+    let data = pattern(3 << 20);
+    std::fs::write(t.root().join("large"), &data).unwrap();
+    let f =
+        t.fs.open(&Caller::local("test"), "/large", READ, "")
+            .await
+            .unwrap();
+    f.file.sync_all().unwrap();
+    rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    let Some(false) = resident::resident(&f.file, 0, 1 << 20) else {
+        // no cachestat (Linux before 6.5): never a region
+        assert!(f.region(0, 1 << 20).unwrap().is_none());
+        return;
+    };
+    assert!(f.region(0, 1 << 20).unwrap().is_none(), "evicted");
+    // no read-ahead: only pages read are cached
+    rustix::fs::fadvise(&*f.file, 0, None, rustix::fs::Advice::Random).unwrap();
+    f.read_at(0, 1 << 20).await.unwrap();
+    assert!(
+        f.region(1, 1 << 20).unwrap().is_none(),
+        "one page not cached"
+    );
+    let bytes = |r: &FileRegion| {
+        let mut buf = vec![0; r.len];
+        r.file.read_exact_at(&mut buf, r.offset).unwrap();
+        buf
+    };
+    let r = f.region(4095, 100_000).unwrap().unwrap();
+    assert_eq!((r.offset, r.len), (4095, 100_000));
+    assert_eq!(bytes(&r), &data[4095..104_095]);
+    f.read_at(3 << 20, 1).await.unwrap();
+    f.read_at((3 << 20) - 10, 10).await.unwrap();
+    let r = f.region((3 << 20) - 10, 1 << 20).unwrap().unwrap();
+    assert_eq!(r.len, 10, "clamped to the end of the file");
+    assert_eq!(f.region(3 << 20, 10).unwrap().unwrap().len, 0);
+    assert_eq!(f.region(5 << 20, 10).unwrap().unwrap().len, 0);
+    // the file shrinks under the open handle: the region shrinks too
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(t.root().join("large"))
+        .unwrap()
+        .set_len(50_000)
+        .unwrap();
+    let r = f.region(4095, 100_000).unwrap().unwrap();
+    assert_eq!(bytes(&r), &data[4095..50_000]);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readv_reads_every_extent_or_fails_past_eof() {
     let t = Tree::new();
