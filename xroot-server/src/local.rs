@@ -43,6 +43,7 @@ use xroot_proto::ErrorCode;
 
 use self::confine::{fail, os_error, resolve, Op};
 use self::meta::{Meta, User};
+use self::resident::Residency;
 use crate::auth::Caller;
 use crate::checksum::{Algorithm, ALGORITHMS};
 use crate::fs::{
@@ -88,26 +89,34 @@ struct Descriptors {
 
 #[derive(Debug, Default)]
 struct DescriptorMap {
-    files: HashMap<(u64, u64), Weak<std::fs::File>>,
+    /// Each file's descriptor and what the page cache holds of it.
+    files: HashMap<(u64, u64), (Weak<std::fs::File>, Arc<Residency>)>,
     /// Entries after the last sweep of closed files.
     swept: usize,
 }
 
 impl Descriptors {
-    /// The open descriptor of file `key`, if any open still holds it.
-    fn get(&self, key: (u64, u64)) -> Option<Arc<std::fs::File>> {
-        self.open.lock().unwrap().files.get(&key)?.upgrade()
+    /// The open descriptor of file `key`, if any open still holds it, and
+    /// its residency.
+    fn get(&self, key: (u64, u64)) -> Option<(Arc<std::fs::File>, Arc<Residency>)> {
+        let map = self.open.lock().unwrap();
+        let (file, residency) = map.files.get(&key)?;
+        Some((file.upgrade()?, residency.clone()))
     }
 
     /// Records `file` as the descriptor of `key`, and forgets closed files
-    /// once their entries have doubled since the last sweep.
-    fn insert(&self, key: (u64, u64), file: &Arc<std::fs::File>) {
+    /// once their entries have doubled since the last sweep. Returns the
+    /// file's residency.
+    fn insert(&self, key: (u64, u64), file: &Arc<std::fs::File>) -> Arc<Residency> {
         let mut map = self.open.lock().unwrap();
-        map.files.insert(key, Arc::downgrade(file));
+        let residency = Arc::new(Residency::default());
+        map.files
+            .insert(key, (Arc::downgrade(file), residency.clone()));
         if map.files.len() > 2 * map.swept.max(64) {
-            map.files.retain(|_, f| f.strong_count() > 0);
+            map.files.retain(|_, (f, _)| f.strong_count() > 0);
             map.swept = map.files.len();
         }
+        residency
     }
 }
 
@@ -245,8 +254,8 @@ impl LocalFs {
             .as_ref()
             .filter(|_| read_only)
             .map(|md| (md.dev(), md.ino()));
-        if let Some(file) = key.and_then(|k| self.descriptors.get(k)) {
-            return Ok(self.local_file(file, path));
+        if let Some((file, residency)) = key.and_then(|k| self.descriptors.get(k)) {
+            return Ok(self.local_file(file, Some(residency), path));
         }
         if creating && mode.make_path {
             if let Some(parent) = real.parent() {
@@ -270,17 +279,24 @@ impl LocalFs {
             .open(&real)
             .map_err(err)?;
         let file = Arc::new(file);
+        let mut residency = None;
         if read_only {
             // keyed by what was opened (the path may have changed since)
             let md = file.metadata().map_err(err)?;
-            self.descriptors.insert((md.dev(), md.ino()), &file);
+            residency = Some(self.descriptors.insert((md.dev(), md.ino()), &file));
         }
-        Ok(self.local_file(file, path))
+        Ok(self.local_file(file, residency, path))
     }
 
-    fn local_file(&self, file: Arc<std::fs::File>, path: &str) -> LocalFile {
+    fn local_file(
+        &self,
+        file: Arc<std::fs::File>,
+        residency: Option<Arc<Residency>>,
+        path: &str,
+    ) -> LocalFile {
         LocalFile {
             file,
+            residency,
             path: path.into(),
             meta: self.meta.clone(),
             readv: self.readv,
@@ -653,6 +669,9 @@ async fn root_space(root: PathBuf) -> FsResult<SpaceInfo> {
 #[derive(Debug)]
 pub struct LocalFile {
     file: Arc<std::fs::File>,
+    /// What the page cache holds of a file open read-only (shared by its
+    /// opens); `None` for a file open for writing, never sent from.
+    residency: Option<Arc<Residency>>,
     /// The client's path, for messages.
     path: Arc<str>,
     meta: Meta,
@@ -770,7 +789,8 @@ impl File for LocalFile {
     }
 
     /// The bytes the file holds at `offset` (`fstat` says how many), when
-    /// the page cache holds all of them (`cachestat(2)`, Linux 6.5):
+    /// the page cache holds all of them (`cachestat(2)`, Linux 6.5; per
+    /// 4 MiB chunk and remembered for a second for a file open read-only):
     /// the server sends them with `sendfile(2)`. A range not all cached, or
     /// a kernel that cannot say, is read with `read_at`.
     fn region(&self, offset: u64, len: usize) -> FsResult<Option<FileRegion>> {
@@ -780,7 +800,12 @@ impl File for LocalFile {
             .map_err(|e| os_error("read", &self.path, &e))?
             .len();
         let len = usize::try_from(size.saturating_sub(offset)).map_or(len, |left| left.min(len));
-        if len > 0 && resident::resident(&self.file, offset, len) != Some(true) {
+        let resident = match &self.residency {
+            _ if len == 0 => Some(true),
+            Some(r) => r.check(&self.file, offset, len, size),
+            None => resident::resident(&self.file, offset, len),
+        };
+        if resident != Some(true) {
             return Ok(None);
         }
         Ok(Some(FileRegion {

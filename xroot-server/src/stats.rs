@@ -235,16 +235,15 @@ impl Scope {
         })
     }
 
-    /// Counts one request of `kind` on the scope's two gauges.
-    fn enter(&self, kind: RequestId) -> [GaugeGuard; 2] {
-        let kind_guard = self
-            .by_kind
+    /// The gauge of `kind`, made at its first request.
+    fn kind(&self, kind: RequestId) -> Arc<Mutex<Gauge>> {
+        self.by_kind
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .entry(kind)
             .or_insert_with(|| TimeGauge::since(self.all.start))
-            .enter();
-        [self.all.enter(), kind_guard]
+            .gauge
+            .clone()
     }
 
     pub(crate) fn snapshot(&self) -> InFlightStats {
@@ -264,14 +263,34 @@ impl Scope {
 /// Counts one request in flight on a link and on the server until dropped.
 #[derive(Debug)]
 pub(crate) struct InFlight {
-    _guards: [[GaugeGuard; 2]; 2],
+    /// The link's and the server's gauges, each for all requests and for
+    /// the request's kind.
+    gauges: [Arc<Mutex<Gauge>>; 4],
 }
 
 impl InFlight {
-    /// Starts counting a request of `kind` on `link` and `server`.
+    /// Starts counting a request of `kind` on `link` and `server` (one
+    /// clock reading for the four gauges).
     pub(crate) fn enter(kind: RequestId, link: &Scope, server: &Scope) -> InFlight {
-        InFlight {
-            _guards: [link.enter(kind), server.enter(kind)],
+        let gauges = [
+            link.all.gauge.clone(),
+            link.kind(kind),
+            server.all.gauge.clone(),
+            server.kind(kind),
+        ];
+        let now = Instant::now();
+        for g in &gauges {
+            lock(g).add(now, true);
+        }
+        InFlight { gauges }
+    }
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let now = Instant::now();
+        for g in &self.gauges {
+            lock(g).add(now, false);
         }
     }
 }

@@ -466,6 +466,38 @@ async fn regions_are_offered_for_cached_bytes_only() {
     assert_eq!(bytes(&r), &data[4095..50_000]);
 }
 
+/// Residency remembered per chunk answers as `cachestat` does for the
+/// bytes asked: a wholly cached chunk at once, a partly cached one page by
+/// page.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn residency_by_chunk_answers_for_the_bytes_asked() {
+    let t = Tree::new();
+    let size = 12u64 << 20;
+    std::fs::write(t.root().join("f"), pattern(size as usize)).unwrap();
+    let f = std::fs::File::open(t.root().join("f")).unwrap();
+    f.sync_all().unwrap();
+    rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::DontNeed).unwrap();
+    rustix::fs::fadvise(&f, 0, None, rustix::fs::Advice::Random).unwrap();
+    if resident::resident(&f, 0, 4096).is_none() {
+        return; // no cachestat (Linux before 6.5)
+    }
+    let read = |at: u64, len: usize| {
+        let mut buf = vec![0; len];
+        f.read_exact_at(&mut buf, at).unwrap();
+    };
+    read(0, 4 << 20);
+    read(5 << 20, 4096);
+    let r = Residency::default();
+    let mib = 1u64 << 20;
+    assert_eq!(r.check(&f, 100, 1000, size), Some(true), "wholly cached");
+    assert_eq!(r.check(&f, 4 * mib - 100, 90, size), Some(true));
+    assert_eq!(r.check(&f, 5 * mib, 1000, size), Some(true), "its page");
+    assert_eq!(r.check(&f, 5 * mib + 8192, 10, size), Some(false));
+    assert_eq!(r.check(&f, 4 * mib - 100, 200, size), Some(false), "across");
+    assert_eq!(r.check(&f, 0, 12 << 20, size), Some(false), "many chunks");
+    assert_eq!(r.check(&f, 0, 4 << 20, size), Some(true));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn readv_reads_every_extent_or_fails_past_eof() {
     let t = Tree::new();
