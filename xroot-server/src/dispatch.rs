@@ -225,6 +225,12 @@ impl Out {
         self.link.send_region(self.sid, status, region).await
     }
 
+    /// The whole answer to a read of `want` bytes from `region`, if the
+    /// link's queue has room now ([`LinkWriter::try_send_read`]).
+    pub(crate) fn try_read(&self, region: FileRegion, want: usize) -> bool {
+        self.link.try_send_read(self.sid, region, want)
+    }
+
     /// Frames in parts, written one after the other, holding `share`.
     pub(crate) async fn parts(
         &self,

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{stream, StreamExt, TryStreamExt};
+use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use xroot_proto::limits::PG_MAX_ERRORS_PER_REQUEST;
 use xroot_proto::page::{wire_len, PAGE_SIZE};
 use xroot_proto::request::{
-    Close, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Sync, Truncate,
-    Write, Writev, WritevOptions,
+    Close, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Request, Sync,
+    Truncate, Write, Writev, WritevOptions,
 };
 use xroot_proto::response::{
     OpenCompression, OpenResponse, PgReadEncoder, PgWriteCse, PgWriteResponse, Response,
@@ -22,6 +22,8 @@ use crate::budget::Share;
 use crate::dispatch::{err, offset, ok, ok_with, Ctx, Fail, Out};
 use crate::files::OpenFile;
 use crate::fs::{File, FileRegion, FileSystem, FsError, OpenMode};
+use crate::guard;
+use crate::order::Ticket;
 use crate::path;
 
 /// What a `kXR_open` asks of the backend, from its options and mode bits:
@@ -145,6 +147,45 @@ pub(crate) async fn read<F: FileSystem>(ctx: &Ctx<F>, r: Read) -> Result<(), Fai
     let at = offset(r.offset, "Read")?;
     out.finish(read_chunks(ctx, &f, &out, at, r.rlen as usize).await)
         .await
+}
+
+/// Answers `kXR_read` `r` at once, without a task of its own, when that
+/// takes no waiting: the request has its turn on the file and is allowed,
+/// the file is open for reading only, the read fits in one chunk, the
+/// link is plain and has room in its queue, and the backend offers the
+/// bytes as a region of its file ([`File::region`]). `false` when any of
+/// that does not hold (nothing was sent: [`read`] answers it then).
+pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
+    let want = r.rlen as usize;
+    if r.rlen <= 0 || r.offset < 0 || want > ctx.config().read_chunk {
+        return false;
+    }
+    let Ok(f) = ctx.file(r.fhandle, "read") else {
+        return false;
+    };
+    let ready = || ctx.tickets.iter().all(Ticket::is_ready);
+    let allowed = || {
+        ctx.caller().identity.scopes.is_none() || {
+            let request = Request::Read(r.clone());
+            matches!(guard::check(ctx, &request).now_or_never(), Some(Ok(())))
+        }
+    };
+    if f.writable || !ready() || r.args.as_ref().is_some_and(|a| !a.preread.is_empty()) {
+        return false;
+    }
+    let Ok(out) = ctx.out(r.pathid()) else {
+        return false;
+    };
+    if !out.zero_copy() || !allowed() {
+        return false;
+    }
+    match f.file.region(r.offset as u64, want) {
+        Ok(Some(mut region)) => {
+            region.len = region.len.min(want);
+            out.try_read(region, want)
+        }
+        _ => false,
+    }
 }
 
 /// Pieces of a request read ahead of the one being sent.

@@ -185,6 +185,43 @@ impl LinkWriter {
         self.send_message(parts, None).await
     }
 
+    /// Queues the whole answer to a read of `want` bytes whose data is
+    /// `region` (`region.len <= want`), if the queue has room now: one
+    /// `kXR_ok` with the data; or, short of `want` (end of file), the data
+    /// as `kXR_oksofar` then an empty `kXR_ok`, as [`crate::io`]'s reads
+    /// answer. `false` when the queue is full or the link closed.
+    pub(crate) fn try_send_read(
+        &self,
+        streamid: StreamId,
+        region: FileRegion,
+        want: usize,
+    ) -> bool {
+        let header = |status, dlen: usize| {
+            let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
+            ResponseHeader {
+                streamid,
+                status,
+                dlen: dlen as i32,
+            }
+            .encode(&mut head);
+            Part::Mem(head.freeze())
+        };
+        let parts = match region.len {
+            0 => vec![header(Status::OK, 0)],
+            n if n >= want => vec![header(Status::OK, n), Part::File(region)],
+            n => vec![
+                header(Status::OKSOFAR, n),
+                Part::File(region),
+                header(Status::OK, 0),
+            ],
+        };
+        let message = Message {
+            parts,
+            _share: None,
+        };
+        self.tx.try_send(Command::Write(message)).is_ok()
+    }
+
     /// Whether the writer task is gone.
     pub(crate) fn is_closed(&self) -> bool {
         self.tx.is_closed()

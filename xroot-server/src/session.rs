@@ -674,6 +674,11 @@ impl<F: FileSystem> Conn<F> {
             tickets,
             payload: share,
         };
+        if let Request::Read(r) = &request {
+            if crate::io::read_now(&ctx, r) {
+                return ControlFlow::Continue(());
+            }
+        }
         self.tasks.spawn(async move {
             let _held = (slot, in_flight);
             dispatch::run(ctx, request).await;
