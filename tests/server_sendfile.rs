@@ -1,7 +1,7 @@
 //! Plain `kXR_read` answers from `LocalFs` go out with `sendfile(2)` where
 //! the page cache holds the bytes (handles opened for reading, plain
 //! links): pipelined reads of every shape answer the file's bytes, framed
-//! as with the buffered path (`Config::sendfile` off), and a file that
+//! as with the buffered path (`Config::sendfile_max` 0), and a file that
 //! shrinks before or while its answers wait is answered short or padded,
 //! and never kills the link.
 
@@ -80,7 +80,7 @@ async fn pipelined_reads_answer_alike_with_sendfile_or_without() {
     let mut frames = Vec::new();
     for sendfile in [true, false] {
         let config = Config {
-            sendfile,
+            sendfile_max: if sendfile { usize::MAX } else { 0 },
             ..Config::default()
         };
         let addr = serve_with(LocalFs::new(dir.path()).unwrap(), config).await;
@@ -137,7 +137,11 @@ async fn a_file_that_shrinks_under_its_reads_keeps_the_link() {
     let big = 64 << 20;
     let data = pattern(0, big);
     std::fs::write(&path, &data).unwrap();
-    let addr = serve_with(LocalFs::new(dir.path()).unwrap(), Config::default()).await;
+    let config = Config {
+        sendfile_max: usize::MAX,
+        ..Config::default()
+    };
+    let addr = serve_with(LocalFs::new(dir.path()).unwrap(), config).await;
     let (mut r, _) = Raw::login(addr).await;
     let fh = r.open("/f.bin").await;
     // nobody reads: the answers fill the socket and wait in the server

@@ -69,10 +69,16 @@ pub struct Config {
     /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
     /// reference's `maxBuffsz`).
     pub read_chunk: usize,
-    /// Send `kXR_read` data with `sendfile(2)`, straight from the page
-    /// cache, where the backend offers it ([`crate::File::region`]) and the
-    /// link is plain (true; the reference's `xrootd.async nosf` is false).
-    pub sendfile: bool,
+    /// `kXR_read` requests of at most this many bytes are answered with
+    /// `sendfile(2)`, straight from the page cache, where the backend
+    /// offers it ([`crate::File::region`]) and the link is plain (1 MiB;
+    /// 0 never, as the reference's `xrootd.async nosf`). Small reads gain
+    /// most: at a thousand sessions of 64 KiB reads this cut the server's
+    /// CPU per GB by a fifth and its memory by four fifths. Larger reads
+    /// are read into memory a few chunks ahead of the socket, which kept a
+    /// single 1 GiB copy with 8 MiB reads a fifth faster than `sendfile`
+    /// on a loaded machine of two cores.
+    pub sendfile_max: usize,
     /// A connection that has not sent the 20-byte handshake after this long
     /// is closed (30 s, the reference's `hailWait`).
     pub handshake_timeout: Duration,
@@ -114,7 +120,7 @@ impl Default for Config {
             server_budget: 16 << 20,
             server_payload_budget: 64 << 20,
             read_chunk: MAX_TRANSFER,
-            sendfile: true,
+            sendfile_max: 1 << 20,
             handshake_timeout: Duration::from_secs(30),
             handshake_rest_timeout: Duration::from_secs(1),
             login_timeout: Duration::from_secs(30),
@@ -141,7 +147,7 @@ impl std::fmt::Debug for Config {
             .field("server_budget", &self.server_budget)
             .field("server_payload_budget", &self.server_payload_budget)
             .field("read_chunk", &self.read_chunk)
-            .field("sendfile", &self.sendfile)
+            .field("sendfile_max", &self.sendfile_max)
             .field("handshake_timeout", &self.handshake_timeout)
             .field("handshake_rest_timeout", &self.handshake_rest_timeout)
             .field("login_timeout", &self.login_timeout)

@@ -169,7 +169,7 @@ impl<F: FileSystem> Ctx<F> {
             link,
             sid: self.sid,
             budget: self.budget.clone(),
-            sendfile: self.config().sendfile,
+            sendfile_max: self.config().sendfile_max,
         })
     }
 
@@ -192,7 +192,7 @@ pub(crate) struct Out {
     link: LinkWriter,
     pub(crate) sid: StreamId,
     pub(crate) budget: Budget,
-    sendfile: bool,
+    sendfile_max: usize,
 }
 
 impl Out {
@@ -213,10 +213,11 @@ impl Out {
             .await
     }
 
-    /// Whether file regions sent here go out with `sendfile(2)` (the link
-    /// is plain, and the server's [`crate::Config::sendfile`] allows it).
-    pub(crate) fn zero_copy(&self) -> bool {
-        self.sendfile && self.link.is_plain()
+    /// Whether a read of `len` bytes answered here goes out with
+    /// `sendfile(2)` (the link is plain, and `len` is within the server's
+    /// [`crate::Config::sendfile_max`]).
+    pub(crate) fn zero_copy(&self, len: usize) -> bool {
+        len <= self.sendfile_max && self.link.is_plain()
     }
 
     /// A `kXR_ok` or `kXR_oksofar` with the bytes of `region`, sent

@@ -176,7 +176,7 @@ pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
     let Ok(out) = ctx.out(r.pathid()) else {
         return false;
     };
-    if !out.zero_copy() || !allowed() {
+    if !out.zero_copy(want) || !allowed() {
         return false;
     }
     match f.file.region(r.offset as u64, want) {
@@ -218,8 +218,13 @@ async fn read_chunks<F: FileSystem>(
 ) -> Result<(), Fail> {
     let end = at + len as u64;
     let quantum = ctx.config().read_chunk.clamp(1, out.budget.largest());
+    // not for a file open for writing: the kernel sends the page cache's
+    // bytes as they are when they leave, possibly after a later write on
+    // the same handle ran (which must not change what an earlier read
+    // answers, crate::order)
+    let zero_copy = !f.writable && out.zero_copy(len);
     let mut chunks = stream::iter(pieces(at, len, |_| quantum))
-        .map(|(here, want)| read_piece(f, out, here, want))
+        .map(|(here, want)| read_piece(f, out, zero_copy, here, want))
         .buffered(READ_AHEAD);
     while let Some((here, want, piece)) = chunks.try_next().await? {
         let n = piece.len();
@@ -261,19 +266,16 @@ impl Piece {
 }
 
 /// One piece of a read: `(offset, asked, piece)`. A region of the file
-/// where the link and the backend allow it, else read within the budget.
-///
-/// Regions only for a handle opened for reading: the kernel sends the
-/// page cache's bytes as they are when they leave, possibly after a later
-/// write on the same handle ran (which must not change what an earlier
-/// read answers, [`crate::order`]).
+/// with `zero_copy` where the backend offers one, else read within the
+/// budget.
 async fn read_piece<T: File>(
     f: &OpenFile<T>,
     out: &Out,
+    zero_copy: bool,
     at: u64,
     want: usize,
 ) -> Result<(u64, usize, Piece), FsError> {
-    if !f.writable && out.zero_copy() {
+    if zero_copy {
         if let Some(mut region) = f.file.region(at, want)? {
             region.len = region.len.min(want);
             return Ok((at, want, Piece::Region(region)));
