@@ -1734,3 +1734,73 @@ async fn the_other_requests() {
         (StreamId::from_u16(11), Response::Ok(Bytes::new()))
     );
 }
+
+/// A link over an in-process stream (`Server::serve_stream`, as the
+/// `server_session` fuzz target drives it) is served as a TCP link is:
+/// handshake, login, open and read answered, and the session ends when the
+/// client closes its end, with the server counting the link meanwhile.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_link_over_an_in_process_stream_is_served() {
+    use tokio::io::AsyncReadExt;
+    use xroot::proto::request::Protocol;
+    use xroot::proto::ResponseDecoder;
+    let data = pattern(100_000);
+    let server = Server::bind(
+        "127.0.0.1:0",
+        MemFs::new(&[("/f", data.clone())]),
+        Config::default(),
+    )
+    .await
+    .unwrap();
+    let (mut client, end) = tokio::io::duplex(1 << 16);
+    let session = tokio::spawn(server.serve_stream(end, "192.0.2.1:5000".parse().unwrap()));
+    let mut out = BytesMut::new();
+    ClientHandshake.encode(&mut out);
+    let requests: Vec<Request> = vec![
+        Protocol::default().into(),
+        login_request().into(),
+        support::raw::open_request("/f", OpenOptions::READ).into(),
+    ];
+    for (i, r) in requests.into_iter().enumerate() {
+        r.encode(StreamId::from_u16(i as u16 + 1), &mut out);
+    }
+    client.write_all(&out).await.unwrap();
+    let mut buf = BytesMut::new();
+    let mut dec = ResponseDecoder::new();
+    let mut answers = Vec::new();
+    // the handshake's answer, then one per request
+    let mut wanted = 4;
+    while answers.len() < wanted {
+        match dec.decode(&mut buf).unwrap() {
+            Some(f) => answers.push((f.header.streamid, Response::decode(f).unwrap())),
+            None => assert!(client.read_buf(&mut buf).await.unwrap() > 0, "closed"),
+        }
+        if answers.len() == 4 && wanted == 4 {
+            let Response::Ok(open) = &answers[3].1 else {
+                panic!("open: {:?}", answers[3])
+            };
+            let read = Read {
+                fhandle: FHandle(open[..4].try_into().unwrap()),
+                offset: 1000,
+                rlen: 5000,
+                args: None,
+            };
+            out.clear();
+            Request::from(read).encode(StreamId::from_u16(4), &mut out);
+            client.write_all(&out).await.unwrap();
+            wanted = 5;
+        }
+    }
+    assert_eq!(server.stats().links.len(), 1);
+    assert!(answers[..4]
+        .iter()
+        .all(|(_, r)| matches!(r, Response::Ok(_))));
+    match &answers[4] {
+        (sid, Response::Ok(b)) if *sid == StreamId::from_u16(4) => {
+            assert_eq!(&b[..], &data[1000..6000])
+        }
+        other => panic!("the read's answer: {other:?}"),
+    }
+    drop(client);
+    tokio::time::timeout(GUARD, session).await.unwrap().unwrap();
+}

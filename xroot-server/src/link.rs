@@ -299,7 +299,7 @@ impl Batch {
     /// and its data in one system call, several small frames in one), then
     /// drops the messages, returning their budget shares. File regions go
     /// out with `sendfile(2)` on a plain link and are read first on a TLS
-    /// one.
+    /// or in-process one.
     async fn write(&mut self, w: &mut LinkWrite) -> std::io::Result<()> {
         let files = self.messages.iter().flat_map(|m| &m.parts);
         if files.clone().any(|p| matches!(p, Part::File(_))) {
@@ -309,7 +309,7 @@ impl Batch {
                     self.clear();
                     return Ok(());
                 }
-                LinkWrite::Tls(_) => self.read_regions()?,
+                LinkWrite::Tls(_) | LinkWrite::Memory(_) => self.read_regions()?,
             }
         }
         let mut slices: Vec<IoSlice<'_>> = self
@@ -383,7 +383,7 @@ mod tests {
         let addr = listener.local_addr().unwrap();
         let (a, b) = tokio::join!(listener.accept(), tokio::net::TcpStream::connect(addr));
         let (mut b, a) = (b.unwrap(), a.unwrap().0);
-        let (_rd, wr) = crate::transport::split(a);
+        let (_rd, wr) = xroot_sec::tls::stream::Stream::Plain(a).into_split();
         let (link, task) = LinkWriter::spawn(wr);
         let sid = StreamId::from_u16(7);
         link.send_data(sid, Status::OKSOFAR, Bytes::from_static(b"abc"), None)

@@ -6,6 +6,7 @@
 
 use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
+use std::future::Future;
 use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::SocketAddr;
@@ -25,6 +26,7 @@ use crate::fs::FileSystem;
 use crate::lock::Locks;
 use crate::session::{self, Session};
 use crate::stats::{LinkStats, Scope, ServerStats};
+use crate::transport::LinkStream;
 
 /// The parts of a server that do not depend on its backend: statistics,
 /// the open links and the shutdown signal.
@@ -226,6 +228,21 @@ impl<F: FileSystem> Server<F> {
     /// Requests in flight, per link and for the whole server.
     pub fn stats(&self) -> ServerStats {
         self.shared.monitor.snapshot()
+    }
+
+    /// A link over an in-process byte stream, as if a client at `peer`
+    /// had connected: the future serves it to its end (the client closing
+    /// its end, or a shutdown). Such a link never switches to TLS and
+    /// sends file data from memory. For tests and fuzzing: the server's
+    /// sessions, limits and budgets are the same as for its TCP links,
+    /// whether or not [`Server::serve`] runs.
+    pub fn serve_stream(
+        &self,
+        stream: tokio::io::DuplexStream,
+        peer: SocketAddr,
+    ) -> impl Future<Output = ()> + Send + 'static {
+        let local = self.shared.monitor.local_addr;
+        session::run_link(self.shared.clone(), LinkStream::Memory(stream), peer, local)
     }
 
     /// Accepts connections until [`ServerHandle::shutdown`], then waits for

@@ -83,7 +83,7 @@ use crate::limit::{Limit, READV_FLOOR, REQUEST_FLOOR};
 use crate::link::LinkWriter;
 use crate::server::Shared;
 use crate::stats::{InFlight, Scope};
-use crate::transport::{self, LinkRead};
+use crate::transport::{self, LinkRead, LinkStream};
 
 /// The protocol version this server speaks: 5.1.1, as the stock 5.5.3 server
 /// that the stock clients were built against (PROTOCOL.md Appendix item 1).
@@ -282,7 +282,17 @@ pub(crate) async fn run<F: FileSystem>(
 ) {
     let local = stream.local_addr().unwrap_or(shared.monitor.local_addr);
     let _ = stream.set_nodelay(true);
-    let (mut rd, wr) = transport::split(stream);
+    run_link(shared, LinkStream::Plain(stream), peer, local).await
+}
+
+/// Serves one link, from `peer` to `local`, to its end.
+pub(crate) async fn run_link<F: FileSystem>(
+    shared: Arc<Shared<F>>,
+    stream: LinkStream,
+    peer: SocketAddr,
+    local: SocketAddr,
+) {
+    let (mut rd, wr) = stream.into_split();
     let (link, writer) = LinkWriter::spawn(wr);
     let (link_id, stats) = shared.monitor.open_link(peer);
     let cfg = &shared.config;

@@ -12,11 +12,12 @@ use std::io;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::net::TcpStream;
 use tokio_rustls::rustls::ServerConfig;
 use xroot_sec::tls::stream::buffered;
 use xroot_sec::tls::stream::Stream;
-pub(crate) use xroot_sec::tls::stream::{ReadHalf as LinkRead, WriteHalf as LinkWrite};
+pub(crate) use xroot_sec::tls::stream::{
+    ReadHalf as LinkRead, Stream as LinkStream, WriteHalf as LinkWrite,
+};
 
 /// Bytes read from the socket at a time under TLS: two records. Requests
 /// are small; uploads gain from more, but every TLS link holds this much.
@@ -29,18 +30,14 @@ const READ_BUFFER: usize = 32 << 10;
 /// freed in turn, made the heap shrink and fault back in).
 const SEND_BUFFER: usize = 16 << 10;
 
-/// The halves of a plain link.
-pub(crate) fn split(stream: TcpStream) -> (LinkRead, LinkWrite) {
-    Stream::Plain(stream).into_split()
-}
-
 /// Runs the server side of a TLS handshake on a plain link's reunited
 /// halves, within `timeout`, and returns the TLS halves.
 ///
-/// Errors: the halves are not two plain halves of one socket, or the link
-/// already runs TLS (`InvalidInput`); the handshake failed (what rustls
-/// says: garbage instead of a ClientHello, a client certificate that does
-/// not verify, …) or took longer than `timeout` (`TimedOut`).
+/// Errors: the halves are not two plain halves of one socket: the link
+/// already runs TLS, or runs in process (`InvalidInput`); the handshake
+/// failed (what rustls says: garbage instead of a ClientHello, a client
+/// certificate that does not verify, …) or took longer than `timeout`
+/// (`TimedOut`).
 pub(crate) async fn accept(
     rd: LinkRead,
     wr: LinkWrite,
@@ -50,7 +47,7 @@ pub(crate) async fn accept(
     let (LinkRead::Plain(rd), LinkWrite::Plain(wr)) = (rd, wr) else {
         return Err(io::Error::new(
             io::ErrorKind::InvalidInput,
-            "the link already runs TLS",
+            "the link already runs TLS, or runs in process",
         ));
     };
     let stream = rd

@@ -27,7 +27,12 @@ pub(crate) async fn start_tls(
 ) -> Result<Transport, HandshakeError> {
     let tcp = match sock {
         Transport::Plain(tcp) => tcp,
-        already => return Ok(already),
+        Transport::Tls(_) => return Ok(sock),
+        Transport::Memory(_) => {
+            return Err(HandshakeError::Other(
+                "TLS over an in-process stream".into(),
+            ))
+        }
     };
     let name = server_name(host)?;
     let stream = TlsConnector::from(tls.rustls_config())

@@ -2,6 +2,9 @@
 //! read and write halves, for the client's and the server's link tasks
 //! (the connect and the accept stay in their crates).
 //!
+//! A third kind, an in-process byte stream ([`DuplexStream`]), serves
+//! tests and fuzzing: it has no address and never runs TLS.
+//!
 //! A plain stream splits into tokio's owned TCP halves
 //! ([`TcpStream::into_split`]), so reading and writing cost what they cost
 //! without TLS: one `match` per call, no lock between the halves. A TLS
@@ -13,7 +16,7 @@ use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, BufReader, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, BufReader, DuplexStream, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 
@@ -36,6 +39,8 @@ pub enum Stream {
     Plain(TcpStream),
     /// TLS over TCP, after the handshake.
     Tls(Box<TlsTcp>),
+    /// In process, for tests and fuzzing.
+    Memory(DuplexStream),
 }
 
 /// The reading half of a [`Stream`].
@@ -45,6 +50,8 @@ pub enum ReadHalf {
     Plain(OwnedReadHalf),
     /// Of a TLS stream.
     Tls(tokio::io::ReadHalf<TlsTcp>),
+    /// Of an in-process stream.
+    Memory(tokio::io::ReadHalf<DuplexStream>),
 }
 
 /// The writing half of a [`Stream`]. Over TLS, a write may leave
@@ -55,6 +62,8 @@ pub enum WriteHalf {
     Plain(OwnedWriteHalf),
     /// Of a TLS stream.
     Tls(tokio::io::WriteHalf<TlsTcp>),
+    /// Of an in-process stream.
+    Memory(tokio::io::WriteHalf<DuplexStream>),
 }
 
 impl Stream {
@@ -63,23 +72,25 @@ impl Stream {
         matches!(self, Stream::Tls(_))
     }
 
-    /// The TCP socket under the stream.
-    pub fn tcp(&self) -> &TcpStream {
+    /// The TCP socket under the stream; `None` in process.
+    pub fn tcp(&self) -> Option<&TcpStream> {
         match self {
-            Stream::Plain(t) => t,
-            Stream::Tls(t) => t.get_ref().0.get_ref(),
+            Stream::Plain(t) => Some(t),
+            Stream::Tls(t) => Some(t.get_ref().0.get_ref()),
+            Stream::Memory(_) => None,
         }
     }
 
     /// Our address on the connection. Errors: the socket's
-    /// (`getsockname`).
+    /// (`getsockname`); `Unsupported` in process.
     pub fn local_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().local_addr()
+        self.tcp().ok_or_else(no_address)?.local_addr()
     }
 
-    /// The peer's address. Errors: the socket's (`getpeername`).
+    /// The peer's address. Errors: the socket's (`getpeername`);
+    /// `Unsupported` in process.
     pub fn peer_addr(&self) -> io::Result<SocketAddr> {
-        self.tcp().peer_addr()
+        self.tcp().ok_or_else(no_address)?.peer_addr()
     }
 
     /// The read and write halves, for a link's tasks.
@@ -93,8 +104,19 @@ impl Stream {
                 let (r, w) = tokio::io::split(*t);
                 (ReadHalf::Tls(r), WriteHalf::Tls(w))
             }
+            Stream::Memory(m) => {
+                let (r, w) = tokio::io::split(m);
+                (ReadHalf::Memory(r), WriteHalf::Memory(w))
+            }
         }
     }
+}
+
+fn no_address() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "an in-process stream has no address",
+    )
 }
 
 /// Forwards `AsyncRead` to whichever stream the enum holds.
@@ -109,6 +131,7 @@ macro_rules! forward_read {
                 match self.get_mut() {
                     $ty::Plain(s) => Pin::new(s).poll_read(cx, buf),
                     $ty::Tls(s) => Pin::new(s).poll_read(cx, buf),
+                    $ty::Memory(s) => Pin::new(s).poll_read(cx, buf),
                 }
             }
         }
@@ -128,6 +151,7 @@ macro_rules! forward_write {
                 match self.get_mut() {
                     $ty::Plain(s) => Pin::new(s).poll_write(cx, buf),
                     $ty::Tls(s) => Pin::new(s).poll_write(cx, buf),
+                    $ty::Memory(s) => Pin::new(s).poll_write(cx, buf),
                 }
             }
 
@@ -139,6 +163,7 @@ macro_rules! forward_write {
                 match self.get_mut() {
                     $ty::Plain(s) => Pin::new(s).poll_write_vectored(cx, bufs),
                     $ty::Tls(s) => Pin::new(s).poll_write_vectored(cx, bufs),
+                    $ty::Memory(s) => Pin::new(s).poll_write_vectored(cx, bufs),
                 }
             }
 
@@ -146,6 +171,7 @@ macro_rules! forward_write {
                 match self {
                     $ty::Plain(s) => s.is_write_vectored(),
                     $ty::Tls(s) => s.is_write_vectored(),
+                    $ty::Memory(s) => s.is_write_vectored(),
                 }
             }
 
@@ -153,6 +179,7 @@ macro_rules! forward_write {
                 match self.get_mut() {
                     $ty::Plain(s) => Pin::new(s).poll_flush(cx),
                     $ty::Tls(s) => Pin::new(s).poll_flush(cx),
+                    $ty::Memory(s) => Pin::new(s).poll_flush(cx),
                 }
             }
 
@@ -160,6 +187,7 @@ macro_rules! forward_write {
                 match self.get_mut() {
                     $ty::Plain(s) => Pin::new(s).poll_shutdown(cx),
                     $ty::Tls(s) => Pin::new(s).poll_shutdown(cx),
+                    $ty::Memory(s) => Pin::new(s).poll_shutdown(cx),
                 }
             }
         }
