@@ -404,15 +404,17 @@ async fn reads_cached_or_not_give_the_file_bytes() {
     // pooled buffers came back for reuse once their data was dropped
     assert!(f.buffers.idle_bytes() >= 2 << 20);
     // the file shrinks under the open handle: the read is short
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(t.root().join("large"))
-        .unwrap()
-        .set_len(1_000_000)
-        .unwrap();
+    shrink(&t.root().join("large"), 1_000_000);
     let got = f.read_at(500_000, 2 << 20).await.unwrap();
     assert_eq!(&got[..], &data[500_000..1_000_000]);
     assert!(f.read_at(1_000_000, 10).await.unwrap().is_empty());
+}
+
+/// Truncates the file at `path` to `len` bytes, through a handle of its
+/// own.
+fn shrink(path: &Path, len: u64) {
+    let f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    f.set_len(len).unwrap();
 }
 
 /// A region for `sendfile` is offered only for bytes the page cache holds,
@@ -456,12 +458,7 @@ async fn regions_are_offered_for_cached_bytes_only() {
     assert_eq!(f.region(3 << 20, 10).unwrap().unwrap().len, 0);
     assert_eq!(f.region(5 << 20, 10).unwrap().unwrap().len, 0);
     // the file shrinks under the open handle: the region shrinks too
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(t.root().join("large"))
-        .unwrap()
-        .set_len(50_000)
-        .unwrap();
+    shrink(&t.root().join("large"), 50_000);
     let r = f.region(4095, 100_000).unwrap().unwrap();
     assert_eq!(bytes(&r), &data[4095..50_000]);
 }
