@@ -156,14 +156,8 @@ impl LinkWriter {
         data: Bytes,
         share: Option<Share>,
     ) -> Result<(), Closed> {
-        let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
-        ResponseHeader {
-            streamid,
-            status,
-            dlen: data.len() as i32,
-        }
-        .encode(&mut head);
-        self.send_parts(vec![head.freeze(), data], share).await
+        let head = header(streamid, status, data.len());
+        self.send_parts(vec![head, data], share).await
     }
 
     /// Queues a `kXR_ok` or `kXR_oksofar` carrying the bytes of `region`,
@@ -174,14 +168,8 @@ impl LinkWriter {
         status: Status,
         region: FileRegion,
     ) -> Result<(), Closed> {
-        let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
-        ResponseHeader {
-            streamid,
-            status,
-            dlen: region.len as i32,
-        }
-        .encode(&mut head);
-        let parts = vec![Part::Mem(head.freeze()), Part::File(region)];
+        let head = header(streamid, status, region.len);
+        let parts = vec![Part::Mem(head), Part::File(region)];
         self.send_message(parts, None).await
     }
 
@@ -196,16 +184,7 @@ impl LinkWriter {
         region: FileRegion,
         want: usize,
     ) -> bool {
-        let header = |status, dlen: usize| {
-            let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
-            ResponseHeader {
-                streamid,
-                status,
-                dlen: dlen as i32,
-            }
-            .encode(&mut head);
-            Part::Mem(head.freeze())
-        };
+        let header = |status, dlen| Part::Mem(header(streamid, status, dlen));
         let parts = match region.len {
             0 => vec![header(Status::OK, 0)],
             n if n >= want => vec![header(Status::OK, n), Part::File(region)],
@@ -226,6 +205,18 @@ impl LinkWriter {
     pub(crate) fn is_closed(&self) -> bool {
         self.tx.is_closed()
     }
+}
+
+/// The 8-byte response header of a frame of `dlen` bytes of data.
+fn header(streamid: StreamId, status: Status, dlen: usize) -> Bytes {
+    let mut head = BytesMut::with_capacity(ResponseHeader::LEN);
+    ResponseHeader {
+        streamid,
+        status,
+        dlen: dlen as i32,
+    }
+    .encode(&mut head);
+    head.freeze()
 }
 
 fn is_plain(w: &LinkWrite) -> bool {
