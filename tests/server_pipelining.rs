@@ -268,16 +268,19 @@ fn gist_op(op: Option<&Op>) -> String {
 /// Repetitions of random scenarios of 1 to 24 requests then a close, each
 /// on a fresh copy of the file on `servers`: every answer as in arrival
 /// order, the file as every write left it, and so every server alike.
+/// Without `writes`, only reads, on a handle opened for reading (which our
+/// server answers with `sendfile` where it can).
 async fn reads_and_writes_then_close(
     dir: &Path,
     servers: &[(&str, SocketAddr)],
     seed: u64,
+    writes: bool,
     late_writes: bool,
 ) {
     let mut rng = Rng(seed);
     for rep in 0..40 {
         let n = 1 + rng.below(24) as usize;
-        let ops = scenario(&mut rng, n, true, late_writes);
+        let ops = scenario(&mut rng, n, writes, late_writes);
         let original = content(rep, SIZE);
         let mut file = original.clone();
         let want = model(&ops, &mut file);
@@ -287,7 +290,7 @@ async fn reads_and_writes_then_close(
             std::fs::write(&at, &original).unwrap();
             // the stock server runs as another user when the tests run as root
             std::fs::set_permissions(&at, std::fs::Permissions::from_mode(0o666)).unwrap();
-            let got = run(addr, &path, &ops, true).await;
+            let got = run(addr, &path, &ops, writes).await;
             for (i, (g, w)) in got.iter().zip(&want).enumerate() {
                 assert!(
                     g == w,
@@ -318,7 +321,9 @@ async fn pipelined_requests_then_close_answer_as_in_arrival_order() {
     if let Some(s) = &stock {
         servers.push(("stock", SocketAddr::from(([127, 0, 0, 1], s.port))));
     }
-    reads_and_writes_then_close(dir.path(), &servers, 0x9e37_79b9_7f4a_7c15, false).await;
+    reads_and_writes_then_close(dir.path(), &servers, 0x9e37_79b9_7f4a_7c15, true, false).await;
+    // read-only handles: what our server sends from the page cache
+    reads_and_writes_then_close(dir.path(), &servers, 0x2545_f491_4f6c_dd1d, false, false).await;
 }
 
 /// Ours keeps arrival order also where the stock server does not: a write
@@ -327,7 +332,14 @@ async fn pipelined_requests_then_close_answer_as_in_arrival_order() {
 async fn a_write_waits_for_the_earlier_reads_it_reaches_past() {
     let dir = tempfile::tempdir().unwrap();
     let ours = serve(LocalFs::new(dir.path()).unwrap()).await;
-    reads_and_writes_then_close(dir.path(), &[("ours", ours)], 0x5851_f42d_4c95_7f2d, true).await;
+    reads_and_writes_then_close(
+        dir.path(),
+        &[("ours", ours)],
+        0x5851_f42d_4c95_7f2d,
+        true,
+        true,
+    )
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
