@@ -68,6 +68,7 @@
 #[macro_use]
 mod macros;
 
+pub mod cms;
 pub mod codes;
 pub mod error;
 pub mod ext;
