@@ -121,12 +121,7 @@ impl Cluster {
             if let Some((what, status)) = exited {
                 panic!("{what} exited with {status}; logs:\n{}", self.logs());
             }
-            // "Protocol: Primary server.PID:FD@host:PORT logged in." per data server
-            let joined = self
-                .manager_cms_log()
-                .lines()
-                .filter(|l| l.contains("Primary server") && l.contains("logged in"))
-                .count();
+            let joined = self.logins();
             if joined >= self.servers.len() && TcpStream::connect(("127.0.0.1", self.port)).is_ok()
             {
                 return;
@@ -141,7 +136,33 @@ impl Cluster {
         }
     }
 
-    fn manager_cms_log(&self) -> String {
+    /// How many data server logins the manager's cmsd has logged
+    /// ("Protocol: Primary server.PID:FD@host:PORT logged in.", one per
+    /// login, so a node that logs in again counts again).
+    pub fn logins(&self) -> usize {
+        self.manager_cms_log()
+            .lines()
+            .filter(|l| l.contains("Primary server") && l.contains("logged in"))
+            .count()
+    }
+
+    /// Waits until the manager's cmsd has logged `n` logins in all
+    /// ([`Cluster::logins`]); panics with the logs after 60 s.
+    pub fn wait_logins(&self, n: usize) {
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while self.logins() < n {
+            assert!(
+                Instant::now() < deadline,
+                "{} of {n} logins after 60 s; logs:\n{}",
+                self.logins(),
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The manager cmsd's log.
+    pub fn manager_cms_log(&self) -> String {
         std::fs::read_to_string(self.state.path().join("logs/mgr/cmsd.log")).unwrap_or_default()
     }
 
@@ -174,7 +195,8 @@ fn config(root: &Path, port: u16, cms_port: u16, servers: &[DataServer]) -> Stri
          all.adminpath {run}\n\
          all.pidpath {run}\n\
          xrootd.chksum max 4 adler32 crc32c\n\
-         cms.delay startup 1\n\
+         cms.delay startup 1 drop 20s\n\
+         cms.space min 10m 20m\n\
          if named mgr\n\
          \x20  all.role manager\n\
          \x20  xrd.port {port} if exec xrootd\n\

@@ -8,6 +8,7 @@ use xroot_proto::frame::DEFAULT_MAX_REQUEST_DLEN;
 use xroot_proto::limits::MAX_TRANSFER;
 
 use crate::auth::Authenticator;
+use crate::cluster::ClusterConfig;
 use crate::tls::TlsConfig;
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
@@ -103,6 +104,9 @@ pub struct Config {
     /// [`crate::TlsRequirement`]); `None` (the default): no TLS, the
     /// `kXR_protocol` answer does not carry `kXR_haveTLS`.
     pub tls: Option<TlsConfig>,
+    /// Membership in a stock cluster as a data server
+    /// ([`crate::cluster`]); `None` (the default): a standalone server.
+    pub cluster: Option<ClusterConfig>,
 }
 
 impl Default for Config {
@@ -128,6 +132,7 @@ impl Default for Config {
             version: format!("xroot-server v{}", env!("CARGO_PKG_VERSION")),
             authenticator: None,
             tls: None,
+            cluster: None,
         }
     }
 }
@@ -166,6 +171,7 @@ impl std::fmt::Debug for Config {
                 "tls",
                 &self.tls.as_ref().map(|t| (t.server.files(), t.requirement)),
             )
+            .field("cluster", &self.cluster)
             .finish()
     }
 }

@@ -79,6 +79,9 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         .fs()
         .open(ctx.caller(), &target.path, mode, &target.cgi)
         .await?;
+    if mode.create_new || mode.truncate {
+        ctx.shared.cluster_events.have(&target.path);
+    }
     let retstat = opts.contains(OpenOptions::RETSTAT) || optt.contains(OpenOptionT::RETSTATX);
     let stat = match retstat {
         true => match file.stat().await {

@@ -66,6 +66,7 @@ pub mod auth;
 pub mod authz;
 mod budget;
 pub mod checksum;
+pub mod cluster;
 mod config;
 mod dispatch;
 mod fattr;
@@ -96,6 +97,7 @@ pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
     ZtnAuth,
 };
+pub use cluster::ClusterConfig;
 pub use config::Config;
 pub use fs::{
     DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,

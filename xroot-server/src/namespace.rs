@@ -160,7 +160,9 @@ pub(crate) async fn mkdir<F: FileSystem>(ctx: &Ctx<F>, r: Mkdir) -> Result<Respo
 /// `kXR_rm`.
 pub(crate) async fn rm<F: FileSystem>(ctx: &Ctx<F>, r: Rm) -> Result<Response, FsError> {
     let t = path::payload_target("Removing", &r.path)?;
-    ctx.fs().rm(ctx.caller(), &t.path).await.map(|()| ok())
+    ctx.fs().rm(ctx.caller(), &t.path).await?;
+    ctx.shared.cluster_events.gone(&t.path);
+    Ok(ok())
 }
 
 /// `kXR_rmdir`.
@@ -176,10 +178,10 @@ pub(crate) async fn mv<F: FileSystem>(ctx: &Ctx<F>, r: Mv) -> Result<Response, F
         .map_err(|_| err(ErrorCode::ARG_INVALID, "invalid path specification"))?;
     let old = path::payload_target("Renaming", &old)?;
     let new = path::payload_target("Renaming to", &new)?;
-    ctx.fs()
-        .mv(ctx.caller(), &old.path, &new.path)
-        .await
-        .map(|()| ok())
+    ctx.fs().mv(ctx.caller(), &old.path, &new.path).await?;
+    ctx.shared.cluster_events.gone(&old.path);
+    ctx.shared.cluster_events.have(&new.path);
+    Ok(ok())
 }
 
 /// `kXR_chmod`.

@@ -21,6 +21,7 @@ use tokio::task::JoinSet;
 use xroot_sec::tls::server::{ServerTls, ServerTlsError};
 
 use crate::budget::Pool;
+use crate::cluster::{self, Events};
 use crate::config::Config;
 use crate::fs::FileSystem;
 use crate::lock::Locks;
@@ -92,6 +93,8 @@ pub(crate) struct Shared<F: FileSystem> {
     pub(crate) payload_budget: Pool,
     /// Files open for reading and writing, by path ([`crate::lock`]).
     pub(crate) locks: Locks,
+    /// `have`/`gone` for the cluster links ([`crate::cluster`]).
+    pub(crate) cluster_events: Events,
     ids: AtomicU64,
     seed: RandomState,
 }
@@ -197,6 +200,7 @@ impl<F: FileSystem> Server<F> {
             budget: Pool::new(config.server_budget),
             payload_budget: Pool::new(config.server_payload_budget),
             locks: Locks::default(),
+            cluster_events: Events::default(),
             fs,
             config,
             monitor,
@@ -258,6 +262,10 @@ impl<F: FileSystem> Server<F> {
         let mut shutdown = self.shared.monitor.shutdown_signal();
         let mut reserve = reserve_descriptor();
         let mut errors = AcceptErrors::default();
+        let mut members = JoinSet::new();
+        for manager in self.shared.config.cluster.iter().flat_map(|c| &c.managers) {
+            members.spawn(cluster::run(self.shared.clone(), manager.clone()));
+        }
         loop {
             tokio::select! {
                 _ = async { let _ = shutdown.wait_for(|s| *s).await; } => break,
@@ -286,6 +294,8 @@ impl<F: FileSystem> Server<F> {
             }
         }
         drop(self.listener);
+        // the manager links send their suspend and end at the signal
+        while members.join_next().await.is_some() {}
         while links.join_next().await.is_some() {}
         Ok(())
     }
