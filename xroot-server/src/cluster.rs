@@ -20,7 +20,10 @@
 //!
 //! [`FileSystem::stat`]: crate::FileSystem::stat
 
+mod director;
 mod member;
+
+pub use director::{NoFile, Redirector};
 
 use std::time::Duration;
 

@@ -225,6 +225,12 @@ pub trait FileSystem: Send + Sync + 'static {
     /// The open file type.
     type File: File;
 
+    /// Whether this backend sends every client elsewhere rather than
+    /// serving files (a redirector, [`crate::cluster::Redirector`]): the
+    /// handshake and `kXR_protocol` answers then say `kXR_LBalServer` and
+    /// `kXR_isManager`, as the stock manager's do. Default `false`.
+    const REDIRECTOR: bool = false;
+
     /// Opens `path`.
     fn open(
         &self,
@@ -236,6 +242,22 @@ pub trait FileSystem: Send + Sync + 'static {
 
     /// The stat of `path`.
     fn stat(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send;
+
+    /// Where `path` is, for `kXR_locate`: the answer's text in the
+    /// reference's format (`"Sw[::127.0.0.1]:1094 Sr[::10.0.0.2]:1094"`)
+    /// when the backend knows which other servers hold it (a redirector,
+    /// [`crate::cluster::Redirector`]); `refresh` asks it not to answer from
+    /// a cache. `Ok(None)`, the default: the server answers with its own
+    /// address after a [`FileSystem::stat`].
+    fn locate(
+        &self,
+        caller: &Caller,
+        path: &str,
+        refresh: bool,
+    ) -> impl Future<Output = FsResult<Option<Bytes>>> + Send {
+        let _ = (caller, path, refresh);
+        async { Ok(None) }
+    }
 
     /// File system usage for `path` (`kXR_stat` with `kXR_vfs`).
     fn stat_vfs(

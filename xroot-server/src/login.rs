@@ -28,6 +28,25 @@ use crate::tls::TlsRequirement;
 pub(crate) const SERVER_FLAGS: ProtocolFlags =
     ProtocolFlags(ProtocolFlags::IS_SERVER.0 | ProtocolFlags::SUPPOSC.0 | ProtocolFlags::SUPPGRW.0);
 
+/// What the handshake answer says this server is: a data server, or for a
+/// redirector ([`FileSystem::REDIRECTOR`]) `kXR_LBalServer`, as the stock
+/// manager says.
+pub(crate) fn server_type<F: FileSystem>() -> ServerType {
+    match F::REDIRECTOR {
+        true => ServerType::LOAD_BALANCER,
+        false => ServerType::DATA_SERVER,
+    }
+}
+
+/// The `kXR_protocol` flags: [`SERVER_FLAGS`], or `kXR_isManager` alone for
+/// a redirector (as the stock manager answers).
+fn server_flags<F: FileSystem>() -> ProtocolFlags {
+    match F::REDIRECTOR {
+        true => ProtocolFlags::IS_MANAGER,
+        false => SERVER_FLAGS,
+    }
+}
+
 /// The client host of an address, IPv4-mapped IPv6 seen as IPv4.
 fn host(addr: SocketAddr) -> IpAddr {
     addr.ip().to_canonical()
@@ -65,8 +84,8 @@ impl<F: FileSystem> Conn<F> {
         let p: Protocol = self.decode(&frame).await?;
         let mut goto = false;
         let flags = match (p.clientpv, self.tls_requirement()) {
-            (0, _) => ProtocolFlags(ServerType::DATA_SERVER.0 as u32),
-            (_, None) => SERVER_FLAGS,
+            (0, _) => ProtocolFlags(server_type::<F>().0 as u32),
+            (_, None) => server_flags::<F>(),
             (_, Some(req)) => {
                 if !self.tls {
                     let want = p.flags.contains(ClientFlags::WANT_TLS);
@@ -80,7 +99,7 @@ impl<F: FileSystem> Conn<F> {
                             });
                 }
                 let goto_flag = ProtocolFlags(if goto { ProtocolFlags::GOTO_TLS.0 } else { 0 });
-                SERVER_FLAGS | req.advertised() | goto_flag
+                server_flags::<F>() | req.advertised() | goto_flag
             }
         };
         let answer = ProtocolResponse {

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use xroot_proto::request::{
-    Chmod, Dirlist, DirlistOptions, Locate, Mkdir, MkdirOptions, Mv, Rm, Rmdir, Set, Stat,
-    StatOptions, Statx,
+    Chmod, Dirlist, DirlistOptions, Locate, LocateOptions, Mkdir, MkdirOptions, Mv, Rm, Rmdir, Set,
+    Stat, StatOptions, Statx,
 };
 use xroot_proto::response::{
     encode_statx, DirList, DirStatEntry, DirlistChecksum, LocateAccess, LocateEntry, LocateNode,
@@ -213,6 +213,10 @@ pub(crate) async fn locate<F: FileSystem>(ctx: &Ctx<F>, r: Locate) -> Result<Res
         "*" => (LocateNode::ServerOnline, LocateAccess::ReadWrite),
         _ => {
             let t = path::target("Locating", arg.strip_prefix('*').unwrap_or(arg))?;
+            let refresh = r.options.contains(LocateOptions::REFRESH);
+            if let Some(text) = ctx.fs().locate(ctx.caller(), &t.path, refresh).await? {
+                return Ok(Response::Ok(text));
+            }
             let s = ctx.fs().stat(ctx.caller(), &t.path).await?;
             let writable = match &s.extended {
                 Some(x) => x.mode & 0o200 != 0,

@@ -71,7 +71,7 @@ use xroot_proto::request::Request;
 use xroot_proto::response::{Response, ServerError};
 use xroot_proto::{
     ClientMessage, DecodeError, ErrorCode, RequestDecoder, RequestFrame, RequestHeader, RequestId,
-    ServerHandshake, ServerType, StreamId,
+    ServerHandshake, StreamId,
 };
 
 use crate::auth::{Caller, Identity};
@@ -463,7 +463,7 @@ impl<F: FileSystem> Conn<F> {
                     let mut reply = BytesMut::new();
                     ServerHandshake {
                         protover: PROTOCOL_VERSION,
-                        server_type: ServerType::DATA_SERVER,
+                        server_type: crate::login::server_type::<F>(),
                     }
                     .encode(&mut reply);
                     self.greeted = true;

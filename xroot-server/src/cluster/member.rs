@@ -291,7 +291,7 @@ async fn free_space<F: FileSystem>(shared: &Arc<Shared<F>>, caller: &Caller) -> 
     }
 }
 
-fn host_name(cfg: &ClusterConfig) -> String {
+pub(super) fn host_name(cfg: &ClusterConfig) -> String {
     cfg.host_name.clone().unwrap_or_else(|| {
         std::fs::read_to_string("/proc/sys/kernel/hostname")
             .map(|h| h.trim().to_string())
