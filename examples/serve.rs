@@ -6,9 +6,17 @@
 //!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
 //!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... \
 //!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
-//!     [-v] DIR
+//!     [--role server --manager HOST:CMSPORT]... [-v] DIR
+//! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
+//!
+//! `--role server --manager HOST:CMSPORT` makes the server a data server of
+//! a stock cluster: it logs into that manager's `cmsd` (repeat `--manager`
+//! for several), which then redirects clients here for the files in DIR.
+//! `--role manager --manager HOST:CMSPORT` runs a redirector instead (no
+//! DIR): in front of that manager `cmsd`, as the stock manager `xrootd`, it
+//! sends every client to a data server of the cluster.
 //!
 //! Without `--auth` there is no authentication and clients may write; with
 //! it, clients authenticate with one of the protocols listed (`sss` needs
@@ -26,6 +34,8 @@
 
 #[path = "common/auth.rs"]
 mod auth;
+#[path = "common/cluster.rs"]
+mod cluster;
 #[path = "common/daemon.rs"]
 mod daemon;
 #[path = "common/tls.rs"]
@@ -36,7 +46,8 @@ use std::net::IpAddr;
 use std::path::PathBuf;
 
 use clap::Parser;
-use xroot::server::{Config, LocalFs, ReadvConcurrency, Server};
+use xroot::server::cluster::Redirector;
+use xroot::server::{Config, LocalFs, ReadvConcurrency, Server, ServerHandle};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [-v] DIR`
 #[derive(Debug, Parser)]
@@ -59,22 +70,34 @@ pub struct Cli {
     pub verbose: bool,
     #[command(flatten)]
     pub auth: auth::AuthArgs,
-    /// The directory to export; nothing outside it is reachable.
-    pub dir: PathBuf,
+    #[command(flatten)]
+    pub cluster: cluster::ClusterArgs,
+    /// The directory to export; nothing outside it is reachable (none for
+    /// `--role manager`).
+    #[arg(required_unless_present = "role")]
+    pub dir: Option<PathBuf>,
 }
 
 /// The backend and the listener `cli` asks for, bound but not serving yet.
 ///
-/// Errors: `dir` is not a directory, or the address cannot be bound.
+/// Errors: no DIR or `dir` is not a directory, or the address cannot be
+/// bound.
 pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
     let readv = match cli.readv_concurrency {
         1 => ReadvConcurrency::Serial,
         n => ReadvConcurrency::Parallel(n.into()),
     };
-    let fs = LocalFs::new(&cli.dir)?.readv_concurrency(readv);
+    let dir = cli.dir.as_ref().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "DIR is required to serve files",
+        )
+    })?;
+    let fs = LocalFs::new(dir)?.readv_concurrency(readv);
     let root = fs.root().display().to_string();
     let config = Config {
         tls: cli.tls.config()?,
+        cluster: cli.cluster.config(&["w /"]),
         ..cli.auth.config()?
     };
     let server = Server::bind((cli.bind, cli.port), fs, config).await?;
@@ -87,17 +110,36 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
     Ok(server)
 }
 
+/// `--role manager`: a redirector in front of the `--manager` cmsd,
+/// bound but not serving yet.
+///
+/// Errors: the address cannot be bound, or a TLS or auth flag is unusable.
+pub async fn start_redirector(cli: &Cli) -> io::Result<Server<Redirector>> {
+    let cfg = cli.cluster.config(&[]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "--role manager needs --manager",
+        )
+    })?;
+    let config = Config {
+        tls: cli.tls.config()?,
+        ..cli.auth.config()?
+    };
+    let server = Server::bind((cli.bind, cli.port), Redirector::start(&cfg), config).await?;
+    tracing::info!(addr = %server.local_addr(), managers = ?cfg.managers, "redirecting");
+    Ok(server)
+}
+
 #[tokio::main]
 async fn main() -> io::Result<()> {
     let cli = Cli::parse();
     daemon::init_logging(cli.verbose);
-    let server = start(&cli).await?;
-    println!("serve listening on {}", server.local_addr());
-    io::stdout().flush()?;
-    let handle = server.handle();
-    daemon::shutdown_on_signal(handle.clone())?;
-    tls::reload_on_sighup(handle.clone())?;
-    server.serve().await?;
+    let handle = if cli.cluster.role == Some(cluster::Role::Manager) {
+        let server = start_redirector(&cli).await?;
+        run(server).await?
+    } else {
+        run(start(&cli).await?).await?
+    };
     let s = handle.stats();
     tracing::info!(
         connections = s.connections,
@@ -106,4 +148,15 @@ async fn main() -> io::Result<()> {
         "stopped"
     );
     Ok(())
+}
+
+/// Prints the listening line, serves until a signal, returns the handle.
+async fn run<F: xroot::server::FileSystem>(server: Server<F>) -> io::Result<ServerHandle> {
+    println!("serve listening on {}", server.local_addr());
+    io::stdout().flush()?;
+    let handle = server.handle();
+    daemon::shutdown_on_signal(handle.clone())?;
+    tls::reload_on_sighup(handle.clone())?;
+    server.serve().await?;
+    Ok(handle)
 }

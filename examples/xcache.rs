@@ -6,9 +6,15 @@
 //!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
 //!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
 //!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE]
-//!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]] [-v]
+//!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]]
+//!     [--role server --manager HOST:CMSPORT] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
 //! ```
+//!
+//! `--role server --manager HOST:CMSPORT` joins a stock cluster as a data
+//! server: the cache logs into the manager's `cmsd` exporting `r /` and
+//! answers its `state` queries with `have` for every file its origin has,
+//! so the manager spreads clients over all such caches.
 //!
 //! Sizes take a `k`, `m` or `g` suffix (powers of 1024). The first line on
 //! stdout is `xcache listening on ADDR` once the port is bound. Ctrl-C or
@@ -32,6 +38,8 @@
 
 #[path = "common/auth.rs"]
 mod auth;
+#[path = "common/cluster.rs"]
+mod cluster;
 #[path = "common/daemon.rs"]
 mod daemon;
 #[path = "common/tls.rs"]
@@ -112,6 +120,10 @@ pub struct Cli {
     pub origin_token_file: Option<PathBuf>,
     #[command(flatten)]
     pub auth: auth::AuthArgs,
+    /// `--role server --manager HOST:CMSPORT`: join a stock cluster as a
+    /// data server that can serve any file of its origin.
+    #[command(flatten)]
+    pub cluster: cluster::ClusterArgs,
 }
 
 /// A size in bytes with an optional `k`, `m`, `g` suffix (powers of 1024).
@@ -184,8 +196,14 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let origin = RemoteOrigin::new(Client::with_config(client), &cli.origin)
         .map_err(|e| invalid(format!("--origin: {e}")))?;
     let fs = CacheFs::new(origin, store, config);
+    if cli.cluster.role == Some(cluster::Role::Manager) {
+        return Err(invalid("xcache takes --role server only".to_string()));
+    }
     let config = Config {
         tls: cli.tls.config()?,
+        // a cache is read-only: it exports `/` for reading, and answers a
+        // manager's `state` for every file its origin has
+        cluster: cli.cluster.config(&["r /"]),
         ..cli.auth.config()?
     };
     let server = Server::bind((cli.bind, cli.port), fs, config).await?;

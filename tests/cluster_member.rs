@@ -346,3 +346,178 @@ async fn our_data_server_beside_a_stock_one_behind_a_stock_manager() {
     let got = tokio::task::block_in_place(|| xrdcp_from(&cluster.url("/ours.dat"), &out));
     assert_eq!(got.unwrap(), pattern(500_000, 2), "{}", cluster.logs());
 }
+
+/// `serve --port PORT --role server --manager CMS DIR` as its own process.
+fn serve_node(port: u16, cms: u16, dir: &Path) -> support::ours::ServeProcess {
+    let child = Command::new(support::example::example_bin("serve"))
+        .args(["--port", &port.to_string(), "--role", "server", "--manager"])
+        .arg(format!("127.0.0.1:{cms}"))
+        .arg(dir)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("spawn serve");
+    support::ours::ServeProcess::listening(child)
+}
+
+#[test]
+fn a_killed_node_is_dropped_by_the_manager_and_rejoins_when_restarted() {
+    let Some(cluster) = Cluster::start(0, |_, _| {}) else {
+        return;
+    };
+    let ours = tempfile::tempdir().unwrap();
+    std::fs::write(ours.path().join("f.dat"), pattern(100_000, 5)).unwrap();
+    let node = serve_node(0, cluster.cms_port, ours.path());
+    let port = node.addr.port();
+    cluster.wait_logins(1);
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let url = cluster.url("/f.dat");
+    assert_eq!(xrdcp_from(&url, &out).unwrap(), pattern(100_000, 5));
+
+    // kill -9: no suspend is sent; the manager sees the link drop and,
+    // within its drop delay (20 s here), answers clients with an error
+    drop(node);
+    let failed = xrdcp_from(&url, &out);
+    assert!(failed.is_err(), "read from a killed node");
+
+    let node = serve_node(port, cluster.cms_port, ours.path());
+    cluster.wait_logins(2);
+    assert_eq!(
+        xrdcp_from(&url, &out).unwrap(),
+        pattern(100_000, 5),
+        "{}",
+        cluster.logs()
+    );
+    drop(node);
+}
+
+#[test]
+fn two_of_our_caches_share_the_clients_of_a_stock_manager() {
+    let origin_dir = tempfile::tempdir().unwrap();
+    let names: Vec<String> = (0..24).map(|i| format!("f{i}.dat")).collect();
+    for (i, n) in names.iter().enumerate() {
+        std::fs::write(origin_dir.path().join(n), pattern(50_000 + i, i as u8)).unwrap();
+    }
+    let Some(origin) = support::stock::StockServer::start(origin_dir.path(), &[]) else {
+        return;
+    };
+    let Some(cluster) = Cluster::start(0, |_, _| {}) else {
+        return;
+    };
+    let origin_url = format!("root://127.0.0.1:{}", origin.port);
+    let manager = format!("127.0.0.1:{}", cluster.cms_port);
+    let dirs = [tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()];
+    let caches: Vec<_> = dirs
+        .iter()
+        .map(|d| {
+            support::our_cache::CacheProcess::start(
+                &origin_url,
+                d.path(),
+                &["--role", "server", "--manager", &manager],
+            )
+        })
+        .collect();
+    cluster.wait_logins(2);
+
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    for (i, n) in names.iter().enumerate() {
+        let got = xrdcp_from(&cluster.url(&format!("/{n}")), &out);
+        assert_eq!(got.unwrap(), pattern(50_000 + i, i as u8), "{n}");
+    }
+    // each cache served some of the files: it holds them now
+    let held: Vec<usize> = dirs
+        .iter()
+        .map(|d| {
+            names
+                .iter()
+                .filter(|n| {
+                    walk(d.path())
+                        .iter()
+                        .any(|p| p.file_name().is_some_and(|f| f.to_string_lossy() == **n))
+                })
+                .count()
+        })
+        .collect();
+    assert!(
+        held.iter().all(|&h| h > 0) && held.iter().sum::<usize>() >= names.len(),
+        "files held by each cache: {held:?}\n{}",
+        cluster.logs()
+    );
+    drop(caches);
+}
+
+/// Every file below `dir`.
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stock_cmsd_beside_our_server_monitors_it_and_the_cluster_reaches_it() {
+    let Some(mut cluster) = Cluster::start(0, |_, _| {}) else {
+        return;
+    };
+    let ours = tempfile::tempdir().unwrap();
+    std::fs::write(ours.path().join("alt.dat"), pattern(70_000, 9)).unwrap();
+    // the stock cmsd runs unprivileged and stats our files itself
+    let mut perms = std::fs::metadata(ours.path()).unwrap().permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
+    std::fs::set_permissions(ours.path(), perms).unwrap();
+    let server = Server::bind(
+        "127.0.0.1:0",
+        LocalFs::new(ours.path()).unwrap(),
+        Config {
+            // a short login deadline: the monitor connection must outlive it
+            login_timeout: Duration::from_secs(2),
+            ..Config::default()
+        },
+    )
+    .await
+    .unwrap();
+    let port = server.local_addr().port();
+    let handle = server.handle();
+    tokio::spawn(server.serve());
+    cluster.spawn_extra(
+        "cmsd",
+        "alt",
+        &format!(
+            "all.role server\nall.export /\noss.localroot {}\ncms.altds xroot {port} monitor",
+            ours.path().display()
+        ),
+    );
+    tokio::task::block_in_place(|| cluster.wait_logins(1));
+    // the cmsd's monitor link: a bare handshake and a login, then held
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while handle.stats().links.is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the cmsd never connected"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("out");
+    let got = tokio::task::block_in_place(|| xrdcp_from(&cluster.url("/alt.dat"), &out));
+    assert_eq!(got.unwrap(), pattern(70_000, 9), "{}", cluster.logs());
+    // past our login deadline the monitor link is still there, and the
+    // cmsd did not suspend the node
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert!(
+        !handle.stats().links.is_empty(),
+        "the monitor link was closed"
+    );
+    let alt_log =
+        std::fs::read_to_string(cluster.state.path().join("logs/alt/cmsd.log")).unwrap_or_default();
+    assert!(!alt_log.contains("suspend"), "{alt_log}");
+}

@@ -104,6 +104,29 @@ impl Cluster {
             .unwrap_or_else(|e| panic!("spawn {exe} -n {name}: {e}"))
     }
 
+    /// Starts one more daemon (`exe`: `cmsd` or `xrootd`) of instance `name`
+    /// with its own config: the cluster's common lines (manager, admin
+    /// path, delays) and then `lines`. Stopped with the cluster.
+    pub fn spawn_extra(&mut self, exe: &str, name: &str, lines: &str) {
+        let root = self.state.path().to_path_buf();
+        let run = root.join("run");
+        let cfg = root.join(format!("{name}.cfg"));
+        let text = format!(
+            "all.manager 127.0.0.1:{cms}\n\
+             xrd.network nodnr\n\
+             all.adminpath {run}\n\
+             all.pidpath {run}\n\
+             cms.delay startup 1 drop 20s\n\
+             cms.space min 10m 20m\n\
+             {lines}\n",
+            cms = self.cms_port,
+            run = run.display()
+        );
+        std::fs::write(&cfg, text).unwrap();
+        let child = self.spawn(exe, name, &cfg);
+        self.children.push((format!("{name} {exe}"), child));
+    }
+
     /// `root://127.0.0.1:PORT//path` at the manager.
     pub fn url(&self, path: &str) -> String {
         format!("root://127.0.0.1:{}/{path}", self.port)
