@@ -184,9 +184,26 @@ impl Cluster {
         }
     }
 
-    /// The manager cmsd's log.
+    /// The manager cmsd's log, every file of it: the daemon starts a new
+    /// one at midnight (`cmsd.log.YYYYMMDD...` are the earlier ones).
     pub fn manager_cms_log(&self) -> String {
-        std::fs::read_to_string(self.state.path().join("logs/mgr/cmsd.log")).unwrap_or_default()
+        let dir = self.state.path().join("logs/mgr");
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                p.file_name()
+                    .is_some_and(|n| n.to_string_lossy().starts_with("cmsd.log"))
+            })
+            .collect();
+        // the current file last
+        files.sort_by_key(|p| (p.extension().is_none_or(|e| e == "log"), p.clone()));
+        files
+            .iter()
+            .filter_map(|p| std::fs::read_to_string(p).ok())
+            .collect()
     }
 
     /// The last lines of every log, for failure messages.

@@ -416,14 +416,15 @@ pub enum CmsRequest {
 /// A path argument: bare NUL-terminated with the [`RAW`] modifier, else one
 /// Pup string.
 fn decode_path(what: &'static str, frame: &CmsFrame) -> Result<Bytes, DecodeError> {
-    if frame.header.modifier & RAW != 0 {
-        let path = strip_nul(frame.payload.clone());
-        if path.is_empty() {
-            return Err(DecodeError::malformed(what, "empty path"));
-        }
-        return Ok(path);
+    let path = if frame.header.modifier & RAW != 0 {
+        strip_nul(frame.payload.clone())
+    } else {
+        PupReader::new(what, frame.payload.clone()).string()?
+    };
+    if path.is_empty() {
+        return Err(DecodeError::malformed(what, "empty path"));
     }
-    PupReader::new(what, frame.payload.clone()).string()
+    Ok(path)
 }
 
 fn raw_path(path: &[u8]) -> Vec<u8> {
@@ -951,6 +952,8 @@ mod tests {
             frame(RrCode::LOGIN, 0, &[0x00, 0x05, 1, 2]),
             frame(RrCode::SELECT, 0, &[0x00, 0x01, 0, 0x80, 0, 1]),
             frame(RrCode::STATE, RAW, b"\0"),
+            // a Pup path of just its NUL: empty, as the raw form
+            frame(RrCode::GONE, 0, &[0x00, 0x01, 0x00]),
             frame(RrCode::STATE, 0, &[0xff, 0xff]),
             frame(RrCode::LOAD, 0, &[0x00, 0x02, 1, 2, 0xa0, 0, 0, 0, 0]),
             frame(RrCode::AVAIL, 0, &[0xa0, 0, 0, 0, 1]),
