@@ -14,9 +14,9 @@
 //!    stock manager, and one or two of our caches (the `xcache` example's
 //!    `start`, in this process) as its data servers. [`CLIENTS`] clients
 //!    each read every file through the manager (open, read it whole, close),
-//!    all at once, from cold caches, after the manager has located every
-//!    file (`kXR_locate`, which reads no data: a manager answers the first
-//!    open of a file it has not located with `kXR_wait`). The wall time
+//!    all at once, from cold caches, after a stat of every file through
+//!    the manager (so the manager knows where each file is; the caches
+//!    answer a stat from their origin and read no data). The wall time
 //!    with one cache and with two, and how the opens were spread.
 //!
 //! The figures for `benches/report.sh`: `cluster_open.stock_ms`,
@@ -27,6 +27,7 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
+#[allow(dead_code)]
 #[path = "../tests/support/cluster.rs"]
 mod cluster;
 #[path = "common.rs"]
@@ -196,12 +197,12 @@ fn caches(rt: &tokio::runtime::Runtime, clients: &tokio::runtime::Runtime, n: us
     }
     cluster.wait_logins(n);
     let url = |i: usize| cluster.url(&format!("/f{i}.dat"));
-    // the manager learns where every file is first (its lookups answer a
-    // first open with kXR_wait); locate reads no data
+    // the manager learns where every file is first: a stat through it is
+    // redirected to a node, which answers from its origin (no data read)
     clients.block_on(async {
         let fs = Client::new().fs(&cluster.url("")).unwrap();
         for i in 0..FILES {
-            fs.locate(&format!("/f{i}.dat")).await.unwrap();
+            fs.stat(&format!("/f{i}.dat")).await.unwrap();
         }
     });
     let t = Instant::now();

@@ -28,7 +28,7 @@ mkdir -p "$(dirname "$out")"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-benches=(server_readv cache_trace client_copy server_copy server_memory tls_copy server_load)
+benches=(server_readv cache_trace client_copy server_copy server_memory tls_copy server_load cluster_open)
 declare -A summary=() took=() status=()
 
 now() { date +%s.%N; }
@@ -127,7 +127,7 @@ fi
   echo "## Summary"
   echo
   echo "From this one run. \"Stock\" is the stock xrootd 5.5.3 in the role the row names; the targets"
-  echo "are the issues' (4: server, 5: cache, 3: client, 10: memory, 11: TLS, 12: many sessions)."
+  echo "are the issues' (4: server, 5: cache, 3: client, 10: memory, 11: TLS, 12: many sessions, 13: cluster)."
   echo
   row "figure" "direct" "stock" "ours" "target (ours)" "met"
   row "---" "---" "---" "---" "---" "---"
@@ -172,6 +172,10 @@ fi
   load_row "the same: server CPU per GB served, s" cpu_s_per_gb 2 "≤ stock" '<='
   load_row "the same: server peak RSS, MiB" peak_rss_mib 1 "≤ stock" '<='
   load_row "3000 idle logged-in sessions with the file open: server RSS per session, kB" idle_kb_per_session 1 "≤ stock" '<='
+  row "open through a stock manager to a data server (fresh client; median of 100), ms" \
+    "—" "$(fig cluster_open.stock_ms 2)" "**$(fig cluster_open.ours_ms 2)**" "—" "ratio $(fig cluster_open.ratio 2)"
+  row "8 clients × 100 files of 1 MiB through a stock manager, cold: two of our caches vs one, wall s" \
+    "—" "one: $(fig cluster_open.one_cache_s 2)" "two: **$(fig cluster_open.two_caches_s 2)**" "—" "one ÷ two $(fig cluster_open.speedup 2)"
   echo
   echo "| bench | wall s | status |"
   echo "|---|---|---|"

@@ -143,6 +143,25 @@ async fn stock_clients_through_our_redirector_as_through_the_stock_manager() {
         let (ok, text) = xrdfs(rdr, &["rm", "/new.dat"]);
         assert!(ok, "rm: {text}");
         assert!(dirs.iter().all(|d| !d.join("new.dat").exists()));
+
+        // the same role from the command line: serve --role manager
+        let child = Command::new(support::example::example_bin("serve"))
+            .args(["--port", "0", "--role", "manager", "--manager"])
+            .arg(format!("127.0.0.1:{}", cluster.cms_port))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let example = support::ours::ServeProcess::listening(child);
+        let got = run(Command::new("xrdcp")
+            .args(["-f", "-s", &format!("root://{}//ours.dat", example.addr)])
+            .arg(&out));
+        assert!(
+            got.status.success(),
+            "xrdcp via serve --role manager: {got:?}"
+        );
+        assert_eq!(std::fs::read(&out).unwrap(), pattern(400_000, 2));
     });
 }
 
