@@ -1,0 +1,737 @@
+//! [`object_store::ObjectStore`] over `root://` and `roots://`: the XRootD
+//! servers of high-energy physics as a store for DataFusion, parquet's
+//! `ParquetObjectReader` and anything else written against `object_store`
+//! (version 0.13, the one DataFusion 55 uses).
+//!
+//! ```no_run
+//! # async fn demo() -> object_store::Result<()> {
+//! use object_store::{path::Path, ObjectStore};
+//! use xroot_object_store::XrootStore;
+//!
+//! // every object path is below /store/data on that server
+//! let store = XrootStore::new("root://eos.example.org:1094//store/data")?;
+//! let footer = store
+//!     .get_opts(&Path::from("run1/events.parquet"), object_store::GetOptions {
+//!         range: Some(object_store::GetRange::Suffix(8)),
+//!         ..Default::default()
+//!     })
+//!     .await?
+//!     .bytes()
+//!     .await?;
+//! # Ok(()) }
+//! ```
+//!
+//! # Paths
+//!
+//! The store's URL names a server and a base directory; object paths are
+//! relative to it, `/`-separated, without empty segments (object_store's
+//! [`Path`] refuses them). `root://host//data` and `root://host/data` name
+//! the same base `/data`, as the stock tools read them; so do
+//! `root://host:1094/` and `root://host` (the server's root). The object
+//! `a/b.parquet` of the store `root://host//data` is the file
+//! `/data/a/b.parquet` on the server.
+//!
+//! # What each call does on the wire
+//!
+//! | call | XRootD requests |
+//! |---|---|
+//! | `get_opts` (any [`GetRange`], bounded, offset or suffix) | `kXR_open` (with its stat), `kXR_read`s of at most 8 MiB as the stream is polled, `kXR_close` |
+//! | `head` (`get_opts` with `head`) | `kXR_stat` |
+//! | `get_ranges` | `kXR_open`, one or more `kXR_readv` split to the server's limits (1024 elements, 2,097,136 bytes each), `kXR_close`; no coalescing |
+//! | `list`, `list_with_delimiter` | `kXR_dirlist` with `kXR_dstat`, per directory |
+//! | `put_opts` | a temporary file beside the target (`kXR_open` new, with `kXR_mkpath`; `kXR_write`s; `kXR_close`), then `kXR_mv` onto the target |
+//! | `put_multipart_opts` | the same temporary file, each part written at its offset as it comes, `kXR_mv` on completion (`kXR_rm` on abort) |
+//! | `delete_stream` | `kXR_rm` per path |
+//! | `copy_opts` | the source read and written to a temporary file, then `kXR_mv` (XRootD 5.5 servers do not offer `kXR_clone`) |
+//! | `rename_opts` | `kXR_mv` |
+//!
+//! Errors map to object_store's kinds: `kXR_NotFound` (and
+//! `kXR_isDirectory`: a directory is no object) to [`Error::NotFound`], `kXR_ItExists` to [`Error::AlreadyExists`],
+//! `kXR_NotAuthorized` to [`Error::PermissionDenied`], `kXR_AuthFailed` to
+//! [`Error::Unauthenticated`], everything else to [`Error::Generic`] with
+//! the client's error as its source. Conditional requests compare against
+//! an ETag made of the file's modification time and size; object versions
+//! and `PutMode::Update` are not supported ([`Error::NotImplemented`]).
+//!
+//! `PutMode::Create`, `CopyMode::Create` and a rename that must not
+//! overwrite check that the target does not exist, then rename onto it:
+//! XRootD has no conditional rename, so two writers racing for the same new
+//! name can both succeed (the last rename wins). Unconditional puts are
+//! atomic: readers see the old object or the new one, never part of it.
+//!
+//! # Registries
+//!
+//! [`register`] adds a store for a server (`root://host:port`, base `/`) to
+//! an object_store [`ObjectStoreRegistry`]; the registry then resolves any
+//! `root://host:port//abs/path` URL to it and the object path `abs/path`.
+//! DataFusion's `SessionContext::register_object_store` takes the same
+//! store and URL.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+mod error;
+mod upload;
+
+use std::fmt;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use futures::stream::{self, BoxStream, StreamExt, TryStreamExt};
+use object_store::path::Path;
+use object_store::registry::ObjectStoreRegistry;
+use object_store::{
+    Attributes, CopyMode, CopyOptions, Error, GetOptions, GetRange, GetResult, GetResultPayload,
+    ListResult, MultipartUpload, ObjectMeta, ObjectStore, PutMode, PutMultipartOptions, PutOptions,
+    PutPayload, PutResult, RenameOptions, RenameTargetMode, Result,
+};
+use xroot_client::{Client, File, OpenFlags};
+use xroot_proto::response::StatInfo;
+use xroot_proto::url::Url;
+
+pub use error::STORE;
+use error::{client_error, not_implemented};
+
+/// The largest read one `get` stream asks for at a time (8 MiB, as the
+/// stock `xrdcp` reads).
+const CHUNK: u64 = 8 << 20;
+
+/// An object store over one XRootD server (or redirector) and a base
+/// directory on it. Cheap to clone; clones share the client and its
+/// connections.
+#[derive(Clone)]
+pub struct XrootStore {
+    client: Client,
+    /// `root://host:port` (scheme, user and address; no path).
+    endpoint: String,
+    /// The base directory, `/` or `/a/b` (no trailing `/`).
+    base: String,
+    temp_ids: Arc<AtomicU64>,
+}
+
+impl fmt::Debug for XrootStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("XrootStore")
+            .field("endpoint", &self.endpoint)
+            .field("base", &self.base)
+            .finish()
+    }
+}
+
+impl fmt::Display for XrootStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "XrootStore({}/{})", self.endpoint, self.base)
+    }
+}
+
+impl XrootStore {
+    /// A store for `url` (`root://` or `roots://`, with an optional base
+    /// directory) with a client of default settings.
+    ///
+    /// # Errors
+    /// [`Error::Generic`] when `url` is not a `root://`-family URL.
+    pub fn new(url: &str) -> Result<XrootStore> {
+        XrootStore::with_client(Client::new(), url)
+    }
+
+    /// A store for `url` using `client` (its settings: TLS, credentials,
+    /// timeouts).
+    ///
+    /// # Errors
+    /// As [`XrootStore::new`].
+    pub fn with_client(client: Client, url: &str) -> Result<XrootStore> {
+        let parsed = Url::parse(url).map_err(|e| Error::Generic {
+            store: STORE,
+            source: format!("{url:?} is not a root:// URL: {e}").into(),
+        })?;
+        let user = parsed
+            .user
+            .as_ref()
+            .map(|u| format!("{u}@"))
+            .unwrap_or_default();
+        let endpoint = format!("{}://{user}{}", parsed.scheme, parsed.host_port());
+        let base = parsed.path.trim_end_matches('/').to_string();
+        Ok(XrootStore {
+            client,
+            endpoint,
+            base,
+            temp_ids: Arc::new(AtomicU64::new(0)),
+        })
+    }
+
+    /// The client this store uses.
+    pub fn client(&self) -> &Client {
+        &self.client
+    }
+
+    /// The server path of `location`: the base directory joined with it.
+    pub fn server_path(&self, location: &Path) -> String {
+        let rel = location.as_ref();
+        if rel.is_empty() {
+            if self.base.is_empty() {
+                "/".to_string()
+            } else {
+                self.base.clone()
+            }
+        } else {
+            format!("{}/{rel}", self.base)
+        }
+    }
+
+    /// The `root://` URL of a server path.
+    fn url(&self, server_path: &str) -> String {
+        format!("{}/{server_path}", self.endpoint)
+    }
+
+    /// The object path of a server path below the base.
+    fn object_path(&self, server_path: &str) -> Result<Path> {
+        let rel = server_path
+            .strip_prefix(&self.base)
+            .unwrap_or(server_path)
+            .trim_start_matches('/');
+        Ok(Path::parse(rel)?)
+    }
+
+    fn fs(&self) -> Result<xroot_client::FileSystem> {
+        self.client
+            .fs(&self.endpoint)
+            .map_err(|e| client_error(&self.endpoint, e))
+    }
+
+    /// A fresh name beside `server_path` for a file being written.
+    fn temp_path(&self, server_path: &str) -> String {
+        let n = self.temp_ids.fetch_add(1, Ordering::Relaxed);
+        let (dir, name) = server_path.rsplit_once('/').unwrap_or(("", server_path));
+        format!("{dir}/.{name}.{}-{n}.xroot-upload", std::process::id())
+    }
+
+    async fn open(&self, server_path: &str, flags: OpenFlags) -> Result<File> {
+        self.client
+            .open(&self.url(server_path), flags)
+            .await
+            .map_err(|e| client_error(server_path, e))
+    }
+
+    async fn stat(&self, server_path: &str) -> Result<StatInfo> {
+        self.fs()?
+            .stat(server_path)
+            .await
+            .map_err(|e| client_error(server_path, e))
+    }
+
+    async fn exists(&self, server_path: &str) -> Result<bool> {
+        match self.stat(server_path).await {
+            Ok(_) => Ok(true),
+            Err(Error::NotFound { .. }) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The metadata of a file at `server_path`; a directory is not found.
+    fn meta(&self, server_path: &str, stat: &StatInfo) -> Result<ObjectMeta> {
+        if stat.is_dir() {
+            return Err(Error::NotFound {
+                path: server_path.to_string(),
+                source: "a directory, not an object".into(),
+            });
+        }
+        Ok(ObjectMeta {
+            location: self.object_path(server_path)?,
+            last_modified: chrono::DateTime::from_timestamp(stat.mtime, 0).unwrap_or_default(),
+            size: stat.size,
+            e_tag: Some(e_tag(stat)),
+            version: None,
+        })
+    }
+
+    /// Writes `payload` to a temporary file beside `target` and renames it
+    /// onto `target` as `mode` allows.
+    async fn put_file(&self, target: &str, payload: PutPayload, mode: &PutMode) -> Result<()> {
+        if let PutMode::Update(_) = mode {
+            return Err(not_implemented("put_opts with PutMode::Update"));
+        }
+        if *mode == PutMode::Create && self.exists(target).await? {
+            return Err(already_exists(target));
+        }
+        let temp = self.temp_path(target);
+        let file = self.open(&temp, OpenFlags::NEW.mkpath()).await?;
+        let mut offset = 0u64;
+        let mut written = Ok(());
+        for part in payload.iter() {
+            if let Err(e) = file.write_at(offset, part.clone()).await {
+                written = Err(client_error(&temp, e));
+                break;
+            }
+            offset += part.len() as u64;
+        }
+        let closed = file.close().await.map_err(|e| client_error(&temp, e));
+        if let Err(e) = written.and(closed) {
+            let _ = self.fs()?.rm(&temp).await;
+            return Err(e);
+        }
+        self.commit(&temp, target, mode == &PutMode::Create).await
+    }
+
+    /// Renames the finished temporary file onto `target`; with `create`,
+    /// refuses (and removes the temporary) when `target` exists.
+    async fn commit(&self, temp: &str, target: &str, create: bool) -> Result<()> {
+        let fs = self.fs()?;
+        if create && self.exists(target).await? {
+            let _ = fs.rm(temp).await;
+            return Err(already_exists(target));
+        }
+        if let Err(e) = fs.mv(temp, target).await {
+            let _ = fs.rm(temp).await;
+            return Err(client_error(target, e));
+        }
+        Ok(())
+    }
+
+    /// The files below `dir` (recursively), as a stream of their metadata.
+    fn walk(&self, dir: String) -> BoxStream<'static, Result<ObjectMeta>> {
+        let store = self.clone();
+        stream::try_unfold(vec![dir], move |mut pending| {
+            let store = store.clone();
+            async move {
+                while let Some(dir) = pending.pop() {
+                    let (files, dirs) = store.list_dir(&dir).await?;
+                    pending.extend(dirs);
+                    if !files.is_empty() {
+                        let files = stream::iter(files.into_iter().map(Ok::<ObjectMeta, Error>));
+                        return Ok::<_, Error>(Some((files, pending)));
+                    }
+                }
+                Ok::<_, Error>(None)
+            }
+        })
+        .try_flatten()
+        .boxed()
+    }
+
+    /// One directory: its files' metadata and its subdirectories' server
+    /// paths. A directory that does not exist, or a file, is empty;
+    /// temporary files
+    /// of uploads in progress are left out.
+    async fn list_dir(&self, dir: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
+        let entries = match self.fs()?.dirlist(dir, true).await {
+            Ok(e) => e,
+            Err(e) => {
+                return match client_error(dir, e) {
+                    Error::NotFound { .. } => Ok((Vec::new(), Vec::new())),
+                    // a prefix naming a file has nothing below it
+                    other => match self.stat(dir).await {
+                        Ok(s) if !s.is_dir() => Ok((Vec::new(), Vec::new())),
+                        _ => Err(other),
+                    },
+                };
+            }
+        };
+        let mut files = Vec::new();
+        let mut dirs = Vec::new();
+        for entry in entries {
+            if entry.name.ends_with(".xroot-upload") && entry.name.starts_with('.') {
+                continue;
+            }
+            let path = if dir == "/" {
+                format!("/{}", entry.name)
+            } else {
+                format!("{dir}/{}", entry.name)
+            };
+            let stat = match entry.stat {
+                Some(s) => s,
+                None => self.stat(&path).await?,
+            };
+            if stat.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(self.meta(&path, &stat)?);
+            }
+        }
+        // in lexicographic order, as object stores list
+        files.sort_by(|a, b| a.location.cmp(&b.location));
+        dirs.sort();
+        Ok((files, dirs))
+    }
+}
+
+/// Registers a store for the server of `url` (`root://host:port`, any
+/// path ignored: the store's base is `/`) in `registry`, with `client`;
+/// returns it. The registry then resolves `root://host:port//a/b` to the
+/// store and the object path `a/b`.
+///
+/// # Errors
+/// [`Error::Generic`] when `url` is not a `root://`-family URL.
+pub fn register(
+    registry: &dyn ObjectStoreRegistry,
+    client: Client,
+    url: &str,
+) -> Result<Arc<XrootStore>> {
+    let parsed = Url::parse(url).map_err(|e| Error::Generic {
+        store: STORE,
+        source: format!("{url:?} is not a root:// URL: {e}").into(),
+    })?;
+    let user = parsed
+        .user
+        .as_ref()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let server = format!("{}://{user}{}", parsed.scheme, parsed.host_port());
+    let store = Arc::new(XrootStore::with_client(client, &server)?);
+    let key = url::Url::parse(&server).map_err(|e| Error::Generic {
+        store: STORE,
+        source: format!("{server:?}: {e}").into(),
+    })?;
+    registry.register(key, store.clone());
+    Ok(store)
+}
+
+/// The ETag of a file: its modification time and size, in hex.
+fn e_tag(stat: &StatInfo) -> String {
+    format!("{:x}-{:x}", stat.mtime, stat.size)
+}
+
+fn already_exists(path: &str) -> Error {
+    Error::AlreadyExists {
+        path: path.to_string(),
+        source: "the target exists".into(),
+    }
+}
+
+/// Reads `range` of `file` as a stream of chunks of at most [`CHUNK`]
+/// bytes, closing the file at the end (or, if the stream is dropped first,
+/// on a task of its own).
+fn read_stream(file: File, path: String, range: Range<u64>) -> BoxStream<'static, Result<Bytes>> {
+    let guard = CloseOnDrop(Some(Arc::new(file)));
+    stream::try_unfold((guard, range.start), move |(mut guard, offset)| {
+        let path = path.clone();
+        let end = range.end;
+        async move {
+            if offset >= end {
+                if let Some(Ok(file)) = guard.0.take().map(Arc::try_unwrap) {
+                    file.close().await.map_err(|e| client_error(&path, e))?;
+                }
+                return Ok(None);
+            }
+            let Some(file) = guard.0.clone() else {
+                return Ok(None);
+            };
+            let len = (end - offset).min(CHUNK) as usize;
+            let data = file
+                .read_at(offset, len)
+                .await
+                .map_err(|e| client_error(&path, e))?;
+            if data.is_empty() {
+                return Err(Error::Generic {
+                    store: STORE,
+                    source: format!("{path} ended at {offset}, before {end}").into(),
+                });
+            }
+            let next = offset + data.len() as u64;
+            Ok(Some((data, (guard, next))))
+        }
+    })
+    .boxed()
+}
+
+/// Closes its file on drop, on a task, unless the stream got to close it.
+struct CloseOnDrop(Option<Arc<File>>);
+
+impl Drop for CloseOnDrop {
+    fn drop(&mut self) {
+        if let Some(file) = self.0.take() {
+            if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                rt.spawn(async move {
+                    let _ = file.close().await;
+                });
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ObjectStore for XrootStore {
+    async fn put_opts(
+        &self,
+        location: &Path,
+        payload: PutPayload,
+        opts: PutOptions,
+    ) -> Result<PutResult> {
+        let target = self.server_path(location);
+        self.put_file(&target, payload, &opts.mode).await?;
+        let stat = self.stat(&target).await?;
+        Ok(PutResult {
+            e_tag: Some(e_tag(&stat)),
+            version: None,
+        })
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &Path,
+        _opts: PutMultipartOptions,
+    ) -> Result<Box<dyn MultipartUpload>> {
+        let target = self.server_path(location);
+        let temp = self.temp_path(&target);
+        let file = self.open(&temp, OpenFlags::NEW.mkpath()).await?;
+        Ok(Box::new(upload::Upload::new(
+            self.clone(),
+            file,
+            temp,
+            target,
+        )))
+    }
+
+    async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
+        if options.version.is_some() {
+            return Err(not_implemented("get_opts with a version"));
+        }
+        let path = self.server_path(location);
+        if options.head {
+            let stat = self.stat(&path).await?;
+            let meta = self.meta(&path, &stat)?;
+            options.check_preconditions(&meta)?;
+            return Ok(GetResult {
+                payload: GetResultPayload::Stream(stream::empty().boxed()),
+                range: 0..meta.size,
+                meta,
+                attributes: Attributes::new(),
+            });
+        }
+        let file = self.open(&path, OpenFlags::READ).await?;
+        let stat = match file.cached_stat() {
+            Some(s) => s,
+            None => file.stat().await.map_err(|e| client_error(&path, e))?,
+        };
+        let checked = self.meta(&path, &stat).and_then(|meta| {
+            options.check_preconditions(&meta)?;
+            let range = match &options.range {
+                Some(r) => r.as_range(meta.size).map_err(|e| Error::Generic {
+                    store: STORE,
+                    source: Box::new(e),
+                })?,
+                None => 0..meta.size,
+            };
+            Ok((meta, range))
+        });
+        let (meta, range) = match checked {
+            Ok(v) => v,
+            Err(e) => {
+                let _ = file.close().await;
+                return Err(e);
+            }
+        };
+        Ok(GetResult {
+            payload: GetResultPayload::Stream(read_stream(file, path, range.clone())),
+            meta,
+            range,
+            attributes: Attributes::new(),
+        })
+    }
+
+    async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+        let path = self.server_path(location);
+        let file = self.open(&path, OpenFlags::READ).await?;
+        let result = async {
+            let size = match file.cached_stat() {
+                Some(s) => s.size,
+                None => file.stat().await.map_err(|e| client_error(&path, e))?.size,
+            };
+            let mut extents = Vec::with_capacity(ranges.len());
+            for r in ranges {
+                if r.start > r.end || r.end > size {
+                    return Err(Error::Generic {
+                        store: STORE,
+                        source: GetRange::Bounded(r.clone())
+                            .as_range(size)
+                            .err()
+                            .map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
+                            .unwrap_or_else(|| {
+                                format!("range {r:?} is past the end of {path} ({size} bytes)")
+                                    .into()
+                            }),
+                    });
+                }
+                extents.push((r.start, (r.end - r.start) as usize));
+            }
+            // empty extents are not sent: a readv element of 0 bytes
+            // reads nothing
+            let wanted: Vec<(u64, usize)> =
+                extents.iter().copied().filter(|&(_, l)| l > 0).collect();
+            let mut got = file
+                .readv(&wanted)
+                .await
+                .map_err(|e| client_error(&path, e))?
+                .into_iter();
+            Ok(extents
+                .iter()
+                .map(|&(_, l)| {
+                    if l == 0 {
+                        Bytes::new()
+                    } else {
+                        got.next().unwrap_or_default()
+                    }
+                })
+                .collect())
+        }
+        .await;
+        let _ = file.close().await;
+        result
+    }
+
+    fn delete_stream(
+        &self,
+        locations: BoxStream<'static, Result<Path>>,
+    ) -> BoxStream<'static, Result<Path>> {
+        let store = self.clone();
+        locations
+            .map(move |location| {
+                let store = store.clone();
+                async move {
+                    let location = location?;
+                    let path = store.server_path(&location);
+                    store
+                        .fs()?
+                        .rm(&path)
+                        .await
+                        .map_err(|e| client_error(&path, e))?;
+                    Ok(location)
+                }
+            })
+            .buffered(10)
+            .boxed()
+    }
+
+    fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
+        let dir = self.server_path(&prefix.cloned().unwrap_or_default());
+        self.walk(dir)
+    }
+
+    async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
+        let dir = self.server_path(&prefix.cloned().unwrap_or_default());
+        let (objects, dirs) = self.list_dir(&dir).await?;
+        let common_prefixes = dirs
+            .iter()
+            .map(|d| self.object_path(d))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(ListResult {
+            common_prefixes,
+            objects,
+        })
+    }
+
+    async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
+        let (source, target) = (self.server_path(from), self.server_path(to));
+        let create = options.mode == CopyMode::Create;
+        // a missing source is reported before an existing target
+        let input = self.open(&source, OpenFlags::READ).await?;
+        if create {
+            match self.exists(&target).await {
+                Ok(false) => {}
+                Ok(true) => {
+                    let _ = input.close().await;
+                    return Err(already_exists(&target));
+                }
+                Err(e) => {
+                    let _ = input.close().await;
+                    return Err(e);
+                }
+            }
+        }
+        let temp = self.temp_path(&target);
+        let output = match self.open(&temp, OpenFlags::NEW.mkpath()).await {
+            Ok(f) => f,
+            Err(e) => {
+                let _ = input.close().await;
+                return Err(e);
+            }
+        };
+        let copied = async {
+            let mut offset = 0u64;
+            loop {
+                let data = input
+                    .read_at(offset, CHUNK as usize)
+                    .await
+                    .map_err(|e| client_error(&source, e))?;
+                if data.is_empty() {
+                    return Ok(());
+                }
+                let n = data.len() as u64;
+                output
+                    .write_at(offset, data)
+                    .await
+                    .map_err(|e| client_error(&temp, e))?;
+                offset += n;
+            }
+        }
+        .await;
+        let _ = input.close().await;
+        let closed = output.close().await.map_err(|e| client_error(&temp, e));
+        if let Err(e) = copied.and(closed) {
+            let _ = self.fs()?.rm(&temp).await;
+            return Err(e);
+        }
+        self.commit(&temp, &target, create).await
+    }
+
+    async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
+        let (source, target) = (self.server_path(from), self.server_path(to));
+        if options.target_mode == RenameTargetMode::Create && self.exists(&target).await? {
+            return Err(already_exists(&target));
+        }
+        let fs = self.fs()?;
+        if let Some((parent, _)) = target.rsplit_once('/') {
+            if !parent.is_empty() {
+                let _ = fs.mkdir(parent, true, 0o755).await;
+            }
+        }
+        fs.mv(&source, &target)
+            .await
+            .map_err(|e| client_error(&source, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_url_forms_name_the_same_base() {
+        for url in [
+            "root://h:1095//data/x",
+            "root://h:1095/data/x",
+            "root://h:1095//data/x/",
+        ] {
+            let s = XrootStore::new(url).unwrap();
+            assert_eq!(
+                s.server_path(&Path::from("a/b.parquet")),
+                "/data/x/a/b.parquet"
+            );
+            assert_eq!(s.url("/data/x/a"), "root://h:1095//data/x/a");
+            assert_eq!(
+                s.object_path("/data/x/a/b.parquet").unwrap(),
+                Path::from("a/b.parquet")
+            );
+        }
+        let root = XrootStore::new("root://h").unwrap();
+        assert_eq!(root.server_path(&Path::from("f")), "/f");
+        assert_eq!(root.server_path(&Path::from("")), "/");
+        assert!(XrootStore::new("http://h/x").is_err());
+    }
+
+    #[test]
+    fn a_registry_resolves_both_url_forms() {
+        let registry = object_store::registry::DefaultObjectStoreRegistry::new();
+        register(&registry, Client::new(), "root://h:1095//ignored").unwrap();
+        for url in [
+            "root://h:1095/data/f.parquet",
+            "root://h:1095//data/f.parquet",
+        ] {
+            let (store, path) = registry.resolve(&url::Url::parse(url).unwrap()).unwrap();
+            assert_eq!(store.to_string(), "XrootStore(root://h:1095/)", "{url}");
+            assert_eq!(path, Path::from("data/f.parquet"), "{url}");
+        }
+    }
+}

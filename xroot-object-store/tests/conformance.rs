@@ -1,0 +1,145 @@
+//! object_store's own conformance cases (its `integration` module) against
+//! `XrootStore`, over our server (`LocalFs`) and over the stock xrootd
+//! 5.5.3, each on a fresh directory; and the cases object_store does not
+//! cover that this store promises (suffix reads, `get_ranges` as vector
+//! reads, both URL forms).
+
+#[allow(dead_code)]
+#[path = "../../tests/support/stock.rs"]
+mod stock;
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use object_store::integration;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions};
+use xroot_object_store::XrootStore;
+use xroot_server::{Config, LocalFs, Server};
+
+/// Our server on `dir`, on this runtime; its `root://` URL.
+async fn ours(dir: &std::path::Path) -> String {
+    let server = Server::bind("127.0.0.1:0", LocalFs::new(dir).unwrap(), Config::default())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    format!("root://{addr}/")
+}
+
+/// The conformance cases that apply to a store without versions, tags,
+/// attributes or pagination.
+async fn conformance(store: &XrootStore) {
+    integration::put_get_delete_list(store).await;
+    integration::get_opts(store).await;
+    integration::put_opts(store, false).await;
+    integration::list_uses_directories_correctly(store).await;
+    integration::list_with_delimiter(store).await;
+    integration::rename_and_copy(store).await;
+    integration::copy_if_not_exists(store).await;
+    integration::copy_rename_nonexistent_object(store).await;
+    integration::stream_get(store).await;
+    integration::multipart_out_of_order(store).await;
+    integration::list_with_offset_exclusivity(store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_conformance_over_our_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = XrootStore::new(&ours(dir.path()).await).unwrap();
+    conformance(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_conformance_over_the_stock_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(server) = stock::StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    let store = XrootStore::new(&format!("root://127.0.0.1:{}//", server.port)).unwrap();
+    conformance(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suffix_reads_vector_reads_and_url_forms() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("base/sub")).unwrap();
+    let data: Vec<u8> = (0..5_000_000u32).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(dir.path().join("base/sub/f.bin"), &data).unwrap();
+    let url = ours(dir.path()).await;
+    let stores: Vec<Arc<XrootStore>> = [format!("{url}/base"), format!("{url}base")]
+        .iter()
+        .map(|u| Arc::new(XrootStore::new(u).unwrap()))
+        .collect();
+    let path = Path::from("sub/f.bin");
+    for store in &stores {
+        // parquet reads its footer as a suffix
+        let got = store
+            .get_opts(
+                &path,
+                GetOptions {
+                    range: Some(GetRange::Suffix(8)),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(got.range, data.len() as u64 - 8..data.len() as u64);
+        assert_eq!(&got.bytes().await.unwrap()[..], &data[data.len() - 8..]);
+        let got = store
+            .get_opts(
+                &path,
+                GetOptions {
+                    range: Some(GetRange::Offset(4_999_990)),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(&got.bytes().await.unwrap()[..], &data[4_999_990..]);
+        // the whole file comes in several reads
+        let whole = store.get(&path).await.unwrap().bytes().await.unwrap();
+        assert_eq!(whole, Bytes::from(data.clone()));
+        // many ranges, one larger than a readv element, some empty
+        let ranges = [
+            0..10,
+            3_000_000..5_000_000,
+            7..7,
+            100..4_500_000,
+            4_999_999..5_000_000,
+        ];
+        let got = store.get_ranges(&path, &ranges).await.unwrap();
+        for (r, g) in ranges.iter().zip(&got) {
+            assert_eq!(&g[..], &data[r.start as usize..r.end as usize], "{r:?}");
+        }
+        // past the end: an error, not a short answer
+        let past_end = [Range {
+            start: 4_999_999,
+            end: 5_000_001,
+        }];
+        assert!(store.get_ranges(&path, &past_end).await.is_err());
+        let meta = store.head(&path).await.unwrap();
+        assert_eq!((meta.size, meta.location), (5_000_000, path.clone()));
+    }
+    // a conditional create of an existing object is refused
+    let e = stores[0]
+        .put_opts(
+            &path,
+            Bytes::from_static(b"x").into(),
+            PutOptions {
+                mode: PutMode::Create,
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(e, object_store::Error::AlreadyExists { .. }),
+        "{e}"
+    );
+    assert_eq!(
+        std::fs::read(dir.path().join("base/sub/f.bin")).unwrap(),
+        data
+    );
+}
