@@ -35,15 +35,24 @@
 //!
 //! | call | XRootD requests |
 //! |---|---|
-//! | `get_opts` (any [`GetRange`], bounded, offset or suffix) | `kXR_open` (with its stat), `kXR_read`s of at most 8 MiB as the stream is polled, `kXR_close` |
+//! | `get_opts` (any [`GetRange`], bounded, offset or suffix) | `kXR_open` (with its stat) unless a handle is kept (see below), then `kXR_read`s of at most 8 MiB as the stream is polled |
 //! | `head` (`get_opts` with `head`) | `kXR_stat` |
-//! | `get_ranges` | `kXR_open`, one or more `kXR_readv` split to the server's limits (1024 elements, 2,097,136 bytes each), `kXR_close`; no coalescing |
+//! | `get_ranges` | `kXR_open` unless a handle is kept, then one or more `kXR_readv` split to the server's limits (1024 elements, 2,097,136 bytes each); no coalescing |
 //! | `list`, `list_with_delimiter` | `kXR_dirlist` with `kXR_dstat`, per directory |
 //! | `put_opts` | a temporary file beside the target (`kXR_open` new, with `kXR_mkpath`; `kXR_write`s; `kXR_close`), then `kXR_mv` onto the target |
 //! | `put_multipart_opts` | the same temporary file, each part written at its offset as it comes, `kXR_mv` on completion (`kXR_rm` on abort) |
 //! | `delete_stream` | `kXR_rm` per path |
 //! | `copy_opts` | the source read and written to a temporary file, then `kXR_mv` (XRootD 5.5 servers do not offer `kXR_clone`) |
 //! | `rename_opts` | `kXR_mv` |
+//!
+//! Reads keep their file open: calls made within 5 s of a file's open
+//! share its handle (parquet asks for each column chunk with a call of its
+//! own; an open and a close each would cost two round trips per call), and
+//! the file is closed (`kXR_close`) when the last call or stream using it
+//! ends after that. A write, rename or delete through the store lets go of
+//! the handle at once; so does a failed read, which is tried once more on a
+//! fresh open. A file replaced on the server by someone else is seen by
+//! calls made 5 s or more after the open that preceded the change.
 //!
 //! Errors map to object_store's kinds: `kXR_NotFound` (and
 //! `kXR_isDirectory`: a directory is no object) to [`Error::NotFound`], `kXR_ItExists` to [`Error::AlreadyExists`],
@@ -71,6 +80,7 @@
 #![warn(missing_docs)]
 
 mod error;
+mod handles;
 mod upload;
 
 use std::fmt;
@@ -94,6 +104,7 @@ use xroot_proto::url::Url;
 
 pub use error::STORE;
 use error::{client_error, not_implemented};
+use handles::OpenFile;
 
 /// The largest read one `get` stream asks for at a time (8 MiB, as the
 /// stock `xrdcp` reads).
@@ -110,6 +121,8 @@ pub struct XrootStore {
     /// The base directory, `/` or `/a/b` (no trailing `/`).
     base: String,
     temp_ids: Arc<AtomicU64>,
+    /// Files kept open for reads, by server path.
+    handles: Arc<handles::Handles>,
 }
 
 impl fmt::Debug for XrootStore {
@@ -143,10 +156,7 @@ impl XrootStore {
     /// # Errors
     /// As [`XrootStore::new`].
     pub fn with_client(client: Client, url: &str) -> Result<XrootStore> {
-        let parsed = Url::parse(url).map_err(|e| Error::Generic {
-            store: STORE,
-            source: format!("{url:?} is not a root:// URL: {e}").into(),
-        })?;
+        let parsed = parse(url)?;
         let user = parsed
             .user
             .as_ref()
@@ -159,6 +169,7 @@ impl XrootStore {
             endpoint,
             base,
             temp_ids: Arc::new(AtomicU64::new(0)),
+            handles: Arc::default(),
         })
     }
 
@@ -213,6 +224,48 @@ impl XrootStore {
             .open(&self.url(server_path), flags)
             .await
             .map_err(|e| client_error(server_path, e))
+    }
+
+    /// A read handle on `server_path`: the one kept open, else a fresh
+    /// open, kept from now on. `Ok(true)` with it when it was kept (a read
+    /// that fails on it may try a fresh one).
+    async fn reader(&self, server_path: &str) -> Result<(Arc<OpenFile>, bool)> {
+        if let Some(file) = self.handles.get(server_path) {
+            return Ok((file, true));
+        }
+        let file = OpenFile::new(self.open(server_path, OpenFlags::READ).await?);
+        self.handles.keep(server_path, file.clone());
+        Ok((file, false))
+    }
+
+    /// Runs `read` on a read handle of `server_path`; when it fails on a
+    /// kept handle (the server restarted, the handle went stale), forgets
+    /// that handle and runs it once more on a fresh open. A handle whose
+    /// read failed is not kept.
+    async fn with_reader<T, Fut>(
+        &self,
+        server_path: &str,
+        read: impl Fn(Arc<OpenFile>) -> Fut,
+    ) -> Result<T>
+    where
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let (file, kept) = self.reader(server_path).await?;
+        match read(file.clone()).await {
+            Ok(v) => Ok(v),
+            Err(e) => {
+                self.handles.forget(server_path, Some(&file));
+                if !kept {
+                    return Err(e);
+                }
+                let (file, _) = self.reader(server_path).await?;
+                let again = read(file.clone()).await;
+                if again.is_err() {
+                    self.handles.forget(server_path, Some(&file));
+                }
+                again
+            }
+        }
     }
 
     async fn stat(&self, server_path: &str) -> Result<StatInfo> {
@@ -283,7 +336,10 @@ impl XrootStore {
             let _ = fs.rm(temp).await;
             return Err(already_exists(target));
         }
-        if let Err(e) = fs.mv(temp, target).await {
+        let moved = fs.mv(temp, target).await;
+        // reads of the target see the new file from now on
+        self.handles.forget(target, None);
+        if let Err(e) = moved {
             let _ = fs.rm(temp).await;
             return Err(client_error(target, e));
         }
@@ -357,22 +413,26 @@ impl XrootStore {
     }
 }
 
-/// Registers a store for the server of `url` (`root://host:port`, any
-/// path ignored: the store's base is `/`) in `registry`, with `client`;
-/// returns it. The registry then resolves `root://host:port//a/b` to the
-/// store and the object path `a/b`.
+/// The store for the server of `url` (`root://host:port`; any path is
+/// ignored: the store's base is `/`), with `client`, and the URL that
+/// registries key it by: `scheme://[user@]host:port`. DataFusion takes the
+/// pair as it is:
+///
+/// ```no_run
+/// # fn demo(ctx: &datafusion::prelude::SessionContext) -> object_store::Result<()> {
+/// let (key, store) = xroot_object_store::server_store(
+///     xroot_client::Client::new(),
+///     "root://eos.example.org:1094//store/data/f.parquet",
+/// )?;
+/// ctx.register_object_store(&key, store);
+/// // then any root://eos.example.org:1094/... table URL reads through it
+/// # Ok(()) }
+/// ```
 ///
 /// # Errors
 /// [`Error::Generic`] when `url` is not a `root://`-family URL.
-pub fn register(
-    registry: &dyn ObjectStoreRegistry,
-    client: Client,
-    url: &str,
-) -> Result<Arc<XrootStore>> {
-    let parsed = Url::parse(url).map_err(|e| Error::Generic {
-        store: STORE,
-        source: format!("{url:?} is not a root:// URL: {e}").into(),
-    })?;
+pub fn server_store(client: Client, url: &str) -> Result<(url::Url, Arc<XrootStore>)> {
+    let parsed = parse(url)?;
     let user = parsed
         .user
         .as_ref()
@@ -384,8 +444,62 @@ pub fn register(
         store: STORE,
         source: format!("{server:?}: {e}").into(),
     })?;
+    Ok((key, store))
+}
+
+/// Registers [`server_store`]'s store in `registry` and returns it. The
+/// registry then resolves `root://host:port//a/b` and `root://host:port/a/b`
+/// to the store and the object path `a/b`.
+///
+/// # Errors
+/// As [`server_store`].
+pub fn register(
+    registry: &dyn ObjectStoreRegistry,
+    client: Client,
+    url: &str,
+) -> Result<Arc<XrootStore>> {
+    let (key, store) = server_store(client, url)?;
     registry.register(key, store.clone());
     Ok(store)
+}
+
+/// `url` in the form that object_store's paths (and so DataFusion's table
+/// URLs) accept: `root://host:port/abs/path`, one `/` after the address.
+/// The stock tools' form `root://host:port//abs/path` names the same file
+/// but its empty path segment is refused by [`Path`]; this drops it, and
+/// any other empty segment. A trailing `/` (a directory) is kept.
+///
+/// # Errors
+/// [`Error::Generic`] when `url` is not a `root://`-family URL.
+pub fn object_url(url: &str) -> Result<url::Url> {
+    let parsed = parse(url)?;
+    let user = parsed
+        .user
+        .as_ref()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    let segments: Vec<&str> = parsed.path.split('/').filter(|s| !s.is_empty()).collect();
+    let mut out = format!(
+        "{}://{user}{}/{}",
+        parsed.scheme,
+        parsed.host_port(),
+        segments.join("/")
+    );
+    if parsed.path.ends_with('/') && !segments.is_empty() {
+        out.push('/');
+    }
+    url::Url::parse(&out).map_err(|e| Error::Generic {
+        store: STORE,
+        source: format!("{url:?}: {e}").into(),
+    })
+}
+
+/// `url` parsed as a `root://`-family URL.
+fn parse(url: &str) -> Result<Url> {
+    Url::parse(url).map_err(|e| Error::Generic {
+        store: STORE,
+        source: format!("{url:?} is not a root:// URL: {e}").into(),
+    })
 }
 
 /// The ETag of a file: its modification time and size, in hex.
@@ -401,23 +515,19 @@ fn already_exists(path: &str) -> Error {
 }
 
 /// Reads `range` of `file` as a stream of chunks of at most [`CHUNK`]
-/// bytes, closing the file at the end (or, if the stream is dropped first,
-/// on a task of its own).
-fn read_stream(file: File, path: String, range: Range<u64>) -> BoxStream<'static, Result<Bytes>> {
-    let guard = CloseOnDrop(Some(Arc::new(file)));
-    stream::try_unfold((guard, range.start), move |(mut guard, offset)| {
-        let path = path.clone();
+/// bytes.
+fn read_stream(
+    file: Arc<OpenFile>,
+    path: String,
+    range: Range<u64>,
+) -> BoxStream<'static, Result<Bytes>> {
+    stream::try_unfold(range.start, move |offset| {
+        let (file, path) = (file.clone(), path.clone());
         let end = range.end;
         async move {
             if offset >= end {
-                if let Some(Ok(file)) = guard.0.take().map(Arc::try_unwrap) {
-                    file.close().await.map_err(|e| client_error(&path, e))?;
-                }
                 return Ok(None);
             }
-            let Some(file) = guard.0.clone() else {
-                return Ok(None);
-            };
             let len = (end - offset).min(CHUNK) as usize;
             let data = file
                 .read_at(offset, len)
@@ -430,25 +540,54 @@ fn read_stream(file: File, path: String, range: Range<u64>) -> BoxStream<'static
                 });
             }
             let next = offset + data.len() as u64;
-            Ok(Some((data, (guard, next))))
+            Ok(Some((data, next)))
         }
     })
     .boxed()
 }
 
-/// Closes its file on drop, on a task, unless the stream got to close it.
-struct CloseOnDrop(Option<Arc<File>>);
-
-impl Drop for CloseOnDrop {
-    fn drop(&mut self) {
-        if let Some(file) = self.0.take() {
-            if let Ok(rt) = tokio::runtime::Handle::try_current() {
-                rt.spawn(async move {
-                    let _ = file.close().await;
-                });
-            }
+/// `ranges` of `file` (the file at `path`), each read whole by vector reads
+/// within the server's limits: one per 1024 elements or 2,097,136 bytes a
+/// element, as [`File::readv`] splits them. An empty range is not sent.
+///
+/// Errors: [`Error::Generic`] for a range that is reversed or ends past
+/// the end of the file; the server's, as their kinds.
+async fn read_ranges(file: Arc<OpenFile>, path: &str, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
+    let size = match file.cached_stat() {
+        Some(s) => s.size,
+        None => file.stat().await.map_err(|e| client_error(path, e))?.size,
+    };
+    let mut extents = Vec::with_capacity(ranges.len());
+    for r in ranges {
+        if r.start > r.end || r.end > size {
+            let why: Box<dyn std::error::Error + Send + Sync> =
+                match GetRange::Bounded(r.clone()).as_range(size) {
+                    Err(e) => Box::new(e),
+                    Ok(_) => format!("range {r:?} is past the end of {path} ({size} bytes)").into(),
+                };
+            return Err(Error::Generic {
+                store: STORE,
+                source: why,
+            });
         }
+        extents.push((r.start, (r.end - r.start) as usize));
     }
+    let wanted: Vec<(u64, usize)> = extents.iter().copied().filter(|&(_, l)| l > 0).collect();
+    let mut got = file
+        .readv(&wanted)
+        .await
+        .map_err(|e| client_error(path, e))?
+        .into_iter();
+    Ok(extents
+        .iter()
+        .map(|&(_, l)| {
+            if l == 0 {
+                Bytes::new()
+            } else {
+                got.next().unwrap_or_default()
+            }
+        })
+        .collect())
 }
 
 #[async_trait]
@@ -500,29 +639,26 @@ impl ObjectStore for XrootStore {
                 attributes: Attributes::new(),
             });
         }
-        let file = self.open(&path, OpenFlags::READ).await?;
-        let stat = match file.cached_stat() {
-            Some(s) => s,
-            None => file.stat().await.map_err(|e| client_error(&path, e))?,
-        };
-        let checked = self.meta(&path, &stat).and_then(|meta| {
-            options.check_preconditions(&meta)?;
-            let range = match &options.range {
-                Some(r) => r.as_range(meta.size).map_err(|e| Error::Generic {
-                    store: STORE,
-                    source: Box::new(e),
-                })?,
-                None => 0..meta.size,
-            };
-            Ok((meta, range))
-        });
-        let (meta, range) = match checked {
-            Ok(v) => v,
-            Err(e) => {
-                let _ = file.close().await;
-                return Err(e);
+        let checked = |file: Arc<OpenFile>| {
+            let (path, options) = (&path, &options);
+            async move {
+                let stat = match file.cached_stat() {
+                    Some(s) => s,
+                    None => file.stat().await.map_err(|e| client_error(path, e))?,
+                };
+                let meta = self.meta(path, &stat)?;
+                options.check_preconditions(&meta)?;
+                let range = match &options.range {
+                    Some(r) => r.as_range(meta.size).map_err(|e| Error::Generic {
+                        store: STORE,
+                        source: Box::new(e),
+                    })?,
+                    None => 0..meta.size,
+                };
+                Ok((file, meta, range))
             }
         };
+        let (file, meta, range) = self.with_reader(&path, checked).await?;
         Ok(GetResult {
             payload: GetResultPayload::Stream(read_stream(file, path, range.clone())),
             meta,
@@ -533,52 +669,8 @@ impl ObjectStore for XrootStore {
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let path = self.server_path(location);
-        let file = self.open(&path, OpenFlags::READ).await?;
-        let result = async {
-            let size = match file.cached_stat() {
-                Some(s) => s.size,
-                None => file.stat().await.map_err(|e| client_error(&path, e))?.size,
-            };
-            let mut extents = Vec::with_capacity(ranges.len());
-            for r in ranges {
-                if r.start > r.end || r.end > size {
-                    return Err(Error::Generic {
-                        store: STORE,
-                        source: GetRange::Bounded(r.clone())
-                            .as_range(size)
-                            .err()
-                            .map(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)
-                            .unwrap_or_else(|| {
-                                format!("range {r:?} is past the end of {path} ({size} bytes)")
-                                    .into()
-                            }),
-                    });
-                }
-                extents.push((r.start, (r.end - r.start) as usize));
-            }
-            // empty extents are not sent: a readv element of 0 bytes
-            // reads nothing
-            let wanted: Vec<(u64, usize)> =
-                extents.iter().copied().filter(|&(_, l)| l > 0).collect();
-            let mut got = file
-                .readv(&wanted)
-                .await
-                .map_err(|e| client_error(&path, e))?
-                .into_iter();
-            Ok(extents
-                .iter()
-                .map(|&(_, l)| {
-                    if l == 0 {
-                        Bytes::new()
-                    } else {
-                        got.next().unwrap_or_default()
-                    }
-                })
-                .collect())
-        }
-        .await;
-        let _ = file.close().await;
-        result
+        let read = |file: Arc<OpenFile>| read_ranges(file, &path, ranges);
+        self.with_reader(&path, read).await
     }
 
     fn delete_stream(
@@ -592,11 +684,9 @@ impl ObjectStore for XrootStore {
                 async move {
                     let location = location?;
                     let path = store.server_path(&location);
-                    store
-                        .fs()?
-                        .rm(&path)
-                        .await
-                        .map_err(|e| client_error(&path, e))?;
+                    let removed = store.fs()?.rm(&path).await;
+                    store.handles.forget(&path, None);
+                    removed.map_err(|e| client_error(&path, e))?;
                     Ok(location)
                 }
             })
@@ -625,29 +715,14 @@ impl ObjectStore for XrootStore {
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
         let (source, target) = (self.server_path(from), self.server_path(to));
         let create = options.mode == CopyMode::Create;
-        // a missing source is reported before an existing target
-        let input = self.open(&source, OpenFlags::READ).await?;
-        if create {
-            match self.exists(&target).await {
-                Ok(false) => {}
-                Ok(true) => {
-                    let _ = input.close().await;
-                    return Err(already_exists(&target));
-                }
-                Err(e) => {
-                    let _ = input.close().await;
-                    return Err(e);
-                }
-            }
+        // a missing source is reported before an existing target (the
+        // source is closed when `input` is dropped)
+        let input = OpenFile::new(self.open(&source, OpenFlags::READ).await?);
+        if create && self.exists(&target).await? {
+            return Err(already_exists(&target));
         }
         let temp = self.temp_path(&target);
-        let output = match self.open(&temp, OpenFlags::NEW.mkpath()).await {
-            Ok(f) => f,
-            Err(e) => {
-                let _ = input.close().await;
-                return Err(e);
-            }
-        };
+        let output = self.open(&temp, OpenFlags::NEW.mkpath()).await?;
         let copied = async {
             let mut offset = 0u64;
             loop {
@@ -667,7 +742,7 @@ impl ObjectStore for XrootStore {
             }
         }
         .await;
-        let _ = input.close().await;
+        drop(input);
         let closed = output.close().await.map_err(|e| client_error(&temp, e));
         if let Err(e) = copied.and(closed) {
             let _ = self.fs()?.rm(&temp).await;
@@ -687,9 +762,10 @@ impl ObjectStore for XrootStore {
                 let _ = fs.mkdir(parent, true, 0o755).await;
             }
         }
-        fs.mv(&source, &target)
-            .await
-            .map_err(|e| client_error(&source, e))
+        let moved = fs.mv(&source, &target).await;
+        self.handles.forget(&source, None);
+        self.handles.forget(&target, None);
+        moved.map_err(|e| client_error(&source, e))
     }
 }
 

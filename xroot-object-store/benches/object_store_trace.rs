@@ -1,0 +1,184 @@
+//! The cost of reading through object_store: the NanoAOD trace
+//! (`benches/trace/nanoaod.trace`: the 50 vector reads, 101 elements each,
+//! uproot makes reading 101 of 1001 branches of a 118 MB file) replayed by
+//! 8 concurrent readers through [`XrootStore::get_ranges`] and through one
+//! [`xroot_client::File`] with [`File::readv`](xroot_client::File::readv),
+//! the origin (our server, `LocalFs`, in this process on its own runtime)
+//! behind a relay adding 25 ms each way. One run: `cargo bench -p
+//! xroot-object-store --bench object_store_trace` (about 15 s).
+//!
+//! Each replay starts from a new client and includes the open (and, for
+//! the direct one, the close), [`REPS`] replays of each kind alternating;
+//! the table shows the median and every wall time, the overhead is
+//! median(object_store) ÷ median(direct) − 1 (target ≤ 5%). Every byte is
+//! checked against the file's generated pattern.
+//!
+//! Figures for `benches/report.sh`: `object_store_trace.direct_s`,
+//! `object_store_trace.store_s` (median wall, s),
+//! `object_store_trace.overhead_pct`.
+
+#[path = "../../benches/common.rs"]
+mod common;
+#[allow(dead_code)]
+#[path = "../../tests/support/delay_proxy.rs"]
+mod delay_proxy;
+#[allow(dead_code)]
+#[path = "../../benches/trace/trace.rs"]
+mod trace;
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use object_store::path::Path;
+use object_store::ObjectStore;
+use tokio::runtime::Runtime;
+use xroot_client::{Client, OpenFlags};
+use xroot_object_store::XrootStore;
+use xroot_server::{Config, LocalFs, Server};
+
+/// Concurrent readers.
+const READERS: usize = 8;
+/// The relay's delay each way.
+const ONE_WAY: Duration = Duration::from_millis(25);
+/// Replays of each kind.
+const REPS: usize = 7;
+const NAME: &str = "nanoaod.bin";
+
+fn main() {
+    let trace = Arc::new(trace::nanoaod());
+    let data = tempfile::tempdir().expect("temp dir");
+    common::write_file(&data.path().join(NAME), trace.size);
+    let server_rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let server = server_rt.block_on(async {
+        Server::bind(
+            "127.0.0.1:0",
+            LocalFs::new(data.path()).unwrap(),
+            Config::default(),
+        )
+        .await
+        .unwrap()
+    });
+    let port = server.local_addr().port();
+    server_rt.spawn(server.serve());
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let relay = rt.block_on(delay_proxy::DelayProxy::start(port, ONE_WAY));
+    let url = format!("root://127.0.0.1:{}", relay.port);
+
+    // a warm-up of each, not counted
+    direct(&rt, &url, &trace);
+    through_store(&rt, &url, &trace);
+    let (mut direct_walls, mut store_walls) = (Vec::new(), Vec::new());
+    for _ in 0..REPS {
+        direct_walls.push(direct(&rt, &url, &trace));
+        store_walls.push(through_store(&rt, &url, &trace));
+    }
+    let (d, s) = (median(&direct_walls), median(&store_walls));
+    let overhead = (s / d - 1.0) * 100.0;
+    println!(
+        "\nNanoAOD trace: {} vector reads, {} elements, {:.1} MB asked; {READERS} readers, \
+         origin (our server) 50 ms away\n",
+        trace.reads.len(),
+        trace.elements(),
+        trace.asked() as f64 / 1e6
+    );
+    println!("{:<34} {:>9}  every replay (s)", "run", "median s");
+    for (name, walls, m) in [
+        ("xroot_client::File::readv", &direct_walls, d),
+        ("XrootStore::get_ranges", &store_walls, s),
+    ] {
+        let all: Vec<String> = walls.iter().map(|w| format!("{w:.3}")).collect();
+        println!("{name:<34} {m:>9.3}  {}", all.join(" "));
+    }
+    println!("\nobject_store overhead: {overhead:+.1}% (target <= 5%)");
+    println!("load average at the end: {}", common::load_average());
+    common::summary("object_store_trace.direct_s", d);
+    common::summary("object_store_trace.store_s", s);
+    common::summary("object_store_trace.overhead_pct", overhead);
+}
+
+/// One replay on one `File` of a new client: open, the trace's reads from
+/// [`READERS`] tasks, close. Wall seconds.
+fn direct(rt: &Runtime, url: &str, trace: &Arc<trace::Trace>) -> f64 {
+    rt.block_on(async {
+        let t = Instant::now();
+        let client = Client::new();
+        let file = Arc::new(
+            client
+                .open(&format!("{url}//{NAME}"), OpenFlags::READ)
+                .await
+                .expect("open"),
+        );
+        let next = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..READERS)
+            .map(|_| {
+                let (file, trace, next) = (file.clone(), trace.clone(), next.clone());
+                tokio::spawn(async move {
+                    while let Some(read) = trace.reads.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let got = file.readv(read).await.expect("readv");
+                        check(read, &got);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        file.close().await.expect("close");
+        t.elapsed().as_secs_f64()
+    })
+}
+
+/// The same through a new [`XrootStore`] on a new client. Wall seconds.
+fn through_store(rt: &Runtime, url: &str, trace: &Arc<trace::Trace>) -> f64 {
+    rt.block_on(async {
+        let t = Instant::now();
+        let store = Arc::new(XrootStore::new(url).expect("store"));
+        let path = Path::from(NAME);
+        let next = Arc::new(AtomicUsize::new(0));
+        let tasks: Vec<_> = (0..READERS)
+            .map(|_| {
+                let (store, trace, next, path) =
+                    (store.clone(), trace.clone(), next.clone(), path.clone());
+                tokio::spawn(async move {
+                    while let Some(read) = trace.reads.get(next.fetch_add(1, Ordering::Relaxed)) {
+                        let ranges: Vec<Range<u64>> =
+                            read.iter().map(|&(o, n)| o..o + n as u64).collect();
+                        let got = store.get_ranges(&path, &ranges).await.expect("get_ranges");
+                        check(read, &got);
+                    }
+                })
+            })
+            .collect();
+        for t in tasks {
+            t.await.unwrap();
+        }
+        t.elapsed().as_secs_f64()
+    })
+}
+
+fn check(read: &[(u64, usize)], got: &[bytes::Bytes]) {
+    assert_eq!(read.len(), got.len());
+    for (&(offset, len), data) in read.iter().zip(got) {
+        assert_eq!(data.len(), len);
+        assert!(
+            common::is_pattern(0, offset, data),
+            "wrong bytes at {offset}"
+        );
+    }
+}
+
+fn median(walls: &[f64]) -> f64 {
+    let mut sorted = walls.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}

@@ -1,0 +1,159 @@
+//! DataFusion over Parquet files written by pyarrow, read through
+//! `root://` by the `sql` example, from our server and from the stock
+//! xrootd 5.5.3: the answers must equal pyarrow's own
+//! (`tests/parquet/events.py` writes the files and prints them).
+//!
+//! Needs a Python with pyarrow: `$XROOT_UPROOT_PYTHON`, else the venv
+//! `.ci/run` makes at `/opt/xroot-uproot` (skipped without one, failed
+//! under `CI=true`).
+
+#[allow(dead_code)]
+#[path = "../../tests/support/example.rs"]
+mod example;
+#[allow(dead_code)]
+#[path = "../../tests/support/stock.rs"]
+mod stock;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use xroot_server::{Config, LocalFs, Server};
+
+// column names with capitals are quoted: DataFusion folds unquoted names
+// to lower case, as SQL does
+const EVENTS_QUERY: &str = r#"SELECT "nMuon", count(*) AS n, sum("MET_pt") AS s,
+    max("MET_pt") AS m, min(run) AS r FROM events WHERE "MET_pt" > 20 AND name <> 'bad'
+    GROUP BY "nMuon" ORDER BY "nMuon""#;
+const ONE_QUERY: &str = r#"SELECT count(*) AS n, sum("nMuon") AS s FROM one WHERE run = 3"#;
+
+/// A Python that has pyarrow, or `None` (skipped; a panic under `CI=true`).
+fn python() -> Option<PathBuf> {
+    let python = std::env::var_os("XROOT_UPROOT_PYTHON")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/opt/xroot-uproot/bin/python"));
+    let found = Command::new(&python)
+        .args(["-c", "import pyarrow.parquet"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        return Some(python);
+    }
+    let why = format!(
+        "{} cannot import pyarrow (.ci/run installs it; or set XROOT_UPROOT_PYTHON)",
+        python.display()
+    );
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but {why}");
+    }
+    eprintln!("skipping: {why}");
+    None
+}
+
+/// Writes the files under `dir` with pyarrow; its answers, one row of
+/// numbers per line, for the `events` and the `one` query.
+fn write_files(python: &Path, dir: &Path) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/parquet/events.py");
+    let out = Command::new(python).arg(script).arg(dir).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "events.py: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let (mut events, mut one) = (Vec::new(), Vec::new());
+    for line in stdout.lines() {
+        let mut words = line.split_whitespace();
+        let which = words.next();
+        let row: Vec<f64> = words.map(|w| w.parse().unwrap()).collect();
+        match which {
+            Some("events") => events.push(row),
+            Some("one") => one.push(row),
+            _ => panic!("events.py printed {line:?}"),
+        }
+    }
+    assert_eq!(events.len(), 5, "{stdout}");
+    (events, one)
+}
+
+/// Runs `sql --table ... QUERY`; the rows of the table it printed (the
+/// header row left out), as numbers.
+fn sql(tables: &[(&str, String)], query: &str) -> Vec<Vec<f64>> {
+    let mut cmd = Command::new(example::example_bin("sql"));
+    for (name, url) in tables {
+        cmd.arg("--table").arg(format!("{name}={url}"));
+    }
+    let out = cmd.arg(query).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "sql {query}: {stdout}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+        .lines()
+        .filter(|l| l.starts_with('|'))
+        .skip(1)
+        .map(|l| {
+            l.trim_matches('|')
+                .split('|')
+                .map(|c| {
+                    c.trim()
+                        .parse()
+                        .unwrap_or_else(|_| panic!("cell {c:?} in:\n{stdout}"))
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Both queries against the server at `root://127.0.0.1:PORT` (which
+/// exports the files' directory at its root), with the table URLs in both
+/// forms.
+fn queries_match_pyarrow(port: u16, events: &[Vec<f64>], one: &[Vec<f64>]) {
+    let server = format!("root://127.0.0.1:{port}");
+    // a directory in the stock tools' form, without its trailing slash
+    let got = sql(&[("events", format!("{server}//events"))], EVENTS_QUERY);
+    assert_eq!(got, events, "{server}: events");
+    // a file in object_store's form, beside a directory with its slash
+    let got = sql(
+        &[
+            ("one", format!("{server}/events/part-1.parquet")),
+            ("events", format!("{server}/events/")),
+        ],
+        ONE_QUERY,
+    );
+    assert_eq!(got, one, "{server}: one");
+}
+
+#[test]
+fn datafusion_over_our_server_matches_pyarrow() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (events, one) = write_files(&python, dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let server = rt.block_on(async {
+        Server::bind(
+            "127.0.0.1:0",
+            LocalFs::new(dir.path()).unwrap(),
+            Config::default(),
+        )
+        .await
+        .unwrap()
+    });
+    let port = server.local_addr().port();
+    rt.spawn(server.serve());
+    queries_match_pyarrow(port, &events, &one);
+}
+
+#[test]
+fn datafusion_over_the_stock_server_matches_pyarrow() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (events, one) = write_files(&python, dir.path());
+    let Some(server) = stock::StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    queries_match_pyarrow(server.port, &events, &one);
+}
