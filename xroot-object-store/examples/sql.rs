@@ -74,9 +74,11 @@ async fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
         // a directory is a table of every Parquet file below it: DataFusion
         // lists a URL as a directory when it ends with `/`
         if !table_url.path().ends_with('/') {
+            // the URL's path is percent-encoded; the server's is not
+            let path = object_store::path::Path::from_url_path(table_url.path())?;
             let stat = client
                 .fs(key.as_str())?
-                .stat(table_url.path())
+                .stat(&format!("/{path}"))
                 .await
                 .map_err(|e| format!("table {name}: {url}: {e}"))?;
             if stat.is_dir() {

@@ -28,6 +28,18 @@ pub(crate) fn client_error(path: &str, e: ClientError) -> Error {
             path,
             source: Box::new(e),
         },
+        // this client could not log in: no protocol in common with the
+        // server, or no credential (token, keytab) to answer with
+        _ if matches!(
+            e,
+            ClientError::AuthUnsupported { .. } | ClientError::Credential { .. }
+        ) =>
+        {
+            Error::Unauthenticated {
+                path,
+                source: Box::new(e),
+            }
+        }
         _ => Error::Generic {
             store: STORE,
             source: Box::new(e),

@@ -4,11 +4,14 @@
 //! call. Calls within [`FRESH`] of an open share its handle instead.
 //!
 //! A handle serves new calls for [`FRESH`] after its open, and none once
-//! this store writes, renames or deletes its path, or a read on it failed
-//! (the read is then tried once more on a fresh open). A file replaced on
-//! the server by someone else is thus seen by calls made [`FRESH`] or
-//! more after it. The file is closed when the last call or stream using it
-//! ends.
+//! this store writes, renames or deletes its path (an open begun before
+//! such a change is not kept at all) or a read on it failed (the read is
+//! then tried once more on a fresh open). A file replaced on the server by
+//! someone else is thus seen by calls made [`FRESH`] or more after the open
+//! that preceded the change. The file is closed (`kXR_close`, on a task)
+//! when the last call or stream using it ends after that; dropped without
+//! a tokio runtime it is left to the server, which closes it with the
+//! connection.
 
 use std::collections::HashMap;
 use std::ops::Deref;
@@ -59,7 +62,15 @@ impl Drop for OpenFile {
 /// The open read handles of one store (and its clones), by server path.
 #[derive(Debug, Default)]
 pub(crate) struct Handles {
-    open: Mutex<HashMap<String, Kept>>,
+    table: Mutex<Table>,
+}
+
+#[derive(Debug, Default)]
+struct Table {
+    open: HashMap<String, Kept>,
+    /// Bumped by every change the store makes to a file: an open begun
+    /// before a change is not kept (it may show the old file).
+    changes: u64,
 }
 
 #[derive(Debug)]
@@ -72,39 +83,84 @@ impl Handles {
     /// The kept handle of `path`, if it was opened within [`FRESH`]. Lets
     /// go of the handles that are no longer fresh.
     pub(crate) fn get(&self, path: &str) -> Option<Arc<OpenFile>> {
-        let now = Instant::now();
-        let mut open = self.open.lock().unwrap();
-        open.retain(|_, k| now.duration_since(k.opened) < FRESH);
-        open.get(path).map(|k| k.file.clone())
+        let mut table = self.table.lock().unwrap();
+        table.prune(Instant::now());
+        table.open.get(path).map(|k| k.file.clone())
     }
 
-    /// Keeps `file`, just opened, as the handle of `path` (in place of one
-    /// another call opened meanwhile).
-    pub(crate) fn keep(&self, path: &str, file: Arc<OpenFile>) {
+    /// What [`Handles::keep`] checks: the count of changes so far. Read it
+    /// before an open.
+    pub(crate) fn changes(&self) -> u64 {
+        self.table.lock().unwrap().changes
+    }
+
+    /// Keeps `file`, whose open began when [`Handles::changes`] said
+    /// `changes`, as the handle of `path` (in place of one another call
+    /// opened meanwhile) — unless the store changed a file since. Lets go
+    /// of it after [`FRESH`] (on a task; without a runtime at the next
+    /// call).
+    pub(crate) fn keep(self: &Arc<Self>, path: &str, file: &Arc<OpenFile>, changes: u64) {
         let opened = Instant::now();
-        let mut open = self.open.lock().unwrap();
-        open.insert(path.to_string(), Kept { file, opened });
-        while open.len() > MAX_KEPT {
-            let oldest = open
-                .iter()
-                .min_by_key(|(_, k)| k.opened)
-                .map(|(p, _)| p.clone());
-            match oldest {
-                Some(p) => open.remove(&p),
-                None => break,
+        {
+            let mut table = self.table.lock().unwrap();
+            if table.changes != changes {
+                return;
+            }
+            table.prune(opened);
+            let kept = Kept {
+                file: file.clone(),
+                opened,
             };
+            table.open.insert(path.to_string(), kept);
+            while table.open.len() > MAX_KEPT {
+                let oldest = table
+                    .open
+                    .iter()
+                    .min_by_key(|(_, k)| k.opened)
+                    .map(|(p, _)| p.clone());
+                match oldest {
+                    Some(p) => table.open.remove(&p),
+                    None => break,
+                };
+            }
+        }
+        if let Ok(rt) = tokio::runtime::Handle::try_current() {
+            let (handles, file, path) =
+                (Arc::downgrade(self), Arc::downgrade(file), path.to_string());
+            rt.spawn(async move {
+                tokio::time::sleep(FRESH).await;
+                if let (Some(handles), Some(file)) = (handles.upgrade(), file.upgrade()) {
+                    handles.forget(&path, &file);
+                }
+            });
         }
     }
 
-    /// Lets go of the handle of `path`, if it is `file` (or whatever it is,
-    /// for `None`).
-    pub(crate) fn forget(&self, path: &str, file: Option<&Arc<OpenFile>>) {
-        let mut open = self.open.lock().unwrap();
-        let ours = open
+    /// Lets go of the handle of `path` if it is `file`.
+    pub(crate) fn forget(&self, path: &str, file: &Arc<OpenFile>) {
+        let mut table = self.table.lock().unwrap();
+        let ours = table
+            .open
             .get(path)
-            .is_some_and(|k| file.is_none_or(|f| Arc::ptr_eq(f, &k.file)));
+            .is_some_and(|k| Arc::ptr_eq(file, &k.file));
         if ours {
-            open.remove(path);
+            table.open.remove(path);
         }
+    }
+
+    /// The store changed the file at `path` (wrote, renamed or removed
+    /// it): lets go of its handle, and no open begun before keeps one.
+    pub(crate) fn changed(&self, path: &str) {
+        let mut table = self.table.lock().unwrap();
+        table.changes += 1;
+        table.open.remove(path);
+    }
+}
+
+impl Table {
+    /// Lets go of the handles opened [`FRESH`] or longer before `now`.
+    fn prune(&mut self, now: Instant) {
+        self.open
+            .retain(|_, k| now.duration_since(k.opened) < FRESH);
     }
 }

@@ -81,6 +81,7 @@
 
 mod error;
 mod handles;
+mod temp;
 mod upload;
 
 use std::fmt;
@@ -105,10 +106,11 @@ use xroot_proto::url::Url;
 pub use error::STORE;
 use error::{client_error, not_implemented};
 use handles::OpenFile;
+use temp::TempFile;
 
 /// The largest read one `get` stream asks for at a time (8 MiB, as the
 /// stock `xrdcp` reads).
-const CHUNK: u64 = 8 << 20;
+pub(crate) const CHUNK: u64 = 8 << 20;
 
 /// An object store over one XRootD server (or redirector) and a base
 /// directory on it. Cheap to clone; clones share the client and its
@@ -120,7 +122,6 @@ pub struct XrootStore {
     endpoint: String,
     /// The base directory, `/` or `/a/b` (no trailing `/`).
     base: String,
-    temp_ids: Arc<AtomicU64>,
     /// Files kept open for reads, by server path.
     handles: Arc<handles::Handles>,
 }
@@ -145,7 +146,10 @@ impl XrootStore {
     /// directory) with a client of default settings.
     ///
     /// # Errors
-    /// [`Error::Generic`] when `url` is not a `root://`-family URL.
+    /// [`Error::Generic`] when `url` is not a `root://`-family URL, or
+    /// carries CGI (`?...`) or a password: credentials go in the client's
+    /// configuration (`xroot_client::Config`: a bearer token, an sss
+    /// keytab, TLS), which every request of the store then uses.
     pub fn new(url: &str) -> Result<XrootStore> {
         XrootStore::with_client(Client::new(), url)
     }
@@ -168,7 +172,6 @@ impl XrootStore {
             client,
             endpoint,
             base,
-            temp_ids: Arc::new(AtomicU64::new(0)),
             handles: Arc::default(),
         })
     }
@@ -179,9 +182,24 @@ impl XrootStore {
     }
 
     /// The server path of `location`: the base directory joined with it.
-    pub fn server_path(&self, location: &Path) -> String {
+    ///
+    /// # Errors
+    /// [`Error::Generic`] for a location with a `?`: XRootD takes what
+    /// follows a `?` in a path as CGI, so such a name would address another
+    /// file ([`Path::from`] encodes `?`; [`Path::parse`] and URL paths keep
+    /// it).
+    pub fn server_path(&self, location: &Path) -> Result<String> {
         let rel = location.as_ref();
-        if rel.is_empty() {
+        if rel.contains('?') {
+            return Err(Error::Generic {
+                store: STORE,
+                source: format!(
+                    "object {rel:?}: a `?` cannot be sent over XRootD, where it starts a path's CGI"
+                )
+                .into(),
+            });
+        }
+        Ok(if rel.is_empty() {
             if self.base.is_empty() {
                 "/".to_string()
             } else {
@@ -189,7 +207,7 @@ impl XrootStore {
             }
         } else {
             format!("{}/{rel}", self.base)
-        }
+        })
     }
 
     /// The `root://` URL of a server path.
@@ -212,11 +230,30 @@ impl XrootStore {
             .map_err(|e| client_error(&self.endpoint, e))
     }
 
-    /// A fresh name beside `server_path` for a file being written.
+    /// A fresh name beside `server_path` for a file being written:
+    /// `.NAME.NONCE.xroot-upload`, NAME clipped to 128 bytes (so the name
+    /// stays within NAME_MAX), NONCE from this process's id, the time it
+    /// started and a counter shared by every store in it.
     fn temp_path(&self, server_path: &str) -> String {
-        let n = self.temp_ids.fetch_add(1, Ordering::Relaxed);
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        static STARTED: std::sync::OnceLock<u128> = std::sync::OnceLock::new();
+        let started = STARTED.get_or_init(|| {
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_nanos())
+        });
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let (dir, name) = server_path.rsplit_once('/').unwrap_or(("", server_path));
-        format!("{dir}/.{name}.{}-{n}.xroot-upload", std::process::id())
+        let mut cut = name.len().min(128);
+        while !name.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        format!(
+            "{dir}/.{}.{:x}-{:x}-{n:x}.xroot-upload",
+            &name[..cut],
+            std::process::id(),
+            started & 0xffff_ffff_ffff
+        )
     }
 
     async fn open(&self, server_path: &str, flags: OpenFlags) -> Result<File> {
@@ -233,8 +270,9 @@ impl XrootStore {
         if let Some(file) = self.handles.get(server_path) {
             return Ok((file, true));
         }
+        let changes = self.handles.changes();
         let file = OpenFile::new(self.open(server_path, OpenFlags::READ).await?);
-        self.handles.keep(server_path, file.clone());
+        self.handles.keep(server_path, &file, changes);
         Ok((file, false))
     }
 
@@ -253,15 +291,17 @@ impl XrootStore {
         let (file, kept) = self.reader(server_path).await?;
         match read(file.clone()).await {
             Ok(v) => Ok(v),
+            // the caller's own conditions, answered from a good handle
+            Err(e @ (Error::NotModified { .. } | Error::Precondition { .. })) => Err(e),
             Err(e) => {
-                self.handles.forget(server_path, Some(&file));
+                self.handles.forget(server_path, &file);
                 if !kept {
                     return Err(e);
                 }
                 let (file, _) = self.reader(server_path).await?;
                 let again = read(file.clone()).await;
                 if again.is_err() {
-                    self.handles.forget(server_path, Some(&file));
+                    self.handles.forget(server_path, &file);
                 }
                 again
             }
@@ -306,58 +346,35 @@ impl XrootStore {
         if let PutMode::Update(_) = mode {
             return Err(not_implemented("put_opts with PutMode::Update"));
         }
-        if *mode == PutMode::Create && self.exists(target).await? {
-            return Err(already_exists(target));
-        }
-        let temp = self.temp_path(target);
-        let file = self.open(&temp, OpenFlags::NEW.mkpath()).await?;
-        let mut offset = 0u64;
-        let mut written = Ok(());
-        for part in payload.iter() {
-            if let Err(e) = file.write_at(offset, part.clone()).await {
-                written = Err(client_error(&temp, e));
-                break;
-            }
-            offset += part.len() as u64;
-        }
-        let closed = file.close().await.map_err(|e| client_error(&temp, e));
-        if let Err(e) = written.and(closed) {
-            let _ = self.fs()?.rm(&temp).await;
-            return Err(e);
-        }
-        self.commit(&temp, target, mode == &PutMode::Create).await
-    }
-
-    /// Renames the finished temporary file onto `target`; with `create`,
-    /// refuses (and removes the temporary) when `target` exists.
-    async fn commit(&self, temp: &str, target: &str, create: bool) -> Result<()> {
-        let fs = self.fs()?;
+        let create = *mode == PutMode::Create;
         if create && self.exists(target).await? {
-            let _ = fs.rm(temp).await;
             return Err(already_exists(target));
         }
-        let moved = fs.mv(temp, target).await;
-        // reads of the target see the new file from now on
-        self.handles.forget(target, None);
-        if let Err(e) = moved {
-            let _ = fs.rm(temp).await;
-            return Err(client_error(target, e));
-        }
-        Ok(())
+        let temp = TempFile::create(self, target).await?;
+        temp.writer().write(0, &payload).await?;
+        temp.commit(target, create).await
     }
 
     /// The files below `dir` (recursively), as a stream of their metadata.
+    /// A directory met again (a symbolic link to an ancestor, seen through
+    /// the server's stat) is not walked twice.
     fn walk(&self, dir: String) -> BoxStream<'static, Result<ObjectMeta>> {
         let store = self.clone();
-        stream::try_unfold(vec![dir], move |mut pending| {
+        let start = (vec![dir], std::collections::HashSet::new());
+        stream::try_unfold(start, move |(mut pending, mut seen)| {
             let store = store.clone();
             async move {
                 while let Some(dir) = pending.pop() {
                     let (files, dirs) = store.list_dir(&dir).await?;
-                    pending.extend(dirs);
+                    for (path, id) in dirs {
+                        // an id of 0 says nothing (an offline file)
+                        if id == 0 || seen.insert(id) {
+                            pending.push(path);
+                        }
+                    }
                     if !files.is_empty() {
                         let files = stream::iter(files.into_iter().map(Ok::<ObjectMeta, Error>));
-                        return Ok::<_, Error>(Some((files, pending)));
+                        return Ok::<_, Error>(Some((files, (pending, seen))));
                     }
                 }
                 Ok::<_, Error>(None)
@@ -368,10 +385,11 @@ impl XrootStore {
     }
 
     /// One directory: its files' metadata and its subdirectories' server
-    /// paths. A directory that does not exist, or a file, is empty;
-    /// temporary files
-    /// of uploads in progress are left out.
-    async fn list_dir(&self, dir: &str) -> Result<(Vec<ObjectMeta>, Vec<String>)> {
+    /// paths with their stat ids. A directory that does not exist, or a
+    /// file, is empty. Left out: temporary files of uploads in progress,
+    /// names no object path can hold (control characters, a `?`, which
+    /// XRootD would read as CGI), and entries gone before their stat.
+    async fn list_dir(&self, dir: &str) -> Result<(Vec<ObjectMeta>, Vec<(String, i64)>)> {
         let entries = match self.fs()?.dirlist(dir, true).await {
             Ok(e) => e,
             Err(e) => {
@@ -388,20 +406,29 @@ impl XrootStore {
         let mut files = Vec::new();
         let mut dirs = Vec::new();
         for entry in entries {
-            if entry.name.ends_with(".xroot-upload") && entry.name.starts_with('.') {
+            let name = &entry.name;
+            let temp = name.starts_with('.') && name.ends_with(".xroot-upload");
+            if temp || name.contains('?') || Path::parse(name).is_err() {
+                if !temp {
+                    tracing::debug!("{dir}: {name:?} is no object name, left out");
+                }
                 continue;
             }
             let path = if dir == "/" {
-                format!("/{}", entry.name)
+                format!("/{name}")
             } else {
-                format!("{dir}/{}", entry.name)
+                format!("{dir}/{name}")
             };
             let stat = match entry.stat {
                 Some(s) => s,
-                None => self.stat(&path).await?,
+                None => match self.stat(&path).await {
+                    Ok(s) => s,
+                    Err(Error::NotFound { .. }) => continue,
+                    Err(e) => return Err(e),
+                },
             };
             if stat.is_dir() {
-                dirs.push(path);
+                dirs.push((path, stat.id));
             } else {
                 files.push(self.meta(&path, &stat)?);
             }
@@ -494,20 +521,32 @@ pub fn object_url(url: &str) -> Result<url::Url> {
     })
 }
 
-/// `url` parsed as a `root://`-family URL.
+/// `url` parsed as a `root://`-family URL, without CGI or a password (the
+/// store would not send them: credentials belong in the client's
+/// configuration).
 fn parse(url: &str) -> Result<Url> {
-    Url::parse(url).map_err(|e| Error::Generic {
+    let bad = |why: String| Error::Generic {
         store: STORE,
-        source: format!("{url:?} is not a root:// URL: {e}").into(),
-    })
+        source: why.into(),
+    };
+    let parsed = Url::parse(url).map_err(|e| bad(format!("{url:?} is not a root:// URL: {e}")))?;
+    if !parsed.cgi.is_empty() || parsed.password.is_some() {
+        return Err(bad(format!(
+            "{url:?}: a store URL carries no CGI or password; give credentials to the \
+             client (xroot_client::Config: bearer token, sss keytab, TLS)"
+        )));
+    }
+    Ok(parsed)
 }
 
-/// The ETag of a file: its modification time and size, in hex.
+/// The ETag of a file: its stat id (device and inode: every put renames a
+/// new file into place, so a new object has a new one), modification time
+/// and size, in hex.
 fn e_tag(stat: &StatInfo) -> String {
-    format!("{:x}-{:x}", stat.mtime, stat.size)
+    format!("{:x}-{:x}-{:x}", stat.id, stat.mtime, stat.size)
 }
 
-fn already_exists(path: &str) -> Error {
+pub(crate) fn already_exists(path: &str) -> Error {
     Error::AlreadyExists {
         path: path.to_string(),
         source: "the target exists".into(),
@@ -517,22 +556,24 @@ fn already_exists(path: &str) -> Error {
 /// Reads `range` of `file` as a stream of chunks of at most [`CHUNK`]
 /// bytes.
 fn read_stream(
+    handles: Arc<handles::Handles>,
     file: Arc<OpenFile>,
     path: String,
     range: Range<u64>,
 ) -> BoxStream<'static, Result<Bytes>> {
     stream::try_unfold(range.start, move |offset| {
-        let (file, path) = (file.clone(), path.clone());
+        let (file, path, handles) = (file.clone(), path.clone(), handles.clone());
         let end = range.end;
         async move {
             if offset >= end {
                 return Ok(None);
             }
             let len = (end - offset).min(CHUNK) as usize;
-            let data = file
-                .read_at(offset, len)
-                .await
-                .map_err(|e| client_error(&path, e))?;
+            let data = file.read_at(offset, len).await.map_err(|e| {
+                // a handle that failed serves no other call
+                handles.forget(&path, &file);
+                client_error(&path, e)
+            })?;
             if data.is_empty() {
                 return Err(Error::Generic {
                     store: STORE,
@@ -598,7 +639,10 @@ impl ObjectStore for XrootStore {
         payload: PutPayload,
         opts: PutOptions,
     ) -> Result<PutResult> {
-        let target = self.server_path(location);
+        if !opts.attributes.is_empty() {
+            return Err(not_implemented("put_opts with attributes"));
+        }
+        let target = self.server_path(location)?;
         self.put_file(&target, payload, &opts.mode).await?;
         let stat = self.stat(&target).await?;
         Ok(PutResult {
@@ -610,24 +654,21 @@ impl ObjectStore for XrootStore {
     async fn put_multipart_opts(
         &self,
         location: &Path,
-        _opts: PutMultipartOptions,
+        opts: PutMultipartOptions,
     ) -> Result<Box<dyn MultipartUpload>> {
-        let target = self.server_path(location);
-        let temp = self.temp_path(&target);
-        let file = self.open(&temp, OpenFlags::NEW.mkpath()).await?;
-        Ok(Box::new(upload::Upload::new(
-            self.clone(),
-            file,
-            temp,
-            target,
-        )))
+        if !opts.attributes.is_empty() {
+            return Err(not_implemented("put_multipart_opts with attributes"));
+        }
+        let target = self.server_path(location)?;
+        let temp = TempFile::create(self, &target).await?;
+        Ok(Box::new(upload::Upload::new(self.clone(), temp, target)))
     }
 
     async fn get_opts(&self, location: &Path, options: GetOptions) -> Result<GetResult> {
         if options.version.is_some() {
             return Err(not_implemented("get_opts with a version"));
         }
-        let path = self.server_path(location);
+        let path = self.server_path(location)?;
         if options.head {
             let stat = self.stat(&path).await?;
             let meta = self.meta(&path, &stat)?;
@@ -660,7 +701,12 @@ impl ObjectStore for XrootStore {
         };
         let (file, meta, range) = self.with_reader(&path, checked).await?;
         Ok(GetResult {
-            payload: GetResultPayload::Stream(read_stream(file, path, range.clone())),
+            payload: GetResultPayload::Stream(read_stream(
+                self.handles.clone(),
+                file,
+                path,
+                range.clone(),
+            )),
             meta,
             range,
             attributes: Attributes::new(),
@@ -668,7 +714,7 @@ impl ObjectStore for XrootStore {
     }
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
-        let path = self.server_path(location);
+        let path = self.server_path(location)?;
         let read = |file: Arc<OpenFile>| read_ranges(file, &path, ranges);
         self.with_reader(&path, read).await
     }
@@ -683,9 +729,9 @@ impl ObjectStore for XrootStore {
                 let store = store.clone();
                 async move {
                     let location = location?;
-                    let path = store.server_path(&location);
+                    let path = store.server_path(&location)?;
                     let removed = store.fs()?.rm(&path).await;
-                    store.handles.forget(&path, None);
+                    store.handles.changed(&path);
                     removed.map_err(|e| client_error(&path, e))?;
                     Ok(location)
                 }
@@ -695,16 +741,18 @@ impl ObjectStore for XrootStore {
     }
 
     fn list(&self, prefix: Option<&Path>) -> BoxStream<'static, Result<ObjectMeta>> {
-        let dir = self.server_path(&prefix.cloned().unwrap_or_default());
-        self.walk(dir)
+        match self.server_path(&prefix.cloned().unwrap_or_default()) {
+            Ok(dir) => self.walk(dir),
+            Err(e) => stream::once(async move { Err(e) }).boxed(),
+        }
     }
 
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
-        let dir = self.server_path(&prefix.cloned().unwrap_or_default());
+        let dir = self.server_path(&prefix.cloned().unwrap_or_default())?;
         let (objects, dirs) = self.list_dir(&dir).await?;
         let common_prefixes = dirs
             .iter()
-            .map(|d| self.object_path(d))
+            .map(|(d, _)| self.object_path(d))
             .collect::<Result<Vec<_>>>()?;
         Ok(ListResult {
             common_prefixes,
@@ -713,7 +761,7 @@ impl ObjectStore for XrootStore {
     }
 
     async fn copy_opts(&self, from: &Path, to: &Path, options: CopyOptions) -> Result<()> {
-        let (source, target) = (self.server_path(from), self.server_path(to));
+        let (source, target) = (self.server_path(from)?, self.server_path(to)?);
         let create = options.mode == CopyMode::Create;
         // a missing source is reported before an existing target (the
         // source is closed when `input` is dropped)
@@ -721,38 +769,25 @@ impl ObjectStore for XrootStore {
         if create && self.exists(&target).await? {
             return Err(already_exists(&target));
         }
-        let temp = self.temp_path(&target);
-        let output = self.open(&temp, OpenFlags::NEW.mkpath()).await?;
-        let copied = async {
-            let mut offset = 0u64;
-            loop {
-                let data = input
-                    .read_at(offset, CHUNK as usize)
-                    .await
-                    .map_err(|e| client_error(&source, e))?;
-                if data.is_empty() {
-                    return Ok(());
-                }
-                let n = data.len() as u64;
-                output
-                    .write_at(offset, data)
-                    .await
-                    .map_err(|e| client_error(&temp, e))?;
-                offset += n;
+        let temp = TempFile::create(self, &target).await?;
+        let writer = temp.writer();
+        let mut offset = 0u64;
+        loop {
+            let data = input
+                .read_at(offset, CHUNK as usize)
+                .await
+                .map_err(|e| client_error(&source, e))?;
+            if data.is_empty() {
+                break;
             }
+            offset = writer.write_bytes(offset, &data).await?;
         }
-        .await;
         drop(input);
-        let closed = output.close().await.map_err(|e| client_error(&temp, e));
-        if let Err(e) = copied.and(closed) {
-            let _ = self.fs()?.rm(&temp).await;
-            return Err(e);
-        }
-        self.commit(&temp, &target, create).await
+        temp.commit(&target, create).await
     }
 
     async fn rename_opts(&self, from: &Path, to: &Path, options: RenameOptions) -> Result<()> {
-        let (source, target) = (self.server_path(from), self.server_path(to));
+        let (source, target) = (self.server_path(from)?, self.server_path(to)?);
         if options.target_mode == RenameTargetMode::Create && self.exists(&target).await? {
             return Err(already_exists(&target));
         }
@@ -763,9 +798,16 @@ impl ObjectStore for XrootStore {
             }
         }
         let moved = fs.mv(&source, &target).await;
-        self.handles.forget(&source, None);
-        self.handles.forget(&target, None);
-        moved.map_err(|e| client_error(&source, e))
+        self.handles.changed(&source);
+        self.handles.changed(&target);
+        moved.map_err(|e| match client_error(&source, e) {
+            // the error is about the target unless the source is gone
+            Error::AlreadyExists { source: e, .. } => Error::AlreadyExists {
+                path: target.clone(),
+                source: e,
+            },
+            other => other,
+        })
     }
 }
 
@@ -782,7 +824,7 @@ mod tests {
         ] {
             let s = XrootStore::new(url).unwrap();
             assert_eq!(
-                s.server_path(&Path::from("a/b.parquet")),
+                s.server_path(&Path::from("a/b.parquet")).unwrap(),
                 "/data/x/a/b.parquet"
             );
             assert_eq!(s.url("/data/x/a"), "root://h:1095//data/x/a");
@@ -792,9 +834,63 @@ mod tests {
             );
         }
         let root = XrootStore::new("root://h").unwrap();
-        assert_eq!(root.server_path(&Path::from("f")), "/f");
-        assert_eq!(root.server_path(&Path::from("")), "/");
+        assert_eq!(root.server_path(&Path::from("f")).unwrap(), "/f");
+        assert_eq!(root.server_path(&Path::from("")).unwrap(), "/");
         assert!(XrootStore::new("http://h/x").is_err());
+    }
+
+    #[test]
+    fn what_xrootd_would_misread_is_refused() {
+        // a `?` starts CGI on the wire: `a?b` would address `a`
+        let s = XrootStore::new("root://h//data").unwrap();
+        assert!(s.server_path(&Path::parse("a?b").unwrap()).is_err());
+        assert_eq!(
+            s.server_path(&Path::from("a?b")).unwrap(),
+            "/data/a%3Fb",
+            "Path::from encodes it"
+        );
+        // CGI and passwords in the store URL would not be sent
+        assert!(XrootStore::new("root://h//data?authz=x").is_err());
+        assert!(XrootStore::new("root://u:pw@h//data").is_err());
+        assert!(object_url("root://h//d/f.parquet?x=1").is_err());
+    }
+
+    #[test]
+    fn temporary_names_are_hidden_fresh_and_short() {
+        let s = XrootStore::new("root://h//data").unwrap();
+        let long = "x".repeat(250);
+        let (a, b) = (
+            s.temp_path(&format!("/data/{long}")),
+            s.temp_path(&format!("/data/{long}")),
+        );
+        assert_ne!(a, b);
+        let name = a.rsplit_once('/').unwrap().1;
+        assert!(
+            name.starts_with('.') && name.ends_with(".xroot-upload"),
+            "{name}"
+        );
+        assert!(name.len() < 200, "{} bytes", name.len());
+        // another store in the same process does not repeat a name
+        let t = XrootStore::new("root://h//data").unwrap();
+        assert_ne!(t.temp_path("/data/f"), s.temp_path("/data/f"));
+    }
+
+    #[test]
+    fn object_urls_have_no_empty_segment() {
+        for (url, want) in [
+            (
+                "root://h:1095//data/f.parquet",
+                "root://h:1095/data/f.parquet",
+            ),
+            (
+                "root://h:1095/data/f.parquet",
+                "root://h:1095/data/f.parquet",
+            ),
+            ("root://h//data//dir/", "root://h:1094/data/dir/"),
+            ("roots://u@h//", "roots://u@h:1094/"),
+        ] {
+            assert_eq!(object_url(url).unwrap().as_str(), want, "{url}");
+        }
     }
 
     #[test]

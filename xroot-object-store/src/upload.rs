@@ -1,63 +1,64 @@
 //! Multipart uploads: one temporary file, each part written at its offset
 //! as it comes (parts may be in flight at once), renamed onto the target on
-//! completion.
-
-use std::sync::Arc;
+//! completion. An upload dropped unfinished removes its file.
 
 use async_trait::async_trait;
 use object_store::{MultipartUpload, PutPayload, PutResult, Result, UploadPart};
-use xroot_client::File;
 
-use crate::error::client_error;
+use crate::temp::TempFile;
 use crate::XrootStore;
 
-/// A multipart upload to `target` through `temp`.
+/// A multipart upload to `target` through a temporary file.
 #[derive(Debug)]
 pub(crate) struct Upload {
     store: XrootStore,
-    file: Arc<File>,
-    temp: String,
+    /// `None` once completed or aborted.
+    temp: Option<TempFile>,
     target: String,
     /// Where the next part goes.
     offset: u64,
 }
 
 impl Upload {
-    pub(crate) fn new(store: XrootStore, file: File, temp: String, target: String) -> Upload {
+    pub(crate) fn new(store: XrootStore, temp: TempFile, target: String) -> Upload {
         Upload {
             store,
-            file: Arc::new(file),
-            temp,
+            temp: Some(temp),
             target,
             offset: 0,
         }
+    }
+
+    fn temp(&mut self) -> Result<TempFile> {
+        self.temp
+            .take()
+            .ok_or_else(|| object_store::Error::Generic {
+                store: crate::STORE,
+                source: format!("upload to {} already completed or aborted", self.target).into(),
+            })
     }
 }
 
 #[async_trait]
 impl MultipartUpload for Upload {
     fn put_part(&mut self, data: PutPayload) -> UploadPart {
-        let mut offset = self.offset;
+        let offset = self.offset;
         self.offset += data.content_length() as u64;
-        let file = self.file.clone();
-        let temp = self.temp.clone();
+        let writer = self.temp.as_ref().map(TempFile::writer);
+        let target = self.target.clone();
         Box::pin(async move {
-            for part in data.iter() {
-                file.write_at(offset, part.clone())
-                    .await
-                    .map_err(|e| client_error(&temp, e))?;
-                offset += part.len() as u64;
+            match writer {
+                Some(w) => w.write(offset, &data).await,
+                None => Err(object_store::Error::Generic {
+                    store: crate::STORE,
+                    source: format!("upload to {target} already completed or aborted").into(),
+                }),
             }
-            Ok(())
         })
     }
 
     async fn complete(&mut self) -> Result<PutResult> {
-        self.file
-            .close()
-            .await
-            .map_err(|e| client_error(&self.temp, e))?;
-        self.store.commit(&self.temp, &self.target, false).await?;
+        self.temp()?.commit(&self.target, false).await?;
         let stat = self.store.stat(&self.target).await?;
         Ok(PutResult {
             e_tag: Some(crate::e_tag(&stat)),
@@ -66,11 +67,6 @@ impl MultipartUpload for Upload {
     }
 
     async fn abort(&mut self) -> Result<()> {
-        let _ = self.file.close().await;
-        self.store
-            .fs()?
-            .rm(&self.temp)
-            .await
-            .map_err(|e| client_error(&self.temp, e))
+        self.temp()?.discard().await
     }
 }

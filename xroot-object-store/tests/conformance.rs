@@ -12,6 +12,7 @@ use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
+use futures::StreamExt;
 use object_store::integration;
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions};
@@ -142,4 +143,88 @@ async fn suffix_reads_vector_reads_and_url_forms() {
         std::fs::read(dir.path().join("base/sub/f.bin")).unwrap(),
         data
     );
+}
+
+/// The files (names) the server holds in `dir`, temporary ones included.
+fn names(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Waits (at most 10 s) until `dir` holds exactly `want`.
+async fn wait_for_names(dir: &std::path::Path, want: &[&str]) {
+    for _ in 0..1000 {
+        if names(dir) == want {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(names(dir), want);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reads_after_writes_and_what_the_store_refuses_or_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = XrootStore::new(&ours(dir.path()).await).unwrap();
+    let path = Path::from("f.bin");
+    let head4 = [Range { start: 0, end: 4 }];
+    // one payload chunk larger than a write request: split on the wire
+    let big: Vec<u8> = (0..20_000_000u32).map(|i| (i % 253) as u8).collect();
+    store
+        .put(&path, Bytes::from(big.clone()).into())
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(dir.path().join("f.bin")).unwrap(), big);
+    // a kept read handle does not outlive a write through the store
+    let first = store.get_ranges(&path, &head4).await.unwrap();
+    assert_eq!(&first[0][..], &big[..4]);
+    let etag = store.head(&path).await.unwrap().e_tag;
+    store
+        .put(&path, Bytes::from(vec![7u8; big.len()]).into())
+        .await
+        .unwrap();
+    let again = store.get_ranges(&path, &head4).await.unwrap();
+    assert_eq!(&again[0][..], &[7u8; 4]);
+    let whole = store.get(&path).await.unwrap().bytes().await.unwrap();
+    assert!(whole.iter().all(|&b| b == 7));
+    // same size, maybe the same second: still another ETag
+    assert_ne!(store.head(&path).await.unwrap().e_tag, etag);
+    store.delete(&path).await.unwrap();
+    let gone = store.get_ranges(&path, &head4).await.unwrap_err();
+    assert!(
+        matches!(gone, object_store::Error::NotFound { .. }),
+        "{gone}"
+    );
+
+    // a `?` would address another file: refused, nothing touched
+    std::fs::write(dir.path().join("a"), b"keep").unwrap();
+    let odd = Path::parse("a?b").unwrap();
+    assert!(store
+        .put(&odd, Bytes::from_static(b"x").into())
+        .await
+        .is_err());
+    assert!(store.delete(&odd).await.is_err());
+    assert_eq!(std::fs::read(dir.path().join("a")).unwrap(), b"keep");
+    // names no object path can hold are left out of listings
+    std::fs::write(dir.path().join("q?r"), b"").unwrap();
+    std::fs::write(dir.path().join("tab\tname"), b"").unwrap();
+    let listed: Vec<String> = store
+        .list(None)
+        .map(|m| m.unwrap().location.to_string())
+        .collect()
+        .await;
+    assert_eq!(listed, ["a"]);
+
+    // an upload dropped unfinished leaves no file
+    let mut upload = store.put_multipart(&Path::from("m.bin")).await.unwrap();
+    upload
+        .put_part(Bytes::from_static(b"part").into())
+        .await
+        .unwrap();
+    drop(upload);
+    wait_for_names(dir.path(), &["a", "q?r", "tab\tname"]).await;
 }
