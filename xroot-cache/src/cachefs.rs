@@ -202,6 +202,15 @@ impl<F: OriginFs> CacheFs<F> {
             .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())))
     }
 
+    /// Stops sharing the cached file of `path` with later opens, for a
+    /// caller that changed the file at the origin (wrote, renamed or
+    /// removed it): the next open opens the origin afresh and checks the
+    /// entry against the new stat. Handles open now keep reading what they
+    /// opened.
+    pub fn forget(&self, path: &str) {
+        self.inner.open.lock().unwrap().remove(path);
+    }
+
     /// Opens the cached file of `path`: the origin file, its stat and the
     /// store entry they validate. A path the store can never hold (a
     /// sidecar's name) is refused before the origin is asked; when the
@@ -386,6 +395,14 @@ struct Claim<F: OriginFs> {
 impl<F: OriginFs> Drop for Claim<F> {
     fn drop(&mut self) {
         CacheFs::release(&self.fs, &self.path, &self.slot);
+    }
+}
+
+impl<F: OriginFs> CacheHandle<F> {
+    /// The origin file below (shared by every handle of the path), for a
+    /// caller that reads around the cache when a cached read fails.
+    pub fn origin(&self) -> &F::File {
+        self.file.origin()
     }
 }
 

@@ -2,7 +2,7 @@
 //! (or `roots://`), printed as a table.
 //!
 //! ```text
-//! sql --table NAME=URL [--table NAME=URL ...] QUERY
+//! sql --table NAME=URL [--table NAME=URL ...] [--cache-dir DIR] QUERY
 //! cargo run --release -p xroot-object-store --example sql -- \
 //!     --table events=root://host:1094//data/run1/ \
 //!     'SELECT "nMuon", count(*) FROM events WHERE "MET_pt" > 20 GROUP BY "nMuon"'
@@ -18,15 +18,24 @@
 //! the client takes TLS trust, tokens and sss keytabs from the environment
 //! as the stock tools do (`X509_CERT_DIR`, `BEARER_TOKEN`..., `XrdSecSSSKT`).
 //!
+//! With `--cache-dir DIR`, reads go through a block cache in `DIR` (one
+//! subdirectory per server, `HOST_PORT`; see
+//! [`xroot_object_store::XrootStore::with_cache`]): a second query over the
+//! same files reads the cached blocks from disk.
+//!
 //! Exit status: 0 on success, 1 when the query or a table fails (the error
 //! on stderr), 2 for invalid arguments.
 
 use std::collections::HashSet;
 use std::process::ExitCode;
 
+use std::sync::Arc;
+
 use clap::Parser;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use xroot_cache::CacheConfig;
 use xroot_client::Client;
+use xroot_object_store::XrootStore;
 
 /// The command line.
 #[derive(Parser, Debug)]
@@ -39,6 +48,9 @@ struct Cli {
     /// (repeatable).
     #[arg(long = "table", value_name = "NAME=URL", required = true, value_parser = table)]
     tables: Vec<(String, String)>,
+    /// Read through a block cache in this directory (created if absent).
+    #[arg(long, value_name = "DIR")]
+    cache_dir: Option<std::path::PathBuf>,
     /// The SQL query.
     query: String,
 }
@@ -68,8 +80,25 @@ async fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
     let ctx = SessionContext::new();
     let client = Client::new();
     let mut servers = HashSet::new();
+    let mut cached = Vec::new();
     for (name, url) in &cli.tables {
-        let (key, store) = xroot_object_store::server_store(client.clone(), url)?;
+        let (key, mut store) = xroot_object_store::server_store(client.clone(), url)?;
+        // one store (and one cache) per server
+        let new_server = servers.insert(key.clone());
+        if let (true, Some(dir)) = (new_server, &cli.cache_dir) {
+            let server = format!(
+                "{}_{}",
+                key.host_str().unwrap_or(""),
+                key.port().unwrap_or(0)
+            );
+            store = Arc::new(XrootStore::with_cache(
+                client.clone(),
+                key.as_str(),
+                dir.join(server),
+                CacheConfig::default(),
+            )?);
+            cached.push(store.clone());
+        }
         let mut table_url = xroot_object_store::object_url(url)?;
         // a directory is a table of every Parquet file below it: DataFusion
         // lists a URL as a directory when it ends with `/`
@@ -85,7 +114,7 @@ async fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
                 table_url.set_path(&format!("{}/", table_url.path()));
             }
         }
-        if servers.insert(key.clone()) {
+        if new_server {
             ctx.register_object_store(&key, store);
         }
         ctx.register_parquet(name, table_url.as_str(), ParquetReadOptions::default())
@@ -94,6 +123,10 @@ async fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
     }
     let frame = ctx.sql(&cli.query).await?;
     let batches = frame.collect().await?;
+    // what was fetched stays for the next run
+    for store in &cached {
+        store.flush_cache().await?;
+    }
     println!(
         "{}",
         datafusion::arrow::util::pretty::pretty_format_batches(&batches)?

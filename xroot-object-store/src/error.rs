@@ -54,3 +54,27 @@ pub(crate) fn not_implemented(operation: &str) -> Error {
         implementer: STORE.to_string(),
     }
 }
+
+/// `e`, from the cache below the store about `path`, as the object_store
+/// error of its kind.
+pub(crate) fn fs_error(path: &str, e: xroot_server::FsError) -> Error {
+    let path = path.to_string();
+    let code = match &e {
+        xroot_server::FsError::Error { code, .. } => Some(*code),
+        _ => None,
+    };
+    match code {
+        Some(ErrorCode::NOT_FOUND | ErrorCode::IS_DIRECTORY) => Error::NotFound {
+            path,
+            source: Box::new(e),
+        },
+        Some(ErrorCode::NOT_AUTHORIZED) => Error::PermissionDenied {
+            path,
+            source: Box::new(e),
+        },
+        _ => Error::Generic {
+            store: STORE,
+            source: Box::new(e),
+        },
+    }
+}

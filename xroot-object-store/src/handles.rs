@@ -14,11 +14,14 @@
 //! connection.
 
 use std::collections::HashMap;
-use std::ops::Deref;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use xroot_client::File;
+use bytes::Bytes;
+use xroot_cache::{CacheHandle, RemoteOrigin};
+use xroot_client::{Error as ClientError, File};
+use xroot_proto::response::StatInfo;
+use xroot_server::File as XrdFile;
 
 /// How long after its open a handle serves new calls.
 pub(crate) const FRESH: Duration = Duration::from_secs(5);
@@ -26,35 +29,114 @@ pub(crate) const FRESH: Duration = Duration::from_secs(5);
 /// At most this many handles are kept; past it the oldest are let go.
 const MAX_KEPT: usize = 64;
 
-/// An open file, closed (on a task) when the last of its users drops it.
-#[derive(Debug)]
-pub(crate) struct OpenFile(Option<File>);
+/// An open file: directly at the server, or through the store's cache
+/// directory. Closed (on a task) when the last of its users drops it.
+pub(crate) struct OpenFile(Option<Opened>);
 
-impl OpenFile {
-    pub(crate) fn new(file: File) -> Arc<OpenFile> {
-        Arc::new(OpenFile(Some(file)))
+enum Opened {
+    Direct(Box<File>),
+    /// The cache's handle; its origin file is the server's.
+    Cached(CacheHandle<RemoteOrigin>),
+}
+
+impl std::fmt::Debug for OpenFile {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kind = match &self.0 {
+            Some(Opened::Direct(_)) => "direct",
+            Some(Opened::Cached(_)) => "cached",
+            None => "closed",
+        };
+        f.debug_tuple("OpenFile").field(&kind).finish()
     }
 }
 
-impl Deref for OpenFile {
-    type Target = File;
+impl OpenFile {
+    /// `file`, opened at the server.
+    pub(crate) fn direct(file: File) -> Arc<OpenFile> {
+        Arc::new(OpenFile(Some(Opened::Direct(Box::new(file)))))
+    }
 
-    fn deref(&self) -> &File {
+    /// `handle`, opened through the cache.
+    pub(crate) fn cached(handle: CacheHandle<RemoteOrigin>) -> Arc<OpenFile> {
+        Arc::new(OpenFile(Some(Opened::Cached(handle))))
+    }
+
+    fn opened(&self) -> &Opened {
         self.0
             .as_ref()
             .expect("an OpenFile holds its file until dropped")
+    }
+
+    /// The file at the server (for a cached one, its origin file).
+    pub(crate) fn server_file(&self) -> &File {
+        match self.opened() {
+            Opened::Direct(f) => f,
+            Opened::Cached(h) => h.origin(),
+        }
+    }
+
+    /// The stat the server returned at open, else a `kXR_stat`.
+    ///
+    /// # Errors
+    /// The server's.
+    pub(crate) async fn stat(&self) -> Result<StatInfo, ClientError> {
+        let file = self.server_file();
+        match file.cached_stat() {
+            Some(s) => Ok(s),
+            None => file.stat().await,
+        }
+    }
+
+    /// Up to `len` bytes at `offset` (fewer only at the end): from the
+    /// cache when there is one, falling back to the server when the cache
+    /// fails.
+    ///
+    /// # Errors
+    /// The server's.
+    pub(crate) async fn read_at(&self, offset: u64, len: usize) -> Result<Bytes, ClientError> {
+        if let Opened::Cached(h) = self.opened() {
+            match XrdFile::read_at(h, offset, len).await {
+                Ok(data) => return Ok(data),
+                Err(e) => tracing::debug!("cache read at {offset}: {e}; reading the server's"),
+            }
+        }
+        self.server_file().read_at(offset, len).await
+    }
+
+    /// Each `(offset, len)` whole, as [`File::readv`] reads them (one
+    /// vector read per 1024 elements or 2,097,136 bytes an element): from
+    /// the cache when there is one (one server request per vector read for
+    /// the blocks it lacks), falling back to the server when it fails.
+    ///
+    /// # Errors
+    /// The server's.
+    pub(crate) async fn readv(&self, extents: &[(u64, usize)]) -> Result<Vec<Bytes>, ClientError> {
+        if let Opened::Cached(h) = self.opened() {
+            match XrdFile::readv(h, extents.to_vec()).await {
+                Ok(data) => return Ok(data),
+                Err(e) => tracing::debug!("cache vector read: {e}; reading the server's"),
+            }
+        }
+        self.server_file().readv(extents).await
     }
 }
 
 impl Drop for OpenFile {
     fn drop(&mut self) {
-        // without a runtime the server closes it with the connection
-        if let (Some(file), Ok(rt)) = (self.0.take(), tokio::runtime::Handle::try_current()) {
-            rt.spawn(async move {
-                if let Err(e) = file.close().await {
-                    tracing::debug!("closing {}: {e}", file.url());
+        match self.0.take() {
+            // without a runtime the server closes it with the connection
+            Some(Opened::Direct(file)) => {
+                if let Ok(rt) = tokio::runtime::Handle::try_current() {
+                    rt.spawn(async move {
+                        if let Err(e) = file.close().await {
+                            tracing::debug!("closing {}: {e}", file.url());
+                        }
+                    });
                 }
-            });
+            }
+            // the cache closes its origin file after its last handle
+            Some(Opened::Cached(handle)) => drop(handle),
+            None => {}
         }
     }
 }

@@ -71,7 +71,7 @@ impl TempFile {
             }
             let moved = self.store.fs()?.mv(&self.path, target).await;
             // reads of the target see the new file from now on
-            self.store.handles.changed(target);
+            self.store.changed(target);
             moved.map_err(|e| client_error(target, e))
         }
         .await;

@@ -228,3 +228,64 @@ async fn reads_after_writes_and_what_the_store_refuses_or_leaves_out() {
     drop(upload);
     wait_for_names(dir.path(), &["a", "q?r", "tab\tname"]).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_conformance_through_a_cache_directory() {
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = ours(dir.path()).await;
+    let store = XrootStore::with_cache(
+        xroot_client::Client::new(),
+        &url,
+        cache.path(),
+        xroot_cache::CacheConfig::default(),
+    )
+    .unwrap();
+    conformance(&store).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cache_directory_serves_vector_reads_from_disk_and_survives_damage() {
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 13 % 241) as u8).collect();
+    std::fs::write(dir.path().join("f.bin"), &data).unwrap();
+    let url = ours(dir.path()).await;
+    let store = XrootStore::with_cache(
+        xroot_client::Client::new(),
+        &url,
+        cache.path(),
+        xroot_cache::CacheConfig::default(),
+    )
+    .unwrap();
+    let path = Path::from("f.bin");
+    let ranges = [0..5000, 100_000..100_010, 2_999_000..3_000_000];
+    let check = |got: &[Bytes]| {
+        for (r, g) in ranges.iter().zip(got) {
+            assert_eq!(&g[..], &data[r.start as usize..r.end as usize], "{r:?}");
+        }
+    };
+    // cold: one server request for the vector read's missing blocks
+    check(&store.get_ranges(&path, &ranges).await.unwrap());
+    let cold = store.cache_stats().unwrap();
+    assert_eq!(cold.origin_request_count, 1, "{cold:?}");
+    assert!(cold.bytes_fetched >= 6010, "{cold:?}");
+    // warm: nothing fetched, the bytes come from disk
+    check(&store.get_ranges(&path, &ranges).await.unwrap());
+    let warm = store.cache_stats().unwrap();
+    assert_eq!(warm.bytes_fetched, cold.bytes_fetched, "{warm:?}");
+    assert!(warm.bytes_from_disk > cold.bytes_from_disk, "{warm:?}");
+    let whole = store.get(&path).await.unwrap().bytes().await.unwrap();
+    assert_eq!(&whole[..], &data[..]);
+
+    // damaged cached bytes fail their page crc32c and are fetched again
+    let cached = cache.path().join("f.bin");
+    let mut bytes = std::fs::read(&cached).unwrap();
+    bytes[..5000].fill(0xee);
+    std::fs::write(&cached, &bytes).unwrap();
+    check(&store.get_ranges(&path, &ranges).await.unwrap());
+    // a cache directory gone from under the store: reads go to the server
+    drop(std::fs::remove_dir_all(cache.path()));
+    std::fs::write(cache.path(), b"not a directory").unwrap();
+    let other = Path::from("g.bin");
+    std::fs::write(dir.path().join("g.bin"), &data).unwrap();
+    check(&store.get_ranges(&other, &ranges).await.unwrap());
+}

@@ -8,6 +8,9 @@
 //! under `CI=true`).
 
 #[allow(dead_code)]
+#[path = "../../tests/support/delay_proxy.rs"]
+mod delay_proxy;
+#[allow(dead_code)]
 #[path = "../../tests/support/example.rs"]
 mod example;
 #[allow(dead_code)]
@@ -80,10 +83,16 @@ fn write_files(python: &Path, dir: &Path) -> (Vec<Vec<f64>>, Vec<Vec<f64>>) {
 /// Runs `sql --table ... QUERY`; the rows of the table it printed (the
 /// header row left out), as numbers.
 fn sql(tables: &[(&str, String)], query: &str) -> Vec<Vec<f64>> {
+    sql_with(tables, &[], query)
+}
+
+/// [`sql`] with more arguments.
+fn sql_with(tables: &[(&str, String)], args: &[&str], query: &str) -> Vec<Vec<f64>> {
     let mut cmd = Command::new(example::example_bin("sql"));
     for (name, url) in tables {
         cmd.arg("--table").arg(format!("{name}={url}"));
     }
+    cmd.args(args);
     let out = cmd.arg(query).output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -156,4 +165,41 @@ fn datafusion_over_the_stock_server_matches_pyarrow() {
         return;
     };
     queries_match_pyarrow(server.port, &events, &one);
+}
+
+#[test]
+fn a_cache_directory_answers_the_second_query_from_disk() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (events, _) = write_files(&python, dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (server, relay) = rt.block_on(async {
+        let server = Server::bind(
+            "127.0.0.1:0",
+            LocalFs::new(dir.path()).unwrap(),
+            Config::default(),
+        )
+        .await
+        .unwrap();
+        // no delay: the relay only counts what the server is asked
+        let relay =
+            delay_proxy::DelayProxy::start(server.local_addr().port(), std::time::Duration::ZERO)
+                .await;
+        (server, relay)
+    });
+    rt.spawn(server.serve());
+    let table = [("events", format!("root://127.0.0.1:{}//events", relay.port))];
+    let cache_dir = cache.path().to_str().unwrap();
+    // cold: the blocks come from the server and are stored
+    let got = sql_with(&table, &["--cache-dir", cache_dir], EVENTS_QUERY);
+    assert_eq!(got, events, "cold");
+    let cold = relay.traffic();
+    assert!(cold.read_bytes_asked > 0, "{cold:?}");
+    // warm, in a new process: the same answer, no byte read from the server
+    let got = sql_with(&table, &["--cache-dir", cache_dir], EVENTS_QUERY);
+    assert_eq!(got, events, "warm");
+    let warm = relay.traffic().since(&cold);
+    assert_eq!(warm.read_bytes_asked, 0, "{warm:?}");
+    assert_eq!(warm.reads(), 0, "{warm:?}");
 }
