@@ -318,8 +318,15 @@ struct Cached {
 
 impl Cached {
     /// Removes the sidecar first (so no bit outlives its data), then the
-    /// temporary sidecar and the data, then the directories this emptied.
+    /// temporary sidecar and the data, then the directories this emptied;
+    /// holding the entry's cross-process lock, so that another process
+    /// sharing the directory is not committing a sidecar meanwhile (its
+    /// next commit finds the entry gone and writes none).
     fn remove(&self, root: &Path) -> io::Result<()> {
+        let _locked = match &self.data {
+            Some(data) => crate::store::lock_data(data)?,
+            None => None,
+        };
         for path in [&self.sidecar, &self.temp, &self.data]
             .into_iter()
             .flatten()

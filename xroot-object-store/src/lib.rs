@@ -73,8 +73,8 @@
 //! [`XrootStore::with_cache`] reads through a block cache in a local
 //! directory (xroot-cache's store, as our XCache uses it): one server
 //! request per vector read for the blocks it lacks, cached blocks from
-//! disk, the server whenever the cache fails. One process per cache
-//! directory for now.
+//! disk, the server whenever the cache fails; several processes may share
+//! the directory.
 //!
 //! # Registries
 //!
@@ -200,9 +200,11 @@ impl XrootStore {
     /// cache; a file rewritten on the server is detected at the next open
     /// (by its size and modification time) and cached anew.
     ///
-    /// One process per cache directory for now: two processes sharing one
-    /// may overwrite each other's block index (losing cached blocks, never
-    /// serving wrong bytes: every page is checked against its crc32c).
+    /// Several processes may share one cache directory: each commit of a
+    /// file's block index (its sidecar) holds the file's lock (`flock` on
+    /// its data file) and keeps the blocks the others committed, and an
+    /// eviction holds it too. Two processes reading the same missing blocks
+    /// at the same moment may both fetch them.
     ///
     /// # Errors
     /// As [`XrootStore::new`]; [`Error::Generic`] when `dir` cannot be

@@ -202,4 +202,23 @@ fn a_cache_directory_answers_the_second_query_from_disk() {
     let warm = relay.traffic().since(&cold);
     assert_eq!(warm.read_bytes_asked, 0, "{warm:?}");
     assert_eq!(warm.reads(), 0, "{warm:?}");
+
+    // two processes at once on another, empty cache directory: both right;
+    // then a third finds every block the two fetched
+    let shared = tempfile::tempdir().unwrap();
+    let shared_dir = shared.path().to_str().unwrap().to_string();
+    let runs: Vec<_> = (0..2)
+        .map(|_| {
+            let (table, dir) = (table.clone(), shared_dir.clone());
+            std::thread::spawn(move || sql_with(&table, &["--cache-dir", &dir], EVENTS_QUERY))
+        })
+        .collect();
+    for run in runs {
+        assert_eq!(run.join().unwrap(), events, "two at once");
+    }
+    let before = relay.traffic();
+    let got = sql_with(&table, &["--cache-dir", &shared_dir], EVENTS_QUERY);
+    assert_eq!(got, events, "after two at once");
+    let after = relay.traffic().since(&before);
+    assert_eq!(after.read_bytes_asked, 0, "{after:?}");
 }

@@ -49,6 +49,28 @@ impl DataFile {
         Ok(())
     }
 
+    /// Takes the cross-process lock of this entry (`flock(LOCK_EX)` on the
+    /// data file, waiting for it): held around sidecar commits, resets and
+    /// eviction, so that processes sharing a cache directory do not
+    /// overwrite each other's sidecar. Released when the guard drops.
+    pub(crate) fn lock(&self) -> io::Result<Locked<'_>> {
+        rustix::fs::flock(&self.file, rustix::fs::FlockOperation::LockExclusive)?;
+        Ok(Locked(&self.file))
+    }
+
+    /// Whether `path` still names this data file (the same device and
+    /// inode): false once another process evicted the entry (and perhaps
+    /// made a new one).
+    pub(crate) fn is_at(&self, path: &Path) -> io::Result<bool> {
+        use std::os::unix::fs::MetadataExt;
+        let ours = self.file.metadata()?;
+        match std::fs::metadata(path) {
+            Ok(there) => Ok(there.dev() == ours.dev() && there.ino() == ours.ino()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
     /// fdatasync: makes the written data durable.
     pub(crate) fn sync(&self) -> io::Result<()> {
         self.file.sync_data()
@@ -78,5 +100,31 @@ impl DataFile {
             let _ = offset;
             Err(io::Error::from(io::ErrorKind::Unsupported))
         }
+    }
+}
+
+/// The cross-process lock of an entry, held until dropped
+/// ([`DataFile::lock`]).
+#[derive(Debug)]
+pub(crate) struct Locked<'a>(&'a File);
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        if let Err(e) = rustix::fs::flock(self.0, rustix::fs::FlockOperation::Unlock) {
+            tracing::debug!("cache entry unlock: {e}");
+        }
+    }
+}
+
+/// Takes the cross-process lock of the data file at `path`, if it exists,
+/// for removing it ([`DataFile::lock`]); `None` when there is no such file.
+pub(crate) fn lock_path(path: &Path) -> io::Result<Option<File>> {
+    match File::open(path) {
+        Ok(file) => {
+            rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)?;
+            Ok(Some(file))
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }

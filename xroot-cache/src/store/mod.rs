@@ -16,6 +16,12 @@
 //! space drops and frees the blocks no sidecar on disk indexes. What is on
 //! disk is thus indexed, and served after a restart.
 //!
+//! Processes sharing a directory: each entry's sidecar is committed, reset
+//! and evicted under the entry's lock (`flock` on its data file); a commit
+//! keeps the blocks other processes committed since ([`Entry::flush`]), and
+//! an entry evicted by another process commits nothing more. Blocks two
+//! processes fetch at once are written twice, with the same bytes.
+//!
 //! The directory belongs to the store: [`purge`](crate::purge::purge) treats
 //! every file under it as cache content.
 
@@ -120,8 +126,9 @@ impl Store {
     /// sets aside the space of the next sidecar (see
     /// [`Entry::write_blocks`]); a full disk does not fail the call for that.
     ///
-    /// Keep at most one `Entry` per path at a time (two would overwrite each
-    /// other's sidecar).
+    /// Keep at most one `Entry` per path at a time in a process (each
+    /// commit keeps the blocks the others committed, but the blocks one
+    /// clears after a failed crc32c may come back from another's).
     ///
     /// Errors: `InvalidInput` for a path with an empty, `.` or `..` segment, a
     /// NUL byte, a segment ending in `.cinfo` or `.cinfo.tmp` (reserved for
@@ -139,26 +146,19 @@ impl Store {
             fs::create_dir_all(parent)?;
         }
         let data = DataFile::open(&data_path)?;
-        let (mut state, reset) = match loaded {
-            Ok(state) => (state, false),
-            Err(why) => {
-                tracing::debug!(path, why, "cache entry reset");
-                let empty = Sidecar::empty(validators, block_size, now)?;
-                let bytes = empty.encode();
-                match sidecar::replace(&sidecar_path, &temp_path, &bytes) {
-                    Err(e) if is_full(&e) => {
-                        data.truncate()?;
-                        sidecar::replace(&sidecar_path, &temp_path, &bytes)?;
-                    }
-                    other => other?,
-                }
-                (empty, true)
-            }
+        let mut state = match loaded {
+            Ok(state) => state,
+            Err(_) => reset(
+                path,
+                &data,
+                &sidecar_path,
+                &temp_path,
+                validators,
+                block_size,
+                now,
+            )?,
         };
         state.set_atime(now);
-        if reset {
-            data.truncate()?;
-        }
         let reserved = match sidecar::reserve(&temp_path, state.encoded_len() as u64) {
             Ok(()) => true,
             Err(e) if is_full(&e) => false,
@@ -169,6 +169,7 @@ impl Store {
             validators,
             block_size,
             data,
+            data_path,
             sidecar_path,
             temp_path,
             reserved: AtomicBool::new(reserved),
@@ -180,6 +181,46 @@ impl Store {
             flush: Mutex::new(()),
         })
     }
+}
+
+/// The sidecar of an entry whose sidecar on disk was not accepted: the one
+/// another process sharing the directory wrote meanwhile, if it now is,
+/// else an empty one, written, with the data file truncated. Under the
+/// entry's lock, so that no process reads data truncated under a sidecar
+/// still claiming it.
+fn reset(
+    path: &str,
+    data: &DataFile,
+    sidecar_path: &Path,
+    temp_path: &Path,
+    validators: Validators,
+    block_size: u64,
+    now: i64,
+) -> io::Result<Sidecar> {
+    let _locked = data.lock()?;
+    let why = match Sidecar::load(sidecar_path, validators, block_size)? {
+        Ok(theirs) => return Ok(theirs),
+        Err(why) => why,
+    };
+    tracing::debug!(path, why, "cache entry reset");
+    let empty = Sidecar::empty(validators, block_size, now)?;
+    let bytes = empty.encode();
+    match sidecar::replace(sidecar_path, temp_path, &bytes) {
+        Err(e) if is_full(&e) => {
+            data.truncate()?;
+            sidecar::replace(sidecar_path, temp_path, &bytes)?;
+        }
+        other => other?,
+    }
+    data.truncate()?;
+    Ok(empty)
+}
+
+/// Takes the cross-process lock of the data file at `path` (see
+/// [`Entry::flush`]) for removing the entry; `None` when the file is gone.
+/// The lock is released when the returned file is closed.
+pub(crate) fn lock_data(path: &Path) -> io::Result<Option<fs::File>> {
+    data::lock_path(path)
 }
 
 /// Checks a logical path and returns it relative, to join under the root.
@@ -231,6 +272,7 @@ pub struct Entry {
     validators: Validators,
     block_size: u64,
     data: DataFile,
+    data_path: PathBuf,
     sidecar_path: PathBuf,
     temp_path: PathBuf,
     /// Whether `temp_path` holds the disk space of the next sidecar.
@@ -392,36 +434,52 @@ impl Entry {
 
     /// Makes the bits set so far durable: takes a snapshot of the state,
     /// fdatasyncs the data file (so every block in the snapshot is on disk),
-    /// then writes the sidecar into `<path>.cinfo.tmp` (the space set aside
-    /// for it), fsyncs it, swaps it with `<path>.cinfo` (atomic) and fsyncs
-    /// the directory. The sidecar carries the access time last marked by
+    /// then, holding the entry's cross-process lock (`flock` on the data
+    /// file), adds to the snapshot the blocks another process sharing the
+    /// directory has committed since (and takes them into this entry too),
+    /// writes the sidecar into `<path>.cinfo.tmp` (the space set aside for
+    /// it), fsyncs it, swaps it with `<path>.cinfo` (atomic) and fsyncs the
+    /// directory. The sidecar carries the access time last marked by
     /// [`touch`](Entry::touch) (or by [`Store::entry`]). Does nothing if
-    /// nothing changed since the last flush.
+    /// nothing changed since the last flush, or once the entry was evicted
+    /// (its data file removed or replaced by another process: its bits
+    /// would index another file's data).
     ///
-    /// Errors: those of the sync, write and rename; the state stays to flush
-    /// again. When the disk is full ([`is_full`]), the blocks written since
-    /// the sidecar on disk was written are dropped first (their bits
+    /// Errors: those of the sync, lock, write and rename; the state stays to
+    /// flush again. When the disk is full ([`is_full`]), the blocks written
+    /// since the sidecar on disk was written are dropped first (their bits
     /// cleared, their space freed): nothing on disk is left unindexed.
     pub fn flush(&self) -> io::Result<()> {
         let _serial = lock(&self.flush);
-        let (snapshot, bits) = {
+        let (mut snapshot, known) = {
             let mut state = lock(&self.state);
             if !state.dirty {
                 return Ok(());
             }
             state.dirty = false;
-            (state.sidecar.encode(), state.sidecar.bits().to_vec())
+            (state.sidecar.clone(), state.durable.clone())
         };
-        let result = self
-            .data
-            .sync()
-            .and_then(|()| sidecar::update(&self.sidecar_path, &self.temp_path, &snapshot));
+        let result = self.data.sync().and_then(|()| {
+            let _locked = self.data.lock()?;
+            if !self.data.is_at(&self.data_path)? {
+                tracing::debug!(path = %self.data_path.display(), "cache entry evicted: not indexed");
+                return Ok(None);
+            }
+            if let Ok(theirs) = Sidecar::load(&self.sidecar_path, self.validators, self.block_size)? {
+                if snapshot.adopt(&theirs, &known) > 0 {
+                    lock(&self.state).sidecar.adopt(&theirs, &known);
+                }
+            }
+            let kept = sidecar::update(&self.sidecar_path, &self.temp_path, &snapshot.encode())?;
+            Ok(Some(kept))
+        });
         match result {
-            Ok(kept) => {
+            Ok(Some(kept)) => {
                 self.reserved.store(kept, Ordering::SeqCst);
-                lock(&self.state).durable = bits;
+                lock(&self.state).durable = snapshot.bits().to_vec();
                 Ok(())
             }
+            Ok(None) => Ok(()),
             Err(e) => {
                 // the space set aside is checked again before the next write
                 self.reserved.store(false, Ordering::SeqCst);
@@ -516,6 +574,78 @@ impl Entry {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    const BLOCK: u64 = 4096;
+
+    fn bytes(n: usize) -> Vec<u8> {
+        (0..n).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    #[test]
+    fn entries_of_two_processes_keep_what_each_cached() {
+        // two stores on one directory, each entry with its own descriptor
+        // and so its own lock, as two processes have
+        let dir = tempfile::tempdir().unwrap();
+        let data = bytes(4 * BLOCK as usize);
+        let v = Validators {
+            size: data.len() as u64,
+            mtime: 7,
+        };
+        let a = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        let b = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        a.write_blocks(0, &data[..2 * BLOCK as usize]).unwrap();
+        a.flush().unwrap();
+        b.write_blocks(2 * BLOCK, &data[2 * BLOCK as usize..])
+            .unwrap();
+        b.flush().unwrap();
+        // b's commit kept a's blocks, and b took them in
+        assert!(b.is_cached(0) && b.is_cached(1));
+        assert_eq!(&b.read(0, data.len()).unwrap()[..], &data[..]);
+        let c = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        assert_eq!(&c.read(0, data.len()).unwrap()[..], &data[..]);
+        // a's next commit keeps b's blocks too
+        a.touch();
+        a.flush().unwrap();
+        let d = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        assert_eq!(d.cached_bytes(), data.len() as u64);
+    }
+
+    #[test]
+    fn an_entry_evicted_by_another_process_writes_no_sidecar() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = bytes(2 * BLOCK as usize);
+        let v = Validators {
+            size: data.len() as u64,
+            mtime: 7,
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let a = store.entry("/f", v, BLOCK).unwrap();
+        a.write_blocks(0, &data).unwrap();
+        // another process's purge: under the entry's lock, files removed
+        {
+            let _locked = lock_data(&dir.path().join("f")).unwrap().unwrap();
+            for name in ["f.cinfo", "f.cinfo.tmp", "f"] {
+                let _ = fs::remove_file(dir.path().join(name));
+            }
+        }
+        a.flush().unwrap();
+        assert!(!dir.path().join("f.cinfo").exists());
+        // a new entry starts empty, its data file a new one
+        let b = store.entry("/f", v, BLOCK).unwrap();
+        assert_eq!(b.cached_bytes(), 0);
+    }
 
     #[test]
     fn confine_accepts_plain_paths() {

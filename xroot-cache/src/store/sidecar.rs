@@ -283,6 +283,33 @@ impl Sidecar {
         }
     }
 
+    /// Takes from `other` (the same origin file's sidecar as another
+    /// process wrote it) every block it has cached that this one has not
+    /// and that `known` (the bits this one last wrote or loaded) has not:
+    /// blocks another process added, not those this one dropped since (a
+    /// page that failed its crc32c). Takes each block's bit and the crc32c
+    /// of its pages; returns how many. `other` must have the same
+    /// validators and block size (the caller loaded it for them).
+    pub(crate) fn adopt(&mut self, other: &Sidecar, known: &[u64]) -> u64 {
+        let mut adopted = 0;
+        let pages_per_block = self.block_size / PAGE;
+        let known = known.iter().chain(std::iter::repeat(&0));
+        let words = self.bits.clone().into_iter().zip(&other.bits).zip(known);
+        for (w, ((mine, &theirs), &known)) in words.enumerate() {
+            let new = theirs & !mine & !known;
+            for i in (0..64u64).filter(|i| new & (1 << i) != 0) {
+                let block = w as u64 * 64 + i;
+                self.set_cached(block, true);
+                let first = block * pages_per_block;
+                for page in first..first + pages_per_block {
+                    self.set_crc(page, other.crc(page));
+                }
+                adopted += 1;
+            }
+        }
+        adopted
+    }
+
     /// The block bitmap: block `i` is bit `i % 64` of word `i / 64`.
     pub(crate) fn bits(&self) -> &[u64] {
         &self.bits
