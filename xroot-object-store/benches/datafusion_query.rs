@@ -23,6 +23,7 @@ mod common;
 #[allow(dead_code)]
 #[path = "../../tests/support/delay_proxy.rs"]
 mod delay_proxy;
+mod support;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -35,7 +36,6 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use tokio::runtime::Runtime;
 use xroot_client::Client;
-use xroot_server::{Config, LocalFs, Server};
 
 const FILES: usize = 4;
 const ROWS: usize = 1 << 20;
@@ -49,27 +49,8 @@ fn main() {
     let dir = data.path().join("events");
     std::fs::create_dir(&dir).unwrap();
     let bytes = write_files(&dir);
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = server_rt.block_on(async {
-        Server::bind(
-            "127.0.0.1:0",
-            LocalFs::new(data.path()).unwrap(),
-            Config::default(),
-        )
-        .await
-        .unwrap()
-    });
-    let port = server.local_addr().port();
-    server_rt.spawn(server.serve());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_server_rt, port) = support::serve(data.path());
+    let rt = support::clients();
     let relay = rt.block_on(delay_proxy::DelayProxy::start(port, ONE_WAY));
 
     let local = format!("{}/", dir.display());

@@ -23,6 +23,7 @@ mod common;
 #[allow(dead_code)]
 #[path = "../../tests/support/delay_proxy.rs"]
 mod delay_proxy;
+mod support;
 #[allow(dead_code)]
 #[path = "../../benches/trace/trace.rs"]
 mod trace;
@@ -37,7 +38,6 @@ use object_store::ObjectStore;
 use tokio::runtime::Runtime;
 use xroot_client::{Client, OpenFlags};
 use xroot_object_store::XrootStore;
-use xroot_server::{Config, LocalFs, Server};
 
 /// Concurrent readers.
 const READERS: usize = 8;
@@ -51,27 +51,8 @@ fn main() {
     let trace = Arc::new(trace::nanoaod());
     let data = tempfile::tempdir().expect("temp dir");
     common::write_file(&data.path().join(NAME), trace.size);
-    let server_rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
-    let server = server_rt.block_on(async {
-        Server::bind(
-            "127.0.0.1:0",
-            LocalFs::new(data.path()).unwrap(),
-            Config::default(),
-        )
-        .await
-        .unwrap()
-    });
-    let port = server.local_addr().port();
-    server_rt.spawn(server.serve());
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
+    let (_server_rt, port) = support::serve(data.path());
+    let rt = support::clients();
     let relay = rt.block_on(delay_proxy::DelayProxy::start(port, ONE_WAY));
     let url = format!("root://127.0.0.1:{}", relay.port);
 

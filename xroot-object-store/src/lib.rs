@@ -174,12 +174,7 @@ impl XrootStore {
     /// As [`XrootStore::new`].
     pub fn with_client(client: Client, url: &str) -> Result<XrootStore> {
         let parsed = parse(url)?;
-        let user = parsed
-            .user
-            .as_ref()
-            .map(|u| format!("{u}@"))
-            .unwrap_or_default();
-        let endpoint = format!("{}://{user}{}", parsed.scheme, parsed.host_port());
+        let endpoint = server_of(&parsed);
         let base = parsed.path.trim_end_matches('/').to_string();
         Ok(XrootStore {
             client,
@@ -572,13 +567,7 @@ impl XrootStore {
 /// # Errors
 /// [`Error::Generic`] when `url` is not a `root://`-family URL.
 pub fn server_store(client: Client, url: &str) -> Result<(url::Url, Arc<XrootStore>)> {
-    let parsed = parse(url)?;
-    let user = parsed
-        .user
-        .as_ref()
-        .map(|u| format!("{u}@"))
-        .unwrap_or_default();
-    let server = format!("{}://{user}{}", parsed.scheme, parsed.host_port());
+    let server = server_of(&parse(url)?);
     let store = Arc::new(XrootStore::with_client(client, &server)?);
     let key = url::Url::parse(&server).map_err(|e| Error::Generic {
         store: STORE,
@@ -613,18 +602,8 @@ pub fn register(
 /// [`Error::Generic`] when `url` is not a `root://`-family URL.
 pub fn object_url(url: &str) -> Result<url::Url> {
     let parsed = parse(url)?;
-    let user = parsed
-        .user
-        .as_ref()
-        .map(|u| format!("{u}@"))
-        .unwrap_or_default();
     let segments: Vec<&str> = parsed.path.split('/').filter(|s| !s.is_empty()).collect();
-    let mut out = format!(
-        "{}://{user}{}/{}",
-        parsed.scheme,
-        parsed.host_port(),
-        segments.join("/")
-    );
+    let mut out = format!("{}/{}", server_of(&parsed), segments.join("/"));
     if parsed.path.ends_with('/') && !segments.is_empty() {
         out.push('/');
     }
@@ -632,6 +611,16 @@ pub fn object_url(url: &str) -> Result<url::Url> {
         store: STORE,
         source: format!("{url:?}: {e}").into(),
     })
+}
+
+/// `scheme://[user@]host:port` of `url`: its server, without a path.
+fn server_of(url: &Url) -> String {
+    let user = url
+        .user
+        .as_ref()
+        .map(|u| format!("{u}@"))
+        .unwrap_or_default();
+    format!("{}://{user}{}", url.scheme, url.host_port())
 }
 
 /// `url` parsed as a `root://`-family URL, without CGI or a password (the

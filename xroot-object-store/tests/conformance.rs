@@ -29,6 +29,12 @@ async fn ours(dir: &std::path::Path) -> String {
     format!("root://{addr}/")
 }
 
+/// A store on `url` reading through a cache in `cache`.
+fn cached(url: &str, cache: &std::path::Path) -> XrootStore {
+    let client = xroot_client::Client::new();
+    XrootStore::with_cache(client, url, cache, xroot_cache::CacheConfig::default()).unwrap()
+}
+
 /// The conformance cases that apply to a store without versions, tags,
 /// attributes or pagination.
 async fn conformance(store: &XrootStore) {
@@ -232,14 +238,7 @@ async fn reads_after_writes_and_what_the_store_refuses_or_leaves_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn object_store_conformance_through_a_cache_directory() {
     let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let url = ours(dir.path()).await;
-    let store = XrootStore::with_cache(
-        xroot_client::Client::new(),
-        &url,
-        cache.path(),
-        xroot_cache::CacheConfig::default(),
-    )
-    .unwrap();
+    let store = cached(&ours(dir.path()).await, cache.path());
     conformance(&store).await;
 }
 
@@ -248,14 +247,7 @@ async fn a_cache_directory_serves_vector_reads_from_disk_and_survives_damage() {
     let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let data: Vec<u8> = (0..3_000_000u32).map(|i| (i * 13 % 241) as u8).collect();
     std::fs::write(dir.path().join("f.bin"), &data).unwrap();
-    let url = ours(dir.path()).await;
-    let store = XrootStore::with_cache(
-        xroot_client::Client::new(),
-        &url,
-        cache.path(),
-        xroot_cache::CacheConfig::default(),
-    )
-    .unwrap();
+    let store = cached(&ours(dir.path()).await, cache.path());
     let path = Path::from("f.bin");
     let ranges = [0..5000, 100_000..100_010, 2_999_000..3_000_000];
     let check = |got: &[Bytes]| {
