@@ -39,7 +39,7 @@
 //! | `head` (`get_opts` with `head`) | `kXR_stat` |
 //! | `get_ranges` | `kXR_open` unless a handle is kept, then one or more `kXR_readv` split to the server's limits (1024 elements, 2,097,136 bytes each); no coalescing |
 //! | `list`, `list_with_delimiter` | `kXR_dirlist` with `kXR_dstat`, per directory |
-//! | `put_opts` | a temporary file beside the target (`kXR_open` new, with `kXR_mkpath`; `kXR_write`s; `kXR_close`), then `kXR_mv` onto the target |
+//! | `put_opts` | a temporary file beside the target (`kXR_open` new, with `kXR_mkpath`; `kXR_pgwrite`s of at most 8 MiB where the server serves them on a plain link, else `kXR_write`s; `kXR_close`), then `kXR_mv` onto the target |
 //! | `put_multipart_opts` | the same temporary file, each part written at its offset as it comes, `kXR_mv` on completion (`kXR_rm` on abort) |
 //! | `delete_stream` | `kXR_rm` per path |
 //! | `copy_opts` | the source read and written to a temporary file, then `kXR_mv` (XRootD 5.5 servers do not offer `kXR_clone`) |

@@ -5,6 +5,9 @@
 //! reads, both URL forms).
 
 #[allow(dead_code)]
+#[path = "../../tests/support/delay_proxy.rs"]
+mod delay_proxy;
+#[allow(dead_code)]
 #[path = "../../tests/support/stock.rs"]
 mod stock;
 
@@ -280,4 +283,30 @@ async fn a_cache_directory_serves_vector_reads_from_disk_and_survives_damage() {
     let other = Path::from("g.bin");
     std::fs::write(dir.path().join("g.bin"), &data).unwrap();
     check(&store.get_ranges(&other, &ranges).await.unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn puts_go_out_as_pgwrites_with_page_checksums() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = ours(dir.path()).await;
+    let port: u16 = url
+        .trim_end_matches('/')
+        .rsplit(':')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let relay = delay_proxy::DelayProxy::start(port, std::time::Duration::ZERO).await;
+    let store = XrootStore::new(&format!("root://127.0.0.1:{}/", relay.port)).unwrap();
+    let data: Vec<u8> = (0..10_000_000u32).map(|i| (i % 249) as u8).collect();
+    store
+        .put(&Path::from("f.bin"), Bytes::from(data.clone()).into())
+        .await
+        .unwrap();
+    assert_eq!(std::fs::read(dir.path().join("f.bin")).unwrap(), data);
+    let sent = relay.traffic();
+    let count = |id| sent.count(id);
+    // 10 MB in pieces of at most 8 MiB
+    assert_eq!(count(xroot_proto::RequestId::PGWRITE), 2, "{sent:?}");
+    assert_eq!(count(xroot_proto::RequestId::WRITE), 0, "{sent:?}");
 }
