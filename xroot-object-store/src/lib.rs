@@ -21,6 +21,24 @@
 //! # Ok(()) }
 //! ```
 //!
+//! DataFusion, with a table of every Parquet file below a directory:
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), Box<dyn std::error::Error>> {
+//! use datafusion::prelude::{ParquetReadOptions, SessionContext};
+//! use xroot_object_store::{object_url, server_store};
+//!
+//! let ctx = SessionContext::new();
+//! let (key, store) = server_store(xroot_client::Client::new(), "root://eos.example.org:1094")?;
+//! ctx.register_object_store(&key, store);
+//! // the stock tools' root://host//abs/path has an empty segment DataFusion refuses: object_url
+//! // turns it into root://host/abs/path (a directory keeps its trailing slash)
+//! let table = object_url("root://eos.example.org:1094//store/run1/")?;
+//! ctx.register_parquet("events", table.as_str(), ParquetReadOptions::default()).await?;
+//! ctx.sql(r#"SELECT "nMuon", count(*) FROM events GROUP BY "nMuon""#).await?.show().await?;
+//! # Ok(()) }
+//! ```
+//!
 //! # Paths
 //!
 //! The store's URL names a server and a base directory; object paths are
