@@ -107,6 +107,12 @@ pub struct Cli {
     /// something else makes room).
     #[arg(long)]
     pub no_purge: bool,
+    /// Seconds after the origin last confirmed a file (at an open that
+    /// asked it) during which a file held whole in the cache is opened
+    /// without asking the origin again (0, the default: every open asks).
+    /// Within it a file changed at the origin is served as it was cached.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub trust_window: u64,
     #[command(flatten)]
     pub tls: tls::TlsArgs,
     /// Log debug events too.
@@ -179,6 +185,7 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
             high: cli.purge_high,
             interval: Duration::from_secs(cli.purge_interval.max(1)),
         },
+        trust_window: Duration::from_secs(cli.trust_window),
         ..CacheConfig::default()
     };
     let mut client = ClientConfig::default();

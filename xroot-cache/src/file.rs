@@ -85,6 +85,13 @@ pub struct CacheConfig {
     /// How [`CacheFs`](crate::CacheFs) keeps its disk from filling up: on
     /// by default, between 0.90 and 0.95 of the disk, as the stock XCache.
     pub purge: PurgeConfig,
+    /// How long after the origin last confirmed a file (its size and
+    /// modification time, at an open that asked it) a copy held whole in
+    /// the store is opened without asking the origin again. Zero (the
+    /// default) asks at every open; a cache below a client
+    /// ([`CacheConfig::below_client`]) trusts for an hour. Within the
+    /// window a file changed at the origin is served as it was cached.
+    pub trust_window: Duration,
 }
 
 impl Default for CacheConfig {
@@ -96,6 +103,22 @@ impl Default for CacheConfig {
             readv_concurrency: 64,
             flush_interval: Duration::from_secs(1),
             purge: PurgeConfig::default(),
+            trust_window: Duration::ZERO,
+        }
+    }
+}
+
+impl CacheConfig {
+    /// The trust window of a cache below a client: an hour.
+    pub const CLIENT_TRUST: Duration = Duration::from_secs(3600);
+
+    /// The defaults of a cache below a client (one process's reads, in a
+    /// directory of the user's): a [`trust_window`](Self::trust_window) of
+    /// [`CacheConfig::CLIENT_TRUST`], the rest as [`CacheConfig::default`].
+    pub fn below_client() -> CacheConfig {
+        CacheConfig {
+            trust_window: CacheConfig::CLIENT_TRUST,
+            ..CacheConfig::default()
         }
     }
 }

@@ -34,7 +34,7 @@ pub mod purge;
 pub mod stats;
 pub mod store;
 
-pub use cachefs::{CacheFs, CacheHandle};
+pub use cachefs::{CacheFs, CacheHandle, OriginFile};
 pub use file::{CacheConfig, CacheError, CachedFile};
 pub use origin::{
     Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, RemoteOrigin,
@@ -45,5 +45,5 @@ pub use purge::{
     PurgeReport, Watermarks,
 };
 pub use stats::{CacheStats, CacheStatsSnapshot};
-pub use store::{is_full, Entry, Store, StoreError, Validators};
+pub use store::{is_full, Checked, Entry, Store, StoreError, Validators};
 pub use xroot_proto as proto;

@@ -25,6 +25,7 @@ pub struct CacheStats {
     bytes_from_disk: AtomicU64,
     block_writes: AtomicU64,
     bytes_not_stored: AtomicU64,
+    trusted_opens: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, n: u64) {
@@ -79,6 +80,12 @@ impl CacheStats {
         add(&self.bytes_not_stored, bytes);
     }
 
+    /// Counts one open answered on trust, without asking the origin
+    /// ([`CacheConfig::trust_window`](crate::CacheConfig::trust_window)).
+    pub fn add_trusted_open(&self) {
+        add(&self.trusted_opens, 1);
+    }
+
     /// Counts one client read or vector read finished.
     pub fn add_client_request(&self) {
         add(&self.client_requests, 1);
@@ -97,6 +104,7 @@ impl CacheStats {
             bytes_from_disk: get(&self.bytes_from_disk),
             block_writes: get(&self.block_writes),
             bytes_not_stored: get(&self.bytes_not_stored),
+            trusted_opens: get(&self.trusted_opens),
             ram_held: 0,
             disk_full: false,
         }
@@ -125,6 +133,8 @@ pub struct CacheStatsSnapshot {
     /// Bytes fetched from the origin and not stored (the disk was full, or
     /// the store failed).
     pub bytes_not_stored: u64,
+    /// Opens answered on trust, without asking the origin.
+    pub trusted_opens: u64,
     /// Bytes of the RAM budget held now (KiB steps): fetched data not yet
     /// stored and answers the server has not dropped yet. Filled in by
     /// [`CacheFs::stats`](crate::CacheFs::stats); 0 from
@@ -191,7 +201,7 @@ impl fmt::Display for CacheStatsSnapshot {
             true => "stopped: the disk is full",
             false => "storing",
         };
-        let rows: [(&str, &dyn fmt::Display); 10] = [
+        let rows: [(&str, &dyn fmt::Display); 11] = [
             ("client reads in flight", &Gauge(&self.client_reads)),
             ("origin requests in flight", &Gauge(&self.origin_requests)),
             (
@@ -225,6 +235,10 @@ impl fmt::Display for CacheStatsSnapshot {
                 &format_args!("{}; {storing}", Bytes(self.bytes_not_stored)),
             ),
             ("RAM held", &Bytes(self.ram_held)),
+            (
+                "opens on trust",
+                &format_args!("{} (the origin not asked)", self.trusted_opens),
+            ),
         ];
         for (label, value) in rows {
             writeln!(f, "{label:<26} {value}")?;
@@ -305,7 +319,7 @@ mod tests {
         stats.add_client_request();
         let text = stats.snapshot().to_string();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 10, "{text}");
+        assert_eq!(lines.len(), 11, "{text}");
         assert!(lines[0].starts_with("client reads in flight"), "{text}");
         assert!(
             lines[0].ends_with("now 0, peak 0, mean 0.00, 0 in all"),

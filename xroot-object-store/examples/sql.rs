@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use clap::Parser;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
+use object_store::ObjectStoreExt;
 use xroot_cache::CacheConfig;
 use xroot_client::Client;
 use xroot_object_store::XrootStore;
@@ -51,6 +52,11 @@ struct Cli {
     /// Read through a block cache in this directory (created if absent).
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<std::path::PathBuf>,
+    /// With --cache-dir: seconds after the server last confirmed a file
+    /// during which a file held whole in the cache is read without
+    /// contacting the server (0: every open asks it).
+    #[arg(long, value_name = "SECONDS", default_value_t = CacheConfig::CLIENT_TRUST.as_secs())]
+    trust_window: u64,
     /// The SQL query.
     query: String,
 }
@@ -95,7 +101,10 @@ async fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
                 client.clone(),
                 key.as_str(),
                 dir.join(server),
-                CacheConfig::default(),
+                CacheConfig {
+                    trust_window: std::time::Duration::from_secs(cli.trust_window),
+                    ..CacheConfig::below_client()
+                },
             )?);
             cached.push(store.clone());
         }
@@ -105,13 +114,21 @@ async fn run(cli: &Cli) -> Result<(), Box<dyn std::error::Error>> {
         if !table_url.path().ends_with('/') {
             // the URL's path is percent-encoded; the server's is not
             let path = object_store::path::Path::from_url_path(table_url.path())?;
-            let stat = client
-                .fs(key.as_str())?
-                .stat(&format!("/{path}"))
-                .await
-                .map_err(|e| format!("table {name}: {url}: {e}"))?;
-            if stat.is_dir() {
-                table_url.set_path(&format!("{}/", table_url.path()));
+            // a file (the cache may answer for it without the server), or
+            // else perhaps a directory
+            match store.head(&path).await {
+                Ok(_) => {}
+                Err(object_store::Error::NotFound { .. }) => {
+                    let stat = client
+                        .fs(key.as_str())?
+                        .stat(&format!("/{path}"))
+                        .await
+                        .map_err(|e| format!("table {name}: {url}: {e}"))?;
+                    if stat.is_dir() {
+                        table_url.set_path(&format!("{}/", table_url.path()));
+                    }
+                }
+                Err(e) => return Err(format!("table {name}: {url}: {e}").into()),
             }
         }
         if new_server {

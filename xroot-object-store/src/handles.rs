@@ -18,10 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use xroot_cache::{CacheHandle, RemoteOrigin};
+use xroot_cache::{CacheHandle, OriginError, RemoteOrigin};
 use xroot_client::{Error as ClientError, File};
 use xroot_proto::response::StatInfo;
-use xroot_server::File as XrdFile;
+use xroot_server::{File as XrdFile, FsError};
 
 /// How long after its open a handle serves new calls.
 pub(crate) const FRESH: Duration = Duration::from_secs(5);
@@ -67,20 +67,31 @@ impl OpenFile {
             .expect("an OpenFile holds its file until dropped")
     }
 
-    /// The file at the server (for a cached one, its origin file).
-    pub(crate) fn server_file(&self) -> &File {
+    /// The file at the server (for a cached one, its origin file, opened
+    /// now if the cache opened the file on trust and needed no server yet).
+    ///
+    /// # Errors
+    /// For a cached file opened on trust: the server's open error, or
+    /// `kXR_IOError` when the file changed at the server since it was
+    /// cached.
+    pub(crate) async fn server_file(&self) -> Result<&File, ClientError> {
         match self.opened() {
-            Opened::Direct(f) => f,
-            Opened::Cached(h) => h.origin(),
+            Opened::Direct(f) => Ok(f),
+            Opened::Cached(h) => h.origin().await.map_err(origin_error),
         }
     }
 
-    /// The stat the server returned at open, else a `kXR_stat`.
+    /// The stat the server returned at open (for a cached file, the one the
+    /// cache holds: at its open, or when the file was cached if it was
+    /// opened on trust), else a `kXR_stat`.
     ///
     /// # Errors
     /// The server's.
     pub(crate) async fn stat(&self) -> Result<StatInfo, ClientError> {
-        let file = self.server_file();
+        let file = match self.opened() {
+            Opened::Cached(h) => return XrdFile::stat(h).await.map_err(fs_error),
+            Opened::Direct(f) => f,
+        };
         match file.cached_stat() {
             Some(s) => Ok(s),
             None => file.stat().await,
@@ -100,7 +111,7 @@ impl OpenFile {
                 Err(e) => tracing::debug!("cache read at {offset}: {e}; reading the server's"),
             }
         }
-        self.server_file().read_at(offset, len).await
+        self.server_file().await?.read_at(offset, len).await
     }
 
     /// Each `(offset, len)` whole, as [`File::readv`] reads them (one
@@ -117,7 +128,27 @@ impl OpenFile {
                 Err(e) => tracing::debug!("cache vector read: {e}; reading the server's"),
             }
         }
-        self.server_file().readv(extents).await
+        self.server_file().await?.readv(extents).await
+    }
+}
+
+/// The client error of a cache's failure to reach the server: the client's
+/// own where it has one, else a `kXR_error` of the code the cache gives it.
+fn origin_error(e: OriginError) -> ClientError {
+    match e {
+        OriginError::Client { source, .. } => source,
+        other => fs_error(FsError::from(&other)),
+    }
+}
+
+/// A cache's [`FsError`] as the `kXR_error` a server would send.
+fn fs_error(e: FsError) -> ClientError {
+    match e {
+        FsError::Error { code, message } => ClientError::Server { code, message },
+        other => ClientError::Server {
+            code: xroot_proto::ErrorCode::SERVER_ERROR,
+            message: other.to_string(),
+        },
     }
 }
 

@@ -92,7 +92,12 @@
 //! directory (xroot-cache's store, as our XCache uses it): one server
 //! request per vector read for the blocks it lacks, cached blocks from
 //! disk, the server whenever the cache fails; several processes may share
-//! the directory.
+//! the directory. With a trust window ([`CacheConfig::below_client`]: an
+//! hour), a file held whole that the server confirmed within the window is
+//! opened, stat'ed (`head`) and read **without contacting the server**, so
+//! a query over files cached whole runs with the server down. Listings
+//! always ask the server: name tables by their files' URLs to query them
+//! offline.
 //!
 //! # Registries
 //!
@@ -211,7 +216,18 @@ impl XrootStore {
     /// none but the file's open, and any cache fault falls back to the
     /// server. Writes, listings and stats go to the server as without a
     /// cache; a file rewritten on the server is detected at the next open
-    /// (by its size and modification time) and cached anew.
+    /// that asks the server (by its size and modification time) and cached
+    /// anew; what this store writes, renames or deletes is dropped from the
+    /// cache at once.
+    ///
+    /// `config.trust_window` (an hour in [`CacheConfig::below_client`],
+    /// none in [`CacheConfig::default`]): a file held whole whose size and
+    /// modification time the server confirmed within it is opened, read
+    /// and `head`ed from the cache alone, without contacting the server; a
+    /// file changed on the server meanwhile is then served as it was
+    /// cached, until the window ends. A page that fails its crc32c opens
+    /// the file at the server then, and a changed file is not mixed in:
+    /// that read fails and the entry is dropped.
     ///
     /// Several processes may share one cache directory: each commit of a
     /// file's block index (its sidecar) holds the file's lock (`flock` on
@@ -243,11 +259,12 @@ impl XrootStore {
     }
 
     /// The store changed the file at `server_path`: no read handle opened
-    /// before serves a later call, and the cache opens it afresh.
-    pub(crate) fn changed(&self, server_path: &str) {
+    /// before serves a later call, and the cache drops what it holds of it
+    /// (in this process and on disk, so that no open trusts it).
+    pub(crate) async fn changed(&self, server_path: &str) {
         self.handles.changed(server_path);
         if let Some(cache) = &self.cache {
-            cache.forget(server_path);
+            cache.evict(server_path).await;
         }
     }
 
@@ -439,6 +456,12 @@ impl XrootStore {
             .stat(server_path)
             .await
             .map_err(|e| client_error(server_path, e))
+    }
+
+    /// The stat of `server_path` from the cache, when it holds the file
+    /// whole and trusts it (see [`CacheConfig::trust_window`]): no request.
+    async fn trusted_stat(&self, server_path: &str) -> Option<StatInfo> {
+        self.cache.as_ref()?.trusted_stat(server_path).await
     }
 
     async fn exists(&self, server_path: &str) -> Result<bool> {
@@ -787,7 +810,10 @@ impl ObjectStore for XrootStore {
         }
         let path = self.server_path(location)?;
         if options.head {
-            let stat = self.stat(&path).await?;
+            let stat = match self.trusted_stat(&path).await {
+                Some(stat) => stat,
+                None => self.stat(&path).await?,
+            };
             let meta = self.meta(&path, &stat)?;
             options.check_preconditions(&meta)?;
             return Ok(GetResult {
@@ -845,7 +871,7 @@ impl ObjectStore for XrootStore {
                     let location = location?;
                     let path = store.server_path(&location)?;
                     let removed = store.fs()?.rm(&path).await;
-                    store.changed(&path);
+                    store.changed(&path).await;
                     removed.map_err(|e| client_error(&path, e))?;
                     Ok(location)
                 }
@@ -912,8 +938,8 @@ impl ObjectStore for XrootStore {
             }
         }
         let moved = fs.mv(&source, &target).await;
-        self.changed(&source);
-        self.changed(&target);
+        self.changed(&source).await;
+        self.changed(&target).await;
         moved.map_err(|e| match client_error(&source, e) {
             // the error is about the target unless the source is gone
             Error::AlreadyExists { source: e, .. } => Error::AlreadyExists {

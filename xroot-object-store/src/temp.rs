@@ -71,7 +71,7 @@ impl TempFile {
             }
             let moved = self.store.fs()?.mv(&self.path, target).await;
             // reads of the target see the new file from now on
-            self.store.changed(target);
+            self.store.changed(target).await;
             moved.map_err(|e| client_error(target, e))
         }
         .await;

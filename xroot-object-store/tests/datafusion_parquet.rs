@@ -222,3 +222,68 @@ fn a_cache_directory_answers_the_second_query_from_disk() {
     let after = relay.traffic().since(&before);
     assert_eq!(after.read_bytes_asked, 0, "{after:?}");
 }
+
+/// The client-side cache's trust window: once a query has cached a file
+/// whole, a query in a new process opens and reads it without contacting
+/// the server (no open, no read reaches it), and answers the same with the
+/// server gone (its only address, the relay, stopped). With
+/// `--trust-window 0` the warm query opens the file at the server.
+#[test]
+fn a_warm_cache_answers_with_the_server_stopped() {
+    use xroot_proto::RequestId;
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (_, one) = write_files(&python, dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (server, relay) = rt.block_on(async {
+        let server = Server::bind(
+            "127.0.0.1:0",
+            LocalFs::new(dir.path()).unwrap(),
+            Config::default(),
+        )
+        .await
+        .unwrap();
+        let relay =
+            delay_proxy::DelayProxy::start(server.local_addr().port(), std::time::Duration::ZERO)
+                .await;
+        (server, relay)
+    });
+    rt.spawn(server.serve());
+    let table = [(
+        "one",
+        format!("root://127.0.0.1:{}//events/part-1.parquet", relay.port),
+    )];
+    let cache_dir = cache.path().to_str().unwrap();
+    let got = sql_with(&table, &["--cache-dir", cache_dir], ONE_QUERY);
+    assert_eq!(got, one, "cold");
+    let cold = relay.traffic();
+    assert!(cold.count(RequestId::OPEN) > 0, "{cold:?}");
+
+    // without trust, a warm query opens the file at the server
+    let args = ["--cache-dir", cache_dir, "--trust-window", "0"];
+    assert_eq!(sql_with(&table, &args, ONE_QUERY), one, "warm, no trust");
+    let untrusted = relay.traffic().since(&cold);
+    assert!(untrusted.count(RequestId::OPEN) > 0, "{untrusted:?}");
+    assert_eq!(untrusted.reads(), 0, "{untrusted:?}");
+
+    // within the window, the server is not asked at all
+    let before = relay.traffic();
+    let got = sql_with(&table, &["--cache-dir", cache_dir], ONE_QUERY);
+    assert_eq!(got, one, "warm");
+    let warm = relay.traffic().since(&before);
+    assert_eq!(warm.count(RequestId::OPEN), 0, "{warm:?}");
+    assert_eq!(warm.count(RequestId::STAT), 0, "{warm:?}");
+    assert_eq!(warm.reads(), 0, "{warm:?}");
+
+    let port = relay.port;
+    drop(relay);
+    // its tasks end as the runtime gets to them
+    let gone = (0..1000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    });
+    assert!(gone, "the relay still listens");
+    let got = sql_with(&table, &["--cache-dir", cache_dir], ONE_QUERY);
+    assert_eq!(got, one, "warm, server stopped");
+}

@@ -24,6 +24,8 @@ use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_proto::ErrorCode;
 use xroot_server::{DirEntry, FsError};
 
+use crate::store::Validators;
+
 pub use local::{LocalOrigin, LocalOriginFile};
 pub use remote::RemoteOrigin;
 
@@ -57,6 +59,20 @@ pub enum OriginError {
         expected: usize,
         /// Bytes answered.
         got: usize,
+    },
+    /// A file opened on trust (from the cache alone, see
+    /// [`CacheConfig::trust_window`](crate::CacheConfig::trust_window))
+    /// changed at the origin since it was cached: its blocks are not mixed
+    /// with the new file's. The cache entry is reset; a new open reads the
+    /// new file.
+    #[error("{path} changed at the origin since it was cached ({cached:?} then, {now:?} now)")]
+    Changed {
+        /// The file's path.
+        path: String,
+        /// The validators of the cached copy.
+        cached: Validators,
+        /// The origin's now.
+        now: Validators,
     },
 }
 
@@ -109,7 +125,9 @@ impl From<&OriginError> for FsError {
                 };
                 FsError::new(code, e.to_string())
             }
-            OriginError::Short { .. } => FsError::new(ErrorCode::IO_ERROR, e.to_string()),
+            OriginError::Short { .. } | OriginError::Changed { .. } => {
+                FsError::new(ErrorCode::IO_ERROR, e.to_string())
+            }
         }
     }
 }

@@ -25,6 +25,13 @@ impl DataFile {
         Ok(DataFile { file })
     }
 
+    /// Opens the existing file `path` read-write. Errors: `NotFound` when
+    /// it is absent, and those of `open`.
+    pub(crate) fn open_existing(path: &Path) -> io::Result<DataFile> {
+        let file = OpenOptions::new().read(true).write(true).open(path)?;
+        Ok(DataFile { file })
+    }
+
     /// Writes all of `data` at file `offset` (bytes).
     pub(crate) fn write_at(&self, offset: u64, data: &[u8]) -> io::Result<()> {
         self.file.write_all_at(data, offset)

@@ -33,10 +33,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, MutexGuard};
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use bytes::Bytes;
 use xroot_proto::page::{crc32c, PAGE_SIZE};
+use xroot_proto::response::{StatFlags, StatInfo};
 
 use self::data::DataFile;
 pub(crate) use self::sidecar::read_atime;
@@ -58,6 +59,50 @@ pub struct Validators {
     pub size: u64,
     /// Modification time as the origin reports it (seconds since the Unix epoch).
     pub mtime: i64,
+}
+
+/// When the origin last confirmed a file's [`Validators`], with the rest of
+/// its stat then: kept in the sidecar, so that a cache with a trust window
+/// can open a file it holds whole without asking the origin
+/// ([`Store::trusted`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Checked {
+    /// When, nanoseconds since the Unix epoch; 0: never.
+    pub at_ns: i64,
+    /// The stat's id (see [`StatInfo::id`]).
+    pub id: i64,
+    /// The stat's flags (see [`StatInfo::flags`]).
+    pub flags: u32,
+}
+
+impl Checked {
+    /// `stat`, confirmed now.
+    pub fn now(stat: &StatInfo) -> Checked {
+        Checked {
+            at_ns: now_ns(),
+            id: stat.id,
+            flags: stat.flags.0,
+        }
+    }
+
+    /// The stat of a file with `validators` as it was confirmed (without
+    /// the extended fields).
+    pub fn stat(&self, validators: Validators) -> StatInfo {
+        StatInfo {
+            id: self.id,
+            size: validators.size,
+            flags: StatFlags(self.flags),
+            mtime: validators.mtime,
+            extended: None,
+        }
+    }
+
+    /// Whether it was confirmed at most `window` before now (and not later
+    /// than `window` after it: a clock set back by more is not trusted).
+    pub fn within(&self, window: Duration) -> bool {
+        let window = i64::try_from(window.as_nanos()).unwrap_or(i64::MAX);
+        self.at_ns > 0 && now_ns().saturating_sub(self.at_ns).abs() <= window
+    }
 }
 
 impl From<&xroot_proto::response::StatInfo> for Validators {
@@ -159,27 +204,103 @@ impl Store {
             )?,
         };
         state.set_atime(now);
-        let reserved = match sidecar::reserve(&temp_path, state.encoded_len() as u64) {
-            Ok(()) => true,
-            Err(e) if is_full(&e) => false,
+        Entry::new(state, data, data_path, sidecar_path, temp_path)
+    }
+
+    /// The entry for `path` (as [`Store::entry`]) if its sidecar says the
+    /// file is cached whole and the origin confirmed its validators within
+    /// `window` of now ([`Entry::set_checked`]), with the stat the origin
+    /// gave then: what a cache with a trust window serves without asking
+    /// the origin. `None` otherwise (no sidecar, a damaged one, a block
+    /// missing, confirmed too long ago, no data file); nothing is reset.
+    /// Marks the entry accessed now.
+    ///
+    /// Errors: as [`Store::entry`].
+    pub fn trusted(
+        &self,
+        path: &str,
+        block_size: u64,
+        window: Duration,
+    ) -> io::Result<Option<(Entry, StatInfo)>> {
+        let Some((mut state, paths)) = self.trusted_state(path, block_size, window)? else {
+            return Ok(None);
+        };
+        let [data_path, sidecar_path, temp_path] = paths;
+        let data = match DataFile::open_existing(&data_path) {
+            Ok(data) => data,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        let durable = state.bits().to_vec();
-        Ok(Entry {
-            validators,
-            block_size,
-            data,
+        let stat = state.checked().stat(state.validators());
+        state.set_atime(now_ns());
+        let entry = Entry::new(state, data, data_path, sidecar_path, temp_path)?;
+        Ok(Some((entry, stat)))
+    }
+
+    /// Removes the entry of `path` (its sidecar first, then the space set
+    /// aside for the next one, then its data) under the entry's lock, as a
+    /// purge does: an [`Entry`] of it open elsewhere commits nothing more.
+    /// Nothing to do when there is none.
+    ///
+    /// Errors: `InvalidInput` for a path [`Store::entry`] refuses; those of
+    /// the lock and the removals.
+    pub fn remove(&self, path: &str) -> io::Result<()> {
+        let data_path = self.root.join(confine(path)?);
+        let _locked = lock_data(&data_path)?;
+        for p in [
+            with_suffix(&data_path, SIDECAR_SUFFIX),
+            with_suffix(&data_path, TEMP_SUFFIX),
             data_path,
-            sidecar_path,
-            temp_path,
-            reserved: AtomicBool::new(reserved),
-            state: Mutex::new(State {
-                sidecar: state,
-                durable,
-                dirty: true,
-            }),
-            flush: Mutex::new(()),
-        })
+        ] {
+            match fs::remove_file(&p) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The stat [`Store::trusted`] would open `path` with, without opening
+    /// it (nor marking it accessed); `None` when it would not.
+    ///
+    /// Errors: as [`Store::entry`].
+    pub fn trusted_stat(
+        &self,
+        path: &str,
+        block_size: u64,
+        window: Duration,
+    ) -> io::Result<Option<StatInfo>> {
+        let Some((state, [data_path, ..])) = self.trusted_state(path, block_size, window)? else {
+            return Ok(None);
+        };
+        if !data_path.exists() {
+            return Ok(None);
+        }
+        Ok(Some(state.checked().stat(state.validators())))
+    }
+
+    /// The sidecar of `path` if it holds the file whole, confirmed within
+    /// `window`, with the paths of its data file, sidecar and temporary
+    /// sidecar.
+    fn trusted_state(
+        &self,
+        path: &str,
+        block_size: u64,
+        window: Duration,
+    ) -> io::Result<Option<(Sidecar, [PathBuf; 3])>> {
+        let data_path = self.root.join(confine(path)?);
+        let sidecar_path = with_suffix(&data_path, SIDECAR_SUFFIX);
+        let temp_path = with_suffix(&data_path, TEMP_SUFFIX);
+        let Some(validators) = sidecar::read_validators(&sidecar_path) else {
+            return Ok(None);
+        };
+        let Ok(state) = Sidecar::load(&sidecar_path, validators, block_size)? else {
+            return Ok(None);
+        };
+        if !state.is_complete() || !state.checked().within(window) {
+            return Ok(None);
+        }
+        Ok(Some((state, [data_path, sidecar_path, temp_path])))
     }
 }
 
@@ -302,6 +423,57 @@ fn invalid_input(msg: String) -> io::Error {
 }
 
 impl Entry {
+    /// An entry of `state` (loaded or reset), setting aside the space of
+    /// its next sidecar (a full disk does not fail the call for that).
+    fn new(
+        state: Sidecar,
+        data: DataFile,
+        data_path: PathBuf,
+        sidecar_path: PathBuf,
+        temp_path: PathBuf,
+    ) -> io::Result<Entry> {
+        let reserved = match sidecar::reserve(&temp_path, state.encoded_len() as u64) {
+            Ok(()) => true,
+            Err(e) if is_full(&e) => false,
+            Err(e) => return Err(e),
+        };
+        let durable = state.bits().to_vec();
+        Ok(Entry {
+            validators: state.validators(),
+            block_size: state.block_size(),
+            data,
+            data_path,
+            sidecar_path,
+            temp_path,
+            reserved: AtomicBool::new(reserved),
+            state: Mutex::new(State {
+                sidecar: state,
+                durable,
+                dirty: true,
+            }),
+            flush: Mutex::new(()),
+        })
+    }
+
+    /// When the origin last confirmed this file's validators, and its stat
+    /// then (as loaded, or as [`Entry::set_checked`] set it).
+    pub fn checked(&self) -> Checked {
+        lock(&self.state).sidecar.checked()
+    }
+
+    /// Records that the origin confirmed the validators (its stat matched
+    /// them) as `checked` says; persisted at the next flush.
+    pub fn set_checked(&self, checked: Checked) {
+        let mut state = lock(&self.state);
+        state.sidecar.set_checked(checked);
+        state.dirty = true;
+    }
+
+    /// Whether every block is cached.
+    pub fn is_complete(&self) -> bool {
+        lock(&self.state).sidecar.is_complete()
+    }
+
     /// The origin file's validators this entry caches.
     pub fn validators(&self) -> Validators {
         self.validators
@@ -443,7 +615,9 @@ impl Entry {
     /// [`touch`](Entry::touch) (or by [`Store::entry`]). Does nothing if
     /// nothing changed since the last flush, or once the entry was evicted
     /// (its data file removed or replaced by another process: its bits
-    /// would index another file's data).
+    /// would index another file's data) or superseded (the sidecar on disk
+    /// is of other validators: the entry was reset for a newer version of
+    /// the origin file).
     ///
     /// Errors: those of the sync, lock, write and rename; the state stays to
     /// flush again. When the disk is full ([`is_full`]), the blocks written
@@ -463,6 +637,12 @@ impl Entry {
             let _locked = self.data.lock()?;
             if !self.data.is_at(&self.data_path)? {
                 tracing::debug!(path = %self.data_path.display(), "cache entry evicted: not indexed");
+                return Ok(None);
+            }
+            if sidecar::read_validators(&self.sidecar_path).is_some_and(|v| v != self.validators) {
+                // reset for another version of the origin file (by another
+                // process, or by this one on finding the file changed)
+                tracing::debug!(path = %self.data_path.display(), "cache entry superseded: not indexed");
                 return Ok(None);
             }
             if let Ok(theirs) = Sidecar::load(&self.sidecar_path, self.validators, self.block_size)? {

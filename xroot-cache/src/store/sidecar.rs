@@ -1,18 +1,23 @@
 //! The sidecar `<path>.cinfo`: which blocks of one data file are cached, the
-//! crc32c of every 4 kB page, the origin's validators and the access time.
+//! crc32c of every 4 kB page, the origin's validators, when the origin last
+//! confirmed them (with the rest of its stat) and the access time.
 //!
-//! # Format (version 1, all integers little-endian)
+//! # Format (version 2, all integers little-endian)
 //!
 //! | offset | bytes | field |
 //! |---|---|---|
 //! | 0 | 8 | magic `b"xrcinfo\0"` |
-//! | 8 | 4 | version, `1` (u32) |
+//! | 8 | 4 | version, `2` (u32); a sidecar of version 1 (without the checked fields) is reset |
 //! | 12 | 4 | page size, `4096` (u32, [`PAGE_SIZE`]) |
 //! | 16 | 8 | block size in bytes (u64): a power of two, at least 4096 |
 //! | 24 | 8 | validator: origin file size in bytes (u64) |
 //! | 32 | 8 | validator: origin modification time (i64, as the origin's stat gives it) |
 //! | 40 | 8 | access time, nanoseconds since the Unix epoch (i64) |
-//! | 48 | 8 × ⌈blocks / 64⌉ | block bitmap: u64 words; block `i` is bit `i % 64` of word `i / 64`; bits past the last block are zero |
+//! | 48 | 8 | checked: when the origin last confirmed the validators, nanoseconds since the Unix epoch (i64; 0: never) |
+//! | 56 | 8 | the origin's stat id when checked (i64) |
+//! | 64 | 4 | the origin's stat flags when checked (u32, `kXR_isDir` etc.) |
+//! | 68 | 4 | zero |
+//! | 72 | 8 × ⌈blocks / 64⌉ | block bitmap: u64 words; block `i` is bit `i % 64` of word `i / 64`; bits past the last block are zero |
 //! | … | 4 × ⌈size / 4096⌉ | crc32c of each page (u32); the last page may be short; meaningful only where the page's block bit is set |
 //! | end − 4 | 4 | trailer: crc32c (u32) of every byte before it |
 //!
@@ -30,11 +35,11 @@ use std::path::Path;
 
 use xroot_proto::page::{crc32c, PAGE_SIZE};
 
-use super::Validators;
+use super::{Checked, Validators};
 
 const MAGIC: [u8; 8] = *b"xrcinfo\0";
-const VERSION: u32 = 1;
-const HEADER_LEN: usize = 48;
+const VERSION: u32 = 2;
+const HEADER_LEN: usize = 72;
 const TRAILER_LEN: usize = 4;
 const PAGE: u64 = PAGE_SIZE as u64;
 
@@ -49,6 +54,7 @@ pub(crate) struct Sidecar {
     block_size: u64,
     /// Nanoseconds since the Unix epoch.
     atime_ns: i64,
+    checked: Checked,
     bits: Vec<u64>,
     crcs: Vec<u32>,
 }
@@ -121,6 +127,7 @@ impl Sidecar {
             validators,
             block_size,
             atime_ns,
+            checked: Checked::default(),
             bits: zeroed(layout.words)?,
             crcs: zeroed(layout.pages)?,
         })
@@ -189,6 +196,9 @@ impl Sidecar {
         if stored != validators {
             return Err("validators differ");
         }
+        if u32_at(68) != 0 {
+            return Err("reserved field set");
+        }
         let (bitmap, crcs) = rest.split_at(8 * layout.words);
         let bits: Vec<u64> = bitmap
             .chunks_exact(8)
@@ -202,6 +212,11 @@ impl Sidecar {
             validators,
             block_size,
             atime_ns: u64_at(40) as i64,
+            checked: Checked {
+                at_ns: u64_at(48) as i64,
+                id: u64_at(56) as i64,
+                flags: u32_at(64),
+            },
             bits,
             crcs: crcs
                 .chunks_exact(4)
@@ -220,6 +235,10 @@ impl Sidecar {
         out.extend_from_slice(&self.validators.size.to_le_bytes());
         out.extend_from_slice(&self.validators.mtime.to_le_bytes());
         out.extend_from_slice(&self.atime_ns.to_le_bytes());
+        out.extend_from_slice(&self.checked.at_ns.to_le_bytes());
+        out.extend_from_slice(&self.checked.id.to_le_bytes());
+        out.extend_from_slice(&self.checked.flags.to_le_bytes());
+        out.extend_from_slice(&0u32.to_le_bytes());
         self.bits
             .iter()
             .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
@@ -233,6 +252,32 @@ impl Sidecar {
 
     pub(crate) fn set_atime(&mut self, atime_ns: i64) {
         self.atime_ns = atime_ns;
+    }
+
+    pub(crate) fn validators(&self) -> Validators {
+        self.validators
+    }
+
+    pub(crate) fn block_size(&self) -> u64 {
+        self.block_size
+    }
+
+    /// When the origin last confirmed the validators, and its stat then.
+    pub(crate) fn checked(&self) -> Checked {
+        self.checked
+    }
+
+    pub(crate) fn set_checked(&mut self, checked: Checked) {
+        self.checked = checked;
+    }
+
+    /// Whether every block is cached (true for an empty file).
+    pub(crate) fn is_complete(&self) -> bool {
+        let blocks = self.blocks();
+        let full = blocks / 64;
+        let tail = blocks % 64;
+        let whole = self.bits[..full as usize].iter().all(|&w| w == u64::MAX);
+        whole && (tail == 0 || self.bits[full as usize] == (1u64 << tail) - 1)
     }
 
     /// Number of blocks of the file.
@@ -289,8 +334,12 @@ impl Sidecar {
     /// blocks another process added, not those this one dropped since (a
     /// page that failed its crc32c). Takes each block's bit and the crc32c
     /// of its pages; returns how many. `other` must have the same
-    /// validators and block size (the caller loaded it for them).
+    /// validators and block size (the caller loaded it for them). Takes
+    /// `other`'s [`Checked`] too when it is the later.
     pub(crate) fn adopt(&mut self, other: &Sidecar, known: &[u64]) -> u64 {
+        if other.checked.at_ns > self.checked.at_ns {
+            self.checked = other.checked;
+        }
         let mut adopted = 0;
         let pages_per_block = self.block_size / PAGE;
         let known = known.iter().chain(std::iter::repeat(&0));
@@ -454,10 +503,9 @@ fn allocate(file: &File, len: u64) -> io::Result<()> {
     Ok(())
 }
 
-/// The access time (nanoseconds since the Unix epoch) in the header of the
-/// sidecar at `path`, or `None` if the header is not one of ours. Reads the
-/// header only: no trailer check.
-pub(crate) fn read_atime(path: &Path) -> io::Result<Option<i64>> {
+/// The header of the sidecar at `path`, or `None` if it is not one of ours
+/// (of this version). Reads the header only: no trailer check.
+fn read_header(path: &Path) -> io::Result<Option<[u8; HEADER_LEN]>> {
     let mut header = [0u8; HEADER_LEN];
     match File::open(path)?.read_exact(&mut header) {
         Ok(()) => {}
@@ -465,12 +513,31 @@ pub(crate) fn read_atime(path: &Path) -> io::Result<Option<i64>> {
         Err(e) => return Err(e),
     }
     let version = u32::from_le_bytes([header[8], header[9], header[10], header[11]]);
-    if header[0..8] != MAGIC || version != VERSION {
-        return Ok(None);
-    }
-    let mut atime = [0u8; 8];
-    atime.copy_from_slice(&header[40..48]);
-    Ok(Some(i64::from_le_bytes(atime)))
+    Ok((header[0..8] == MAGIC && version == VERSION).then_some(header))
+}
+
+fn i64_at(header: &[u8; HEADER_LEN], at: usize) -> i64 {
+    let mut b = [0u8; 8];
+    b.copy_from_slice(&header[at..at + 8]);
+    i64::from_le_bytes(b)
+}
+
+/// The access time (nanoseconds since the Unix epoch) in the header of the
+/// sidecar at `path`, or `None` if the header is not one of ours. Reads the
+/// header only: no trailer check.
+pub(crate) fn read_atime(path: &Path) -> io::Result<Option<i64>> {
+    Ok(read_header(path)?.map(|h| i64_at(&h, 40)))
+}
+
+/// The validators in the header of the sidecar at `path`, or `None` if
+/// there is none of ours there (absent, unreadable, another version). Reads
+/// the header only: [`Sidecar::load`] with them checks the rest.
+pub(crate) fn read_validators(path: &Path) -> Option<Validators> {
+    let header = read_header(path).ok()??;
+    Some(Validators {
+        size: i64_at(&header, 24) as u64,
+        mtime: i64_at(&header, 32),
+    })
 }
 
 #[cfg(test)]
@@ -486,14 +553,21 @@ mod tests {
         let mut s = Sidecar::empty(v(10_000), 4096, 42).unwrap();
         s.set_cached(2, true);
         s.set_crc(2, 0xdead_beef);
+        let checked = Checked {
+            at_ns: 1_700_000_000_000_000_000,
+            id: -5,
+            flags: 0x10,
+        };
+        s.set_checked(checked);
         let bytes = s.encode();
         let layout = Layout::new(v(10_000), 4096).unwrap();
         assert_eq!(bytes.len(), layout.encoded_len());
-        assert_eq!(bytes.len(), 48 + 8 + 3 * 4 + 4);
+        assert_eq!(bytes.len(), 72 + 8 + 3 * 4 + 4);
         let back = Sidecar::decode(&bytes, &layout, v(10_000), 4096).unwrap();
         assert!(back.is_cached(2) && !back.is_cached(0) && !back.is_cached(1));
         assert_eq!(back.crc(2), 0xdead_beef);
         assert_eq!(back.atime_ns, 42);
+        assert_eq!(back.checked(), checked);
         assert_eq!(back.cached_bytes(), 10_000 - 2 * 4096);
     }
 
@@ -523,6 +597,49 @@ mod tests {
             Sidecar::decode(&bytes, &layout, v(3 * 4096), 4096).unwrap_err(),
             "bits set past the last block"
         );
+    }
+
+    #[test]
+    fn complete_means_every_block() {
+        for blocks in [0u64, 1, 63, 64, 65, 130] {
+            let mut s = Sidecar::empty(v(blocks * 4096), 4096, 0).unwrap();
+            assert_eq!(s.is_complete(), blocks == 0, "{blocks} blocks, none cached");
+            (0..blocks).for_each(|b| s.set_cached(b, true));
+            assert!(s.is_complete(), "{blocks} blocks");
+            if blocks > 0 {
+                s.set_cached(blocks - 1, false);
+                assert!(!s.is_complete(), "{blocks} blocks, the last missing");
+                s.set_cached(blocks - 1, true);
+                s.set_cached(0, false);
+                assert!(!s.is_complete(), "{blocks} blocks, the first missing");
+            }
+        }
+    }
+
+    #[test]
+    fn adopting_keeps_the_later_check() {
+        let mut mine = Sidecar::empty(v(4096), 4096, 0).unwrap();
+        let mut theirs = mine.clone();
+        let later = Checked {
+            at_ns: 20,
+            id: 1,
+            flags: 0,
+        };
+        theirs.set_checked(later);
+        mine.set_checked(Checked {
+            at_ns: 10,
+            id: 1,
+            flags: 0,
+        });
+        mine.adopt(&theirs, &[]);
+        assert_eq!(mine.checked(), later);
+        theirs.set_checked(Checked {
+            at_ns: 5,
+            id: 1,
+            flags: 0,
+        });
+        mine.adopt(&theirs, &[]);
+        assert_eq!(mine.checked(), later);
     }
 
     #[test]

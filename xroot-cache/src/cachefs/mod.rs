@@ -21,6 +21,17 @@
 //! disk that fills up, or a file closed while it is full, wakes it at once.
 //! A file opened while the disk is too full for its store entry is served
 //! from the origin.
+//!
+//! With a [`trust_window`](CacheConfig::trust_window), a file held whole in
+//! the store whose validators the origin confirmed within the window is
+//! opened **without asking the origin**: its stat is the one the origin gave
+//! then, and the origin file is opened only if a read needs it (a page that
+//! failed its crc32c), see [`OriginFile`]. Every open that asks the origin
+//! confirms the validators again.
+
+mod origin_file;
+
+pub use origin_file::OriginFile;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -39,7 +50,7 @@ use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
 use crate::origin::{Origin, OriginFs};
 use crate::purge::{purge, purge_disk, DiskPurge, PurgeReport, Watermarks};
 use crate::stats::{CacheStats, CacheStatsSnapshot};
-use crate::store::{confine, is_full, Entry, Store, Validators};
+use crate::store::{confine, is_full, Checked, Entry, Store, Validators};
 
 /// A caching proxy file system: `origin` below, `store` on local disk.
 pub struct CacheFs<F: OriginFs> {
@@ -55,21 +66,21 @@ impl<F: OriginFs> Clone for CacheFs<F> {
 }
 
 struct FsInner<F: OriginFs> {
-    origin: F,
+    origin: Arc<F>,
     store: Arc<Store>,
     shared: Arc<Shared>,
     /// Paths with client handles open (or opening), and files whose last
     /// handle went, until their sidecar is written: an open meanwhile
     /// shares the file (one store entry per path), purge leaves it alone
     /// and [`CacheFs::flush_all`] flushes it.
-    open: Mutex<HashMap<String, Arc<Slot<F::File>>>>,
+    open: Mutex<HashMap<String, Arc<Slot<F>>>>,
     /// Whether the disk check runs.
     checking: AtomicBool,
 }
 
 /// The cached file of one path and how many client handles use it.
-struct Slot<O: Origin> {
-    file: OnceCell<(CachedFile<O>, StatInfo)>,
+struct Slot<F: OriginFs> {
+    file: OnceCell<(CachedFile<OriginFile<F>>, StatInfo)>,
     /// Client handles open or opening; changed only under `FsInner::open`.
     handles: AtomicUsize,
 }
@@ -81,7 +92,7 @@ impl<F: OriginFs> CacheFs<F> {
     pub fn new(origin: F, store: Store, config: CacheConfig) -> CacheFs<F> {
         let fs = CacheFs {
             inner: Arc::new(FsInner {
-                origin,
+                origin: Arc::new(origin),
                 store: Arc::new(store),
                 shared: Shared::new(config, CacheStats::new()),
                 open: Mutex::new(HashMap::new()),
@@ -211,19 +222,42 @@ impl<F: OriginFs> CacheFs<F> {
         self.inner.open.lock().unwrap().remove(path);
     }
 
-    /// Opens the cached file of `path`: the origin file, its stat and the
-    /// store entry they validate. A path the store can never hold (a
-    /// sidecar's name) is refused before the origin is asked; when the
-    /// entry cannot be made (the cache directory refuses it, the file is
-    /// too large), the origin file is closed before the error is returned.
-    async fn open_cached(&self, path: &str) -> FsResult<(CachedFile<F::File>, StatInfo)> {
+    /// [`CacheFs::forget`], and removes what the store holds of `path`
+    /// ([`Store::remove`]), so that no open (in this process or another
+    /// sharing the directory) serves or trusts the old file. A failure to
+    /// remove is logged; the next open that asks the origin resets the
+    /// entry anyway.
+    pub async fn evict(&self, path: &str) {
+        self.forget(path);
+        let (store, key) = (self.inner.store.clone(), path.to_string());
+        let removed = tokio::task::spawn_blocking(move || store.remove(&key)).await;
+        if let Ok(Err(e)) = removed {
+            tracing::warn!(path, "removing a cache entry: {e}");
+        }
+    }
+
+    /// Opens the cached file of `path`: on trust when the store holds it
+    /// whole, confirmed within the trust window; else the origin file, its
+    /// stat and the store entry they validate (and confirm). A path the
+    /// store can never hold (a sidecar's name) is refused before the origin
+    /// is asked; when the entry cannot be made (the cache directory refuses
+    /// it, the file is too large), the origin file is closed before the
+    /// error is returned.
+    async fn open_cached(&self, path: &str) -> FsResult<(CachedFile<OriginFile<F>>, StatInfo)> {
         self.start_disk_check();
         let inner = &self.inner;
         confine(path)?;
+        if let Some(opened) = self.open_trusted(path).await {
+            return Ok(opened);
+        }
         let origin = Unclosed(Some(inner.origin.open(path).await?));
         match self.entry(origin.get(), path).await {
             Ok((entry, stat)) => {
-                let file = CachedFile::new(origin.keep(), entry, stat.size, inner.shared.clone());
+                if let Some(entry) = &entry {
+                    entry.set_checked(Checked::now(&stat));
+                }
+                let origin = OriginFile::open(origin.keep());
+                let file = CachedFile::new(origin, entry, stat.size, inner.shared.clone());
                 Ok((file, stat))
             }
             Err(e) => {
@@ -231,6 +265,57 @@ impl<F: OriginFs> CacheFs<F> {
                 Err(e)
             }
         }
+    }
+
+    /// The cached file of `path` opened on trust, if the trust window is
+    /// set and the store holds the file whole, confirmed within it
+    /// ([`Store::trusted`]); `None` otherwise (a store error is logged).
+    async fn open_trusted(&self, path: &str) -> Option<(CachedFile<OriginFile<F>>, StatInfo)> {
+        let inner = &self.inner;
+        let window = inner.shared.config.trust_window;
+        if window.is_zero() {
+            return None;
+        }
+        let (store, key) = (inner.store.clone(), path.to_string());
+        let bs = inner.shared.config.geometry.block_size;
+        let found = tokio::task::spawn_blocking(move || store.trusted(&key, bs, window))
+            .await
+            .unwrap_or_else(|e| Err(std::io::Error::other(e.to_string())));
+        let (entry, stat) = match found {
+            Ok(Some(found)) => found,
+            Ok(None) => return None,
+            Err(e) => {
+                tracing::debug!(path, "no trusted open: {e}");
+                return None;
+            }
+        };
+        inner.shared.stats.add_trusted_open();
+        let origin = OriginFile::later(
+            inner.origin.clone(),
+            path,
+            stat.clone(),
+            inner.store.clone(),
+            bs,
+        );
+        let file = CachedFile::new(origin, Some(entry), stat.size, inner.shared.clone());
+        Some((file, stat))
+    }
+
+    /// The stat of `path` as the cache would open it on trust (see
+    /// [`CacheConfig::trust_window`]): the file is held whole in the store
+    /// and the origin confirmed it within the window. `None` otherwise,
+    /// and always without a trust window; the origin is never asked.
+    pub async fn trusted_stat(&self, path: &str) -> Option<StatInfo> {
+        let config = &self.inner.shared.config;
+        let (window, bs) = (config.trust_window, config.geometry.block_size);
+        if window.is_zero() {
+            return None;
+        }
+        let (store, key) = (self.inner.store.clone(), path.to_string());
+        tokio::task::spawn_blocking(move || store.trusted_stat(&key, bs, window))
+            .await
+            .ok()?
+            .ok()?
     }
 
     /// The stat of `origin` (the file of `path`) and the store entry it
@@ -260,7 +345,7 @@ impl<F: OriginFs> CacheFs<F> {
     /// sidecar is written, and then, unless a handle was opened meanwhile
     /// (it shares the file; its own release ends it), the path leaves
     /// `open` and the origin file is closed.
-    fn release(inner: &Arc<FsInner<F>>, path: &str, slot: &Arc<Slot<F::File>>) {
+    fn release(inner: &Arc<FsInner<F>>, path: &str, slot: &Arc<Slot<F>>) {
         let (file, rt) = {
             let mut open = inner.open.lock().unwrap();
             if slot.handles.fetch_sub(1, Ordering::SeqCst) > 1 {
@@ -300,10 +385,10 @@ impl<F: OriginFs> CacheFs<F> {
 }
 
 /// Takes `slot` out of `open` if it is the one of `path`; whether it was.
-fn remove_slot<O: Origin>(
-    open: &mut HashMap<String, Arc<Slot<O>>>,
+fn remove_slot<F: OriginFs>(
+    open: &mut HashMap<String, Arc<Slot<F>>>,
     path: &str,
-    slot: &Arc<Slot<O>>,
+    slot: &Arc<Slot<F>>,
 ) -> bool {
     let ours = open.get(path).is_some_and(|s| Arc::ptr_eq(s, slot));
     if ours {
@@ -378,7 +463,7 @@ impl From<CacheError> for FsError {
 
 /// A client's handle on a cached file.
 pub struct CacheHandle<F: OriginFs> {
-    file: CachedFile<F::File>,
+    file: CachedFile<OriginFile<F>>,
     stat: StatInfo,
     claim: Claim<F>,
 }
@@ -388,7 +473,7 @@ pub struct CacheHandle<F: OriginFs> {
 /// releases it.
 struct Claim<F: OriginFs> {
     path: String,
-    slot: Arc<Slot<F::File>>,
+    slot: Arc<Slot<F>>,
     fs: Arc<FsInner<F>>,
 }
 
@@ -400,9 +485,18 @@ impl<F: OriginFs> Drop for Claim<F> {
 
 impl<F: OriginFs> CacheHandle<F> {
     /// The origin file below (shared by every handle of the path), for a
-    /// caller that reads around the cache when a cached read fails.
-    pub fn origin(&self) -> &F::File {
-        self.file.origin()
+    /// caller that reads around the cache when a cached read fails; opened
+    /// now if the file was opened on trust and no read needed it yet.
+    ///
+    /// Errors: as [`OriginFile::file`].
+    pub async fn origin(&self) -> Result<&F::File, crate::OriginError> {
+        self.file.origin().file().await
+    }
+
+    /// Whether the file was opened on trust and the origin has not been
+    /// asked for it since (see [`CacheConfig::trust_window`]).
+    pub fn on_trust(&self) -> bool {
+        self.file.origin().get().is_none()
     }
 }
 
@@ -580,5 +674,236 @@ mod tests {
             .entry("/f.bin", Validators::from(&stat), 4096)
             .unwrap();
         assert!((0..3).all(|b| entry.is_cached(b)), "blocks lost");
+    }
+
+    fn trusting(window: Duration) -> CacheConfig {
+        CacheConfig {
+            trust_window: window,
+            ..CacheConfig::default()
+        }
+    }
+
+    /// Reads `/f.bin` whole through a new cache of `origin` in `cache` and
+    /// closes it, so that its sidecar is written.
+    async fn fill(
+        origin: &std::path::Path,
+        cache: &std::path::Path,
+        config: CacheConfig,
+    ) -> Vec<u8> {
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin).unwrap(),
+            Store::open(cache).unwrap(),
+            config,
+        );
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(!h.on_trust());
+        let data = h.read_at(0, 1 << 20).await.unwrap().to_vec();
+        drop(h);
+        fs.flush_all().await.unwrap();
+        data
+    }
+
+    /// A file held whole and confirmed within the trust window opens and
+    /// reads without the origin: here the origin's file is gone. Its stat
+    /// is the one the origin gave. Without a window, the open asks the
+    /// origin (and fails).
+    #[tokio::test]
+    async fn a_trusted_file_is_served_without_the_origin() {
+        let origin = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(origin.path().join("f.bin"), &data).unwrap();
+        let stat = LocalOrigin::new(origin.path())
+            .unwrap()
+            .stat("/f.bin")
+            .await
+            .unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let hour = Duration::from_secs(3600);
+        assert_eq!(
+            fill(origin.path(), cache.path(), trusting(hour)).await,
+            data
+        );
+        std::fs::remove_file(origin.path().join("f.bin")).unwrap();
+
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            trusting(hour),
+        );
+        assert_eq!(
+            fs.trusted_stat("/f.bin").await,
+            Some(Checked::now(&stat).stat((&stat).into()))
+        );
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(h.on_trust());
+        assert_eq!(h.stat().await.unwrap().size, stat.size);
+        assert_eq!(h.stat().await.unwrap().mtime, stat.mtime);
+        assert_eq!(h.read_at(0, 1 << 20).await.unwrap(), data);
+        assert_eq!(
+            h.readv(vec![(5, 10), (19_990, 10)]).await.unwrap()[1],
+            data[19_990..]
+        );
+        assert!(h.on_trust(), "the origin was opened");
+        assert_eq!(fs.stats().trusted_opens, 1);
+        drop(h);
+
+        // no window: the open asks the origin, which no longer has the file
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            CacheConfig::default(),
+        );
+        assert_eq!(fs.trusted_stat("/f.bin").await, None);
+        let open = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await;
+        assert!(open.is_err());
+    }
+
+    /// Trust needs the whole file and a confirmation within the window:
+    /// a partly cached file, or one confirmed longer ago, asks the origin.
+    #[tokio::test]
+    async fn trust_needs_the_whole_file_within_the_window() {
+        let origin = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 3 % 251) as u8).collect();
+        std::fs::write(origin.path().join("f.bin"), &data).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            trusting(Duration::from_secs(3600)),
+        );
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        h.read_at(0, 4096).await.unwrap();
+        drop(h);
+        fs.flush_all().await.unwrap();
+        assert_eq!(fs.trusted_stat("/f.bin").await, None, "partly cached");
+
+        assert_eq!(
+            fill(
+                origin.path(),
+                cache.path(),
+                trusting(Duration::from_secs(3600))
+            )
+            .await,
+            data
+        );
+        std::thread::sleep(Duration::from_millis(20));
+        let short = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            trusting(Duration::from_millis(10)),
+        );
+        assert_eq!(
+            short.trusted_stat("/f.bin").await,
+            None,
+            "confirmed too long ago"
+        );
+        let h = short
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(!h.on_trust());
+        assert_eq!(short.stats().trusted_opens, 0);
+    }
+
+    /// A trusted file whose cached page went bad is read from the origin:
+    /// opened then, and used while its stat matches; one that changed at
+    /// the origin is not mixed with the cached blocks: the read fails and
+    /// the entry is reset, and the next open reads the new file.
+    #[tokio::test]
+    async fn a_cache_fault_on_trust_opens_the_origin_and_checks_it() {
+        let origin = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..20_000u32).map(|i| (i * 5 % 251) as u8).collect();
+        let path = origin.path().join("f.bin");
+        std::fs::write(&path, &data).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let hour = trusting(Duration::from_secs(3600));
+        fill(origin.path(), cache.path(), hour.clone()).await;
+        let spoil = |at: u64| {
+            use std::os::unix::fs::FileExt;
+            let f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(cache.path().join("f.bin"))
+                .unwrap();
+            f.write_all_at(b"XXXX", at).unwrap();
+        };
+        spoil(4096);
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            hour.clone(),
+        );
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(h.on_trust());
+        assert_eq!(h.read_at(0, 1 << 20).await.unwrap(), data);
+        assert!(!h.on_trust(), "the origin was not opened for the bad page");
+        drop(h);
+        fs.flush_all().await.unwrap();
+
+        // the origin's file changes (another size), a cached page goes bad
+        let new: Vec<u8> = (0..30_000u32).map(|i| (i * 11 % 251) as u8).collect();
+        std::fs::write(&path, &new).unwrap();
+        spoil(8192);
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            hour,
+        );
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(h.on_trust());
+        assert_eq!(
+            h.read_at(0, 4096).await.unwrap(),
+            data[..4096],
+            "a good page"
+        );
+        let err = h.read_at(8192, 4096).await.unwrap_err();
+        assert!(err.to_string().contains("changed at the origin"), "{err}");
+        drop(h);
+        fs.flush_all().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(fs.trusted_stat("/f.bin").await, None, "still trusted");
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(!h.on_trust());
+        assert_eq!(h.read_at(0, 1 << 20).await.unwrap(), new);
+    }
+
+    /// `evict` removes the entry from disk: no later open trusts it.
+    #[tokio::test]
+    async fn evict_removes_what_the_store_holds() {
+        let origin = tempfile::tempdir().unwrap();
+        std::fs::write(origin.path().join("f.bin"), vec![7u8; 9000]).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let hour = trusting(Duration::from_secs(3600));
+        fill(origin.path(), cache.path(), hour.clone()).await;
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            hour,
+        );
+        assert!(fs.trusted_stat("/f.bin").await.is_some());
+        fs.evict("/f.bin").await;
+        assert_eq!(fs.trusted_stat("/f.bin").await, None);
+        for name in ["f.bin", "f.bin.cinfo", "f.bin.cinfo.tmp"] {
+            assert!(!cache.path().join(name).exists(), "{name}");
+        }
     }
 }
