@@ -47,7 +47,7 @@ use crate::origin::{Origin, OriginError};
 use crate::plan::{fetch_bound, plan, BlockState, Geometry, Plan, Run};
 use crate::purge::PurgeConfig;
 use crate::stats::CacheStats;
-use crate::store::{is_full, Entry, StoreError};
+use crate::store::{is_full, Claim, Entry, StoreError};
 
 /// How many times a read re-plans when a fill it waited for ended without
 /// storing its blocks (not for an origin error, which is the answer) or a
@@ -511,8 +511,14 @@ impl<O: Origin> CachedFile<O> {
             inner: &self.inner,
             runs: if waiters.is_some() { &runs } else { &[] },
         };
-        let bytes: u64 = runs.iter().map(|r| r.len as u64).sum();
-        let result = match self.fetch(&runs, bytes).await {
+        // another process sharing the directory may be fetching (or have
+        // just fetched) some of these blocks: wait for it, fetch the rest
+        let (claim, wanted) = match waiters.is_some() && self.storing() {
+            true => self.claim(&runs).await,
+            false => (None, runs.clone()),
+        };
+        let bytes: u64 = wanted.iter().map(|r| r.len as u64).sum();
+        let result = match self.fetch(&wanted, bytes).await {
             Ok(landed) if waiters.is_some() && self.storing() => {
                 // the reader may be gone; the blocks are stored regardless
                 let _ = reader.send(Ok(landed.clone()));
@@ -528,6 +534,7 @@ impl<O: Origin> CachedFile<O> {
                 Err(e)
             }
         };
+        drop(claim);
         drop(ram);
         drop(landing);
         if let Some(waiters) = waiters {
@@ -535,8 +542,63 @@ impl<O: Origin> CachedFile<O> {
         }
     }
 
-    /// One origin request for `runs` (`bytes` in all).
+    /// Takes the cross-process locks of the blocks of `runs`
+    /// ([`Entry::claim`]): the claim, and the parts of `runs` still not
+    /// cached once the processes that held them are done. Without a lock
+    /// (an error, logged), every run is fetched.
+    async fn claim(&self, runs: &[Run]) -> (Option<Claim>, Vec<Run>) {
+        let Some(entry) = self.inner.entry.clone() else {
+            return (None, runs.to_vec());
+        };
+        let ranges: Vec<(u64, u64)> = runs.iter().map(|r| (r.first_block, r.blocks)).collect();
+        let locked = entry.clone();
+        let claim = match tokio::task::spawn_blocking(move || locked.claim(&ranges)).await {
+            Ok(Ok(claim)) => claim,
+            Ok(Err(e)) => {
+                tracing::debug!("cache block locks: {e}");
+                return (None, runs.to_vec());
+            }
+            Err(_) => return (None, runs.to_vec()),
+        };
+        let (bs, size) = (
+            self.inner.shared.config.geometry.block_size,
+            self.inner.size,
+        );
+        let mut wanted = Vec::with_capacity(runs.len());
+        for run in runs {
+            let mut start = None;
+            for b in run.first_block..=run.first_block + run.blocks {
+                let missing = b < run.first_block + run.blocks && !entry.is_cached(b);
+                match (missing, start) {
+                    (true, None) => start = Some(b),
+                    (false, Some(first)) => {
+                        let offset = first * bs;
+                        let len = ((b - first) * bs).min(size - offset) as usize;
+                        wanted.push(Run {
+                            first_block: first,
+                            blocks: b - first,
+                            offset,
+                            len,
+                        });
+                        start = None;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        if wanted.len() != runs.len() || wanted.iter().zip(runs).any(|(w, r)| w != r) {
+            let have: u64 = runs.iter().map(|r| r.len as u64).sum::<u64>()
+                - wanted.iter().map(|r| r.len as u64).sum::<u64>();
+            self.inner.shared.stats.add_from_peers(have);
+        }
+        (Some(claim), wanted)
+    }
+
+    /// One origin request for `runs` (`bytes` in all); none for no runs.
     async fn fetch(&self, runs: &[Run], bytes: u64) -> Result<Landed, CacheError> {
+        if runs.is_empty() {
+            return Ok(Landed::new());
+        }
         let shared = &self.inner.shared;
         let extents: Vec<(u64, usize)> = runs.iter().map(|r| (r.offset, r.len)).collect();
         let fetched = {

@@ -23,7 +23,9 @@
 //! - [`stats`]: client reads and origin requests in flight, bytes asked,
 //!   fetched and served from disk.
 
-#![forbid(unsafe_code)]
+// One exception, commented: byte-range locks (`store::live`), which rustix
+// does not wrap.
+#![deny(unsafe_code)]
 #![warn(missing_docs)]
 
 pub mod cachefs;
@@ -45,5 +47,5 @@ pub use purge::{
     PurgeReport, Watermarks,
 };
 pub use stats::{CacheStats, CacheStatsSnapshot};
-pub use store::{is_full, Checked, Entry, Store, StoreError, Validators};
+pub use store::{is_full, Checked, Claim, Entry, Store, StoreError, Validators};
 pub use xroot_proto as proto;

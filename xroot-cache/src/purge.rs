@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use crate::store::{read_atime, Store, SIDECAR_SUFFIX, TEMP_SUFFIX};
+use crate::store::{read_atime, Store, LIVE_SUFFIX, SIDECAR_SUFFIX, TEMP_SUFFIX};
 
 /// A disk-usage watermark as the stock XCache's `pfc.diskusage` takes it:
 /// a fraction of the size of the file system holding the cache, or bytes.
@@ -313,12 +313,13 @@ struct Cached {
     bytes: u64,
     sidecar: Option<PathBuf>,
     temp: Option<PathBuf>,
+    live: Option<PathBuf>,
     data: Option<PathBuf>,
 }
 
 impl Cached {
     /// Removes the sidecar first (so no bit outlives its data), then the
-    /// temporary sidecar and the data, then the directories this emptied;
+    /// temporary sidecar, the live file and the data, then the directories this emptied;
     /// holding the entry's cross-process lock, so that another process
     /// sharing the directory is not committing a sidecar meanwhile (its
     /// next commit finds the entry gone and writes none).
@@ -327,7 +328,7 @@ impl Cached {
             Some(data) => crate::store::lock_data(data)?,
             None => None,
         };
-        for path in [&self.sidecar, &self.temp, &self.data]
+        for path in [&self.sidecar, &self.temp, &self.live, &self.data]
             .into_iter()
             .flatten()
         {
@@ -336,7 +337,7 @@ impl Cached {
                 _ => {}
             }
         }
-        let any = [&self.sidecar, &self.temp, &self.data]
+        let any = [&self.sidecar, &self.temp, &self.live, &self.data]
             .into_iter()
             .flatten()
             .next();
@@ -398,6 +399,8 @@ impl Scan {
         };
         let (logical, kind) = if let Some(l) = rel.strip_suffix(TEMP_SUFFIX) {
             (l, Kind::Temp)
+        } else if let Some(l) = rel.strip_suffix(LIVE_SUFFIX) {
+            (l, Kind::Live)
         } else if let Some(l) = rel.strip_suffix(SIDECAR_SUFFIX) {
             (l, Kind::Sidecar)
         } else {
@@ -407,6 +410,7 @@ impl Scan {
         cached.bytes = cached.bytes.saturating_add(bytes);
         match kind {
             Kind::Temp => cached.temp = Some(path),
+            Kind::Live => cached.live = Some(path),
             Kind::Sidecar => {
                 cached.atime = read_atime(&path).ok().flatten();
                 cached.sidecar = Some(path);
@@ -418,6 +422,7 @@ impl Scan {
 
 enum Kind {
     Data,
+    Live,
     Sidecar,
     Temp,
 }
@@ -451,10 +456,15 @@ mod tests {
             p.push(suffix);
             PathBuf::from(p)
         };
-        [data.clone(), with(SIDECAR_SUFFIX), with(TEMP_SUFFIX)]
-            .iter()
-            .map(|p| fs::metadata(p).map_or(0, |m| m.blocks() * 512))
-            .sum()
+        [
+            data.clone(),
+            with(SIDECAR_SUFFIX),
+            with(TEMP_SUFFIX),
+            with(LIVE_SUFFIX),
+        ]
+        .iter()
+        .map(|p| fs::metadata(p).map_or(0, |m| m.blocks() * 512))
+        .sum()
     }
 
     #[test]

@@ -26,6 +26,7 @@ pub struct CacheStats {
     block_writes: AtomicU64,
     bytes_not_stored: AtomicU64,
     trusted_opens: AtomicU64,
+    bytes_from_peers: AtomicU64,
 }
 
 fn add(counter: &AtomicU64, n: u64) {
@@ -86,6 +87,12 @@ impl CacheStats {
         add(&self.trusted_opens, 1);
     }
 
+    /// Adds `bytes` a fill did not fetch because another process sharing
+    /// the cache directory had just written them.
+    pub fn add_from_peers(&self, bytes: u64) {
+        add(&self.bytes_from_peers, bytes);
+    }
+
     /// Counts one client read or vector read finished.
     pub fn add_client_request(&self) {
         add(&self.client_requests, 1);
@@ -105,6 +112,7 @@ impl CacheStats {
             block_writes: get(&self.block_writes),
             bytes_not_stored: get(&self.bytes_not_stored),
             trusted_opens: get(&self.trusted_opens),
+            bytes_from_peers: get(&self.bytes_from_peers),
             ram_held: 0,
             disk_full: false,
         }
@@ -135,6 +143,9 @@ pub struct CacheStatsSnapshot {
     pub bytes_not_stored: u64,
     /// Opens answered on trust, without asking the origin.
     pub trusted_opens: u64,
+    /// Bytes fills did not fetch because another process sharing the cache
+    /// directory had just written them.
+    pub bytes_from_peers: u64,
     /// Bytes of the RAM budget held now (KiB steps): fetched data not yet
     /// stored and answers the server has not dropped yet. Filled in by
     /// [`CacheFs::stats`](crate::CacheFs::stats); 0 from
@@ -201,7 +212,7 @@ impl fmt::Display for CacheStatsSnapshot {
             true => "stopped: the disk is full",
             false => "storing",
         };
-        let rows: [(&str, &dyn fmt::Display); 11] = [
+        let rows: [(&str, &dyn fmt::Display); 12] = [
             ("client reads in flight", &Gauge(&self.client_reads)),
             ("origin requests in flight", &Gauge(&self.origin_requests)),
             (
@@ -239,6 +250,7 @@ impl fmt::Display for CacheStatsSnapshot {
                 "opens on trust",
                 &format_args!("{} (the origin not asked)", self.trusted_opens),
             ),
+            ("written by other processes", &Bytes(self.bytes_from_peers)),
         ];
         for (label, value) in rows {
             writeln!(f, "{label:<26} {value}")?;
@@ -319,7 +331,7 @@ mod tests {
         stats.add_client_request();
         let text = stats.snapshot().to_string();
         let lines: Vec<&str> = text.lines().collect();
-        assert_eq!(lines.len(), 11, "{text}");
+        assert_eq!(lines.len(), 12, "{text}");
         assert!(lines[0].starts_with("client reads in flight"), "{text}");
         assert!(
             lines[0].ends_with("now 0, peak 0, mean 0.00, 0 in all"),

@@ -232,8 +232,10 @@ impl XrootStore {
     /// Several processes may share one cache directory: each commit of a
     /// file's block index (its sidecar) holds the file's lock (`flock` on
     /// its data file) and keeps the blocks the others committed, and an
-    /// eviction holds it too. Two processes reading the same missing blocks
-    /// at the same moment may both fetch them.
+    /// eviction holds it too; a process about to fetch blocks takes their
+    /// byte-range locks, so two processes reading the same missing blocks at
+    /// once fetch them once (the second waits for the first and reads them
+    /// from disk).
     ///
     /// # Errors
     /// As [`XrootStore::new`]; [`Error::Generic`] when `dir` cannot be

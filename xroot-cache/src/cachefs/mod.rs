@@ -906,4 +906,54 @@ mod tests {
             assert!(!cache.path().join(name).exists(), "{name}");
         }
     }
+
+    /// Two caches on one directory (two entries with their own locks, as
+    /// two processes have) reading the same file at once: each block is
+    /// fetched from the origin once in all, and both read the right bytes.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn two_caches_on_one_directory_fetch_each_block_once() {
+        let origin = tempfile::tempdir().unwrap();
+        let size = 4 << 20;
+        let data: Vec<u8> = (0..size as u32).map(|i| (i * 13 % 251) as u8).collect();
+        std::fs::write(origin.path().join("f.bin"), &data).unwrap();
+        let cache = tempfile::tempdir().unwrap();
+        let caches: Vec<_> = (0..2)
+            .map(|_| {
+                CacheFs::new(
+                    LocalOrigin::new(origin.path()).unwrap(),
+                    Store::open(cache.path()).unwrap(),
+                    CacheConfig::default(),
+                )
+            })
+            .collect();
+        let data = Arc::new(data);
+        let mut readers = Vec::new();
+        for fs in &caches {
+            let h = Arc::new(
+                fs.open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+                    .await
+                    .unwrap(),
+            );
+            // four readers per cache, each over the whole file in 64 kB reads
+            for r in 0..4u64 {
+                let (h, data) = (h.clone(), data.clone());
+                readers.push(tokio::spawn(async move {
+                    for k in 0..64u64 {
+                        let offset = ((k + 16 * r) % 64) * 65536;
+                        let got = h.read_at(offset, 65536).await.unwrap();
+                        assert!(got == data[offset as usize..][..65536], "at {offset}");
+                    }
+                }));
+            }
+        }
+        for r in readers {
+            r.await.unwrap();
+        }
+        let fetched: u64 = caches.iter().map(|c| c.stats().bytes_fetched).sum();
+        let from_peers: u64 = caches.iter().map(|c| c.stats().bytes_from_peers).sum();
+        assert_eq!(
+            fetched, size as u64,
+            "fetched twice; {from_peers} bytes from the other"
+        );
+    }
 }

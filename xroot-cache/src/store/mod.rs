@@ -19,13 +19,18 @@
 //! Processes sharing a directory: each entry's sidecar is committed, reset
 //! and evicted under the entry's lock (`flock` on its data file); a commit
 //! keeps the blocks other processes committed since ([`Entry::flush`]), and
-//! an entry evicted by another process commits nothing more. Blocks two
-//! processes fetch at once are written twice, with the same bytes.
+//! an entry evicted by another process commits nothing more, nor one
+//! reset by another for a newer origin file. Blocks written and not yet
+//! committed are shared through the entry's live file (the [`live`]
+//! module), with a byte-range lock per block run: a process about to fetch
+//! runs takes their locks ([`Entry::claim`]), so it waits for another one
+//! fetching the same blocks and then reads them from the store instead.
 //!
 //! The directory belongs to the store: [`purge`](crate::purge::purge) treats
 //! every file under it as cache content.
 
 mod data;
+mod live;
 pub mod sidecar;
 
 use std::fs;
@@ -40,6 +45,7 @@ use xroot_proto::page::{crc32c, PAGE_SIZE};
 use xroot_proto::response::{StatFlags, StatInfo};
 
 use self::data::DataFile;
+use self::live::Live;
 pub(crate) use self::sidecar::read_atime;
 use self::sidecar::Sidecar;
 pub use self::sidecar::MAX_FILE_SIZE;
@@ -50,6 +56,9 @@ const PAGE: u64 = PAGE_SIZE as u64;
 pub(crate) const SIDECAR_SUFFIX: &str = ".cinfo";
 /// File-name suffix of a sidecar being written.
 pub(crate) const TEMP_SUFFIX: &str = ".cinfo.tmp";
+/// File-name suffix of the blocks written and not committed yet, shared
+/// between processes (the [`live`] module).
+pub(crate) const LIVE_SUFFIX: &str = ".cinfo.live";
 
 /// What identifies one version of an origin file, from the origin's stat. A
 /// cached entry whose validators differ from the origin's is dropped.
@@ -250,6 +259,7 @@ impl Store {
         for p in [
             with_suffix(&data_path, SIDECAR_SUFFIX),
             with_suffix(&data_path, TEMP_SUFFIX),
+            with_suffix(&data_path, LIVE_SUFFIX),
             data_path,
         ] {
             match fs::remove_file(&p) {
@@ -324,6 +334,11 @@ fn reset(
         Err(why) => why,
     };
     tracing::debug!(path, why, "cache entry reset");
+    // a new live file is made for the new validators (see the live module)
+    match fs::remove_file(with_suffix(sidecar_path, ".live")) {
+        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+        _ => {}
+    }
     let empty = Sidecar::empty(validators, block_size, now)?;
     let bytes = empty.encode();
     match sidecar::replace(sidecar_path, temp_path, &bytes) {
@@ -361,7 +376,10 @@ pub(crate) fn confine(path: &str) -> io::Result<PathBuf> {
         match seg {
             "" => return Err(bad("empty segment")),
             "." | ".." => return Err(bad("`.` or `..` segment")),
-            s if s.ends_with(SIDECAR_SUFFIX) || s.ends_with(TEMP_SUFFIX) => {
+            s if [SIDECAR_SUFFIX, TEMP_SUFFIX, LIVE_SUFFIX]
+                .iter()
+                .any(|suffix| s.ends_with(suffix)) =>
+            {
                 return Err(bad("a segment ends with a sidecar suffix"))
             }
             s => out.push(s),
@@ -402,6 +420,10 @@ pub struct Entry {
     /// Serialises flushes (so sidecars are renamed in snapshot order) and
     /// the reservation of `temp_path`.
     flush: Mutex<()>,
+    /// The blocks the processes sharing the directory wrote and have not
+    /// committed, and their locks; none when it could not be opened or is
+    /// another version's.
+    live: Option<Live>,
 }
 
 #[derive(Debug)]
@@ -411,6 +433,27 @@ struct State {
     durable: Vec<u64>,
     /// Changed since the last flush.
     dirty: bool,
+}
+
+/// The cross-process locks of some blocks of an [`Entry`], from
+/// [`Entry::claim`]; released when dropped.
+#[derive(Debug)]
+pub struct Claim {
+    entry: std::sync::Arc<Entry>,
+    /// The runs locked: first block and count.
+    runs: Vec<(u64, u64)>,
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        if let Some(live) = &self.entry.live {
+            for &(first, blocks) in &self.runs {
+                if let Err(e) = live.unlock(first, blocks) {
+                    tracing::debug!("cache block unlock: {e}");
+                }
+            }
+        }
+    }
 }
 
 /// Locks ignoring poison: every update of the state is complete when made.
@@ -438,9 +481,15 @@ impl Entry {
             Err(e) => return Err(e),
         };
         let durable = state.bits().to_vec();
-        Ok(Entry {
-            validators: state.validators(),
-            block_size: state.block_size(),
+        let (validators, block_size) = (state.validators(), state.block_size());
+        let live_path = with_suffix(&sidecar_path, ".live");
+        let live = Live::open(&live_path, validators, block_size).unwrap_or_else(|e| {
+            tracing::debug!(path = %live_path.display(), "no live file: {e}");
+            None
+        });
+        let entry = Entry {
+            validators,
+            block_size,
             data,
             data_path,
             sidecar_path,
@@ -452,7 +501,74 @@ impl Entry {
                 dirty: true,
             }),
             flush: Mutex::new(()),
-        })
+            live,
+        };
+        // what other processes wrote and did not commit yet
+        let blocks = validators.size.div_ceil(block_size);
+        entry.adopt_live(0, blocks);
+        Ok(entry)
+    }
+
+    /// Takes in the blocks of `first..first + blocks` that the live file
+    /// says a process wrote (with their pages' crc32c) and this entry does
+    /// not have. Returns how many. A read error only loses them.
+    fn adopt_live(&self, first: u64, blocks: u64) -> u64 {
+        let Some(live) = &self.live else { return 0 };
+        let pages = self.validators.size.div_ceil(PAGE);
+        let written = match live.written(first, blocks, pages) {
+            Ok(written) => written,
+            Err(e) => {
+                tracing::debug!("reading the live file: {e}");
+                return 0;
+            }
+        };
+        let per_block = self.block_size / PAGE;
+        let mut state = lock(&self.state);
+        let mut adopted = 0;
+        for (block, crcs) in written {
+            if state.sidecar.is_cached(block) {
+                continue;
+            }
+            for (page, crc) in (block * per_block..).zip(crcs) {
+                state.sidecar.set_crc(page, crc);
+            }
+            state.sidecar.set_cached(block, true);
+            state.dirty = true;
+            adopted += 1;
+        }
+        adopted
+    }
+
+    /// Takes the cross-process locks of the blocks of `runs` (each a first
+    /// block and a count), waiting for the processes sharing the directory
+    /// that hold them (fetching those blocks), then takes in what they
+    /// wrote: afterwards [`Entry::is_cached`] says which blocks still need
+    /// fetching. The locks are held until the [`Claim`] drops: write the
+    /// fetched blocks before. Locks are per entry, so two claims in one
+    /// process never wait for each other (keep them disjoint: the process's
+    /// own single flight).
+    ///
+    /// Errors: those of the locks (`Unsupported` on platforms without
+    /// them); no lock is then held.
+    pub fn claim(self: &std::sync::Arc<Self>, runs: &[(u64, u64)]) -> io::Result<Claim> {
+        let mut claim = Claim {
+            entry: self.clone(),
+            runs: Vec::with_capacity(runs.len()),
+        };
+        let Some(live) = &self.live else {
+            return Ok(claim);
+        };
+        let mut sorted = runs.to_vec();
+        sorted.sort_unstable();
+        for (first, blocks) in sorted {
+            // on an error the claim's drop releases what was taken
+            live.lock(first, blocks)?;
+            claim.runs.push((first, blocks));
+        }
+        for &(first, blocks) in &claim.runs {
+            self.adopt_live(first, blocks);
+        }
+        Ok(claim)
     }
 
     /// When the origin last confirmed this file's validators, and its stat
@@ -534,14 +650,21 @@ impl Entry {
         }
         let crcs: Vec<u32> = data.chunks(PAGE_SIZE).map(crc32c).collect();
         let (first_page, first_block, blocks) = (offset / PAGE, offset / bs, len.div_ceil(bs));
-        let mut state = lock(&self.state);
-        for (page, crc) in (first_page..).zip(crcs) {
-            state.sidecar.set_crc(page, crc);
+        {
+            let mut state = lock(&self.state);
+            for (page, &crc) in (first_page..).zip(&crcs) {
+                state.sidecar.set_crc(page, crc);
+            }
+            for block in first_block..first_block + blocks {
+                state.sidecar.set_cached(block, true);
+            }
+            state.dirty = true;
         }
-        for block in first_block..first_block + blocks {
-            state.sidecar.set_cached(block, true);
+        if let Some(live) = &self.live {
+            if let Err(e) = live.publish(first_block, blocks, first_page, &crcs) {
+                tracing::debug!("writing the live file: {e}");
+            }
         }
-        state.dirty = true;
         Ok(blocks)
     }
 
@@ -593,6 +716,9 @@ impl Entry {
                 if state.sidecar.crc(page) == want {
                     state.sidecar.set_cached(block, false);
                     state.dirty = true;
+                    if let Some(live) = &self.live {
+                        let _ = live.clear(block);
+                    }
                 }
                 bad.get_or_insert(block);
             }
@@ -722,6 +848,9 @@ impl Entry {
             }
             for &b in &extra[start..end] {
                 state.sidecar.set_cached(b, false);
+                if let Some(live) = &self.live {
+                    let _ = live.clear(b);
+                }
             }
             let blocks = (end - start) as u64;
             if let Err(e) = self.data.punch(extra[start] * bs, blocks * bs) {
@@ -800,6 +929,103 @@ mod tests {
             .entry("/f", v, BLOCK)
             .unwrap();
         assert_eq!(d.cached_bytes(), data.len() as u64);
+    }
+
+    #[test]
+    fn a_claim_waits_for_the_process_fetching_and_takes_its_blocks() {
+        // two stores on one directory: two entries, two open files, so
+        // their locks exclude each other as two processes' do
+        let dir = tempfile::tempdir().unwrap();
+        let data = bytes(8 * BLOCK as usize);
+        let v = Validators {
+            size: data.len() as u64,
+            mtime: 7,
+        };
+        let a = std::sync::Arc::new(
+            Store::open(dir.path())
+                .unwrap()
+                .entry("/f", v, BLOCK)
+                .unwrap(),
+        );
+        let b = std::sync::Arc::new(
+            Store::open(dir.path())
+                .unwrap()
+                .entry("/f", v, BLOCK)
+                .unwrap(),
+        );
+        let held = a.claim(&[(0, 4)]).unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiter = {
+            let b = b.clone();
+            std::thread::spawn(move || {
+                let claim = b.claim(&[(6, 2), (2, 3)]).unwrap();
+                tx.send(()).unwrap();
+                let cached: Vec<bool> = (0..8).map(|i| b.is_cached(i)).collect();
+                drop(claim);
+                cached
+            })
+        };
+        // b waits while a holds blocks 2 and 3
+        assert!(rx
+            .recv_timeout(std::time::Duration::from_millis(200))
+            .is_err());
+        a.write_blocks(0, &data[..4 * BLOCK as usize]).unwrap();
+        drop(held);
+        let cached = waiter.join().unwrap();
+        // the blocks b claimed that a wrote, and only those
+        assert_eq!(
+            cached,
+            [false, false, true, true, false, false, false, false]
+        );
+        let (two, four) = (2 * BLOCK as usize, 4 * BLOCK as usize);
+        assert_eq!(&b.read(two as u64, two).unwrap()[..], &data[two..four]);
+        // a new entry (a third process) takes in what was written, uncommitted
+        let c = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        assert_eq!(c.cached_bytes(), 4 * BLOCK);
+    }
+
+    #[test]
+    fn a_live_block_that_fails_its_check_is_not_taken_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = bytes(2 * BLOCK as usize);
+        let v = Validators {
+            size: data.len() as u64,
+            mtime: 7,
+        };
+        let a = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        a.write_blocks(0, &data).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(
+            &fs::OpenOptions::new()
+                .write(true)
+                .open(dir.path().join("f"))
+                .unwrap(),
+            b"bad",
+            10,
+        )
+        .unwrap();
+        let b = std::sync::Arc::new(
+            Store::open(dir.path())
+                .unwrap()
+                .entry("/f", v, BLOCK)
+                .unwrap(),
+        );
+        assert!(matches!(
+            b.read(0, 100),
+            Err(StoreError::Missing { block: 0 })
+        ));
+        drop(b.claim(&[(0, 2)]).unwrap());
+        assert!(!b.is_cached(0) && b.is_cached(1));
+        let c = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        assert!(!c.is_cached(0) && c.is_cached(1));
     }
 
     #[test]
