@@ -108,8 +108,9 @@ pub struct Cli {
     #[arg(long)]
     pub no_purge: bool,
     /// Seconds after the origin last confirmed a file (at an open that
-    /// asked it) during which a file held whole in the cache is opened
-    /// without asking the origin again (0, the default: every open asks).
+    /// asked it) during which the file is opened from the cache without
+    /// asking the origin again, which is asked only for blocks not cached
+    /// (0, the default: every open asks).
     /// Within it a file changed at the origin is served as it was cached.
     #[arg(long, default_value_t = 0, value_name = "SECONDS")]
     pub trust_window: u64,

@@ -86,11 +86,15 @@ pub struct CacheConfig {
     /// by default, between 0.90 and 0.95 of the disk, as the stock XCache.
     pub purge: PurgeConfig,
     /// How long after the origin last confirmed a file (its size and
-    /// modification time, at an open that asked it) a copy held whole in
-    /// the store is opened without asking the origin again. Zero (the
+    /// modification time, at an open that asked it) the file is opened
+    /// from the store without asking the origin again: its cached blocks
+    /// are served, and the origin is opened (and its stat checked) only
+    /// when a read needs a block the store lacks. Zero (the
     /// default) asks at every open; a cache below a client
     /// ([`CacheConfig::below_client`]) trusts for an hour. Within the
-    /// window a file changed at the origin is served as it was cached.
+    /// window a file changed at the origin is served as it was cached; a
+    /// read that needs the origin then fails (the new file's bytes are not
+    /// mixed with the old) and the entry is reset.
     pub trust_window: Duration,
 }
 

@@ -14,9 +14,18 @@
 //! median(object_store) ÷ median(direct) − 1 (target ≤ 5%). Every byte is
 //! checked against the file's generated pattern.
 //!
+//! Then the same through a store with a cache directory below the client
+//! ([`XrootStore::with_cache`]): cold (a new, empty directory each replay;
+//! the sidecars are written after the clock stops), warm with the trust
+//! window off (every open asks the server) and warm within the window
+//! ([`CacheConfig::below_client`]: no request to the server at all), each
+//! warm replay on a new store over the directory of a cold one.
+//!
 //! Figures for `benches/report.sh`: `object_store_trace.direct_s`,
 //! `object_store_trace.store_s` (median wall, s),
-//! `object_store_trace.overhead_pct`.
+//! `object_store_trace.overhead_pct`, and `object_store_trace.RUN_s` and
+//! `object_store_trace.RUN_ratio` (÷ direct) for RUN `cache_cold`,
+//! `cache_warm` and `cache_trusted`.
 
 #[path = "../../benches/common.rs"]
 mod common;
@@ -36,6 +45,7 @@ use std::time::{Duration, Instant};
 use object_store::path::Path;
 use object_store::ObjectStore;
 use tokio::runtime::Runtime;
+use xroot_cache::CacheConfig;
 use xroot_client::{Client, OpenFlags};
 use xroot_object_store::XrootStore;
 
@@ -58,11 +68,33 @@ fn main() {
 
     // a warm-up of each, not counted
     direct(&rt, &url, &trace);
-    through_store(&rt, &url, &trace);
+    through_store(&rt, &url, &trace, None);
     let (mut direct_walls, mut store_walls) = (Vec::new(), Vec::new());
+    let (mut cold, mut warm, mut trusted) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..REPS {
         direct_walls.push(direct(&rt, &url, &trace));
-        store_walls.push(through_store(&rt, &url, &trace));
+        store_walls.push(through_store(&rt, &url, &trace, None));
+        let dir = tempfile::tempdir().expect("cache dir");
+        let untrusting = CacheConfig::default();
+        cold.push(through_store(
+            &rt,
+            &url,
+            &trace,
+            Some((dir.path(), untrusting.clone())),
+        ));
+        warm.push(through_store(
+            &rt,
+            &url,
+            &trace,
+            Some((dir.path(), untrusting)),
+        ));
+        let trusting = CacheConfig::below_client();
+        trusted.push(through_store(
+            &rt,
+            &url,
+            &trace,
+            Some((dir.path(), trusting)),
+        ));
     }
     let (d, s) = (median(&direct_walls), median(&store_walls));
     let overhead = (s / d - 1.0) * 100.0;
@@ -73,13 +105,33 @@ fn main() {
         trace.elements(),
         trace.asked() as f64 / 1e6
     );
-    println!("{:<34} {:>9}  every replay (s)", "run", "median s");
-    for (name, walls, m) in [
-        ("xroot_client::File::readv", &direct_walls, d),
-        ("XrootStore::get_ranges", &store_walls, s),
-    ] {
+    println!(
+        "{:<46} {:>9} {:>8}  every replay (s)",
+        "run", "median s", "÷ direct"
+    );
+    let runs = [
+        ("xroot_client::File::readv", &direct_walls, ""),
+        ("XrootStore::get_ranges", &store_walls, ""),
+        ("  with a cache directory, cold", &cold, "cache_cold"),
+        (
+            "  with a cache directory, warm (no trust)",
+            &warm,
+            "cache_warm",
+        ),
+        (
+            "  with a cache directory, warm (trust window)",
+            &trusted,
+            "cache_trusted",
+        ),
+    ];
+    for (name, walls, key) in runs {
+        let m = median(walls);
         let all: Vec<String> = walls.iter().map(|w| format!("{w:.3}")).collect();
-        println!("{name:<34} {m:>9.3}  {}", all.join(" "));
+        println!("{name:<46} {m:>9.3} {:>8.3}  {}", m / d, all.join(" "));
+        if !key.is_empty() {
+            common::summary(&format!("object_store_trace.{key}_s"), m);
+            common::summary(&format!("object_store_trace.{key}_ratio"), m / d);
+        }
     }
     println!("\nobject_store overhead: {overhead:+.1}% (target <= 5%)");
     println!("load average at the end: {}", common::load_average());
@@ -123,11 +175,23 @@ fn direct(rt: &Runtime, url: &str, trace: &Arc<trace::Trace>) -> f64 {
     })
 }
 
-/// The same through a new [`XrootStore`] on a new client. Wall seconds.
-fn through_store(rt: &Runtime, url: &str, trace: &Arc<trace::Trace>) -> f64 {
+/// The same through a new [`XrootStore`] on a new client, with a cache in
+/// the directory given, with its config. Wall seconds; the cache's sidecars
+/// are written after the clock stops.
+fn through_store(
+    rt: &Runtime,
+    url: &str,
+    trace: &Arc<trace::Trace>,
+    cache: Option<(&std::path::Path, CacheConfig)>,
+) -> f64 {
     rt.block_on(async {
         let t = Instant::now();
-        let store = Arc::new(XrootStore::new(url).expect("store"));
+        let store = Arc::new(match cache {
+            None => XrootStore::new(url).expect("store"),
+            Some((dir, config)) => {
+                XrootStore::with_cache(Client::new(), url, dir, config).expect("store")
+            }
+        });
         let path = Path::from(NAME);
         let next = Arc::new(AtomicUsize::new(0));
         let tasks: Vec<_> = (0..READERS)
@@ -147,7 +211,9 @@ fn through_store(rt: &Runtime, url: &str, trace: &Arc<trace::Trace>) -> f64 {
         for t in tasks {
             t.await.unwrap();
         }
-        t.elapsed().as_secs_f64()
+        let wall = t.elapsed().as_secs_f64();
+        store.flush_cache().await.expect("flush the cache");
+        wall
     })
 }
 

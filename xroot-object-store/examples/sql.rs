@@ -53,8 +53,8 @@ struct Cli {
     #[arg(long, value_name = "DIR")]
     cache_dir: Option<std::path::PathBuf>,
     /// With --cache-dir: seconds after the server last confirmed a file
-    /// during which a file held whole in the cache is read without
-    /// contacting the server (0: every open asks it).
+    /// during which its cached blocks are read without contacting the
+    /// server (0: every open asks it).
     #[arg(long, value_name = "SECONDS", default_value_t = CacheConfig::CLIENT_TRUST.as_secs())]
     trust_window: u64,
     /// The SQL query.

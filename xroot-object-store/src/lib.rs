@@ -93,9 +93,9 @@
 //! request per vector read for the blocks it lacks, cached blocks from
 //! disk, the server whenever the cache fails; several processes may share
 //! the directory. With a trust window ([`CacheConfig::below_client`]: an
-//! hour), a file held whole that the server confirmed within the window is
-//! opened, stat'ed (`head`) and read **without contacting the server**, so
-//! a query over files cached whole runs with the server down. Listings
+//! hour), a file the server confirmed within the window is opened, stat'ed
+//! (`head`) and read from its cached blocks **without contacting the
+//! server**, so a query over what was cached runs with the server down. Listings
 //! always ask the server: name tables by their files' URLs to query them
 //! offline.
 //!
@@ -221,13 +221,13 @@ impl XrootStore {
     /// cache at once.
     ///
     /// `config.trust_window` (an hour in [`CacheConfig::below_client`],
-    /// none in [`CacheConfig::default`]): a file held whole whose size and
+    /// none in [`CacheConfig::default`]): a file whose size and
     /// modification time the server confirmed within it is opened, read
     /// and `head`ed from the cache alone, without contacting the server; a
     /// file changed on the server meanwhile is then served as it was
-    /// cached, until the window ends. A page that fails its crc32c opens
-    /// the file at the server then, and a changed file is not mixed in:
-    /// that read fails and the entry is dropped.
+    /// cached, until the window ends. A block not cached (or a page that
+    /// fails its crc32c) opens the file at the server then, and a changed
+    /// file is not mixed in: that read fails and the entry is dropped.
     ///
     /// Several processes may share one cache directory: each commit of a
     /// file's block index (its sidecar) holds the file's lock (`flock` on
@@ -461,7 +461,7 @@ impl XrootStore {
     }
 
     /// The stat of `server_path` from the cache, when it holds the file
-    /// whole and trusts it (see [`CacheConfig::trust_window`]): no request.
+    /// and trusts it (see [`CacheConfig::trust_window`]): no request.
     async fn trusted_stat(&self, server_path: &str) -> Option<StatInfo> {
         self.cache.as_ref()?.trusted_stat(server_path).await
     }

@@ -203,9 +203,11 @@ fn a_cache_directory_answers_the_second_query_from_disk() {
     assert_eq!(warm.read_bytes_asked, 0, "{warm:?}");
     assert_eq!(warm.reads(), 0, "{warm:?}");
 
-    // two processes at once on another, empty cache directory: both right;
-    // then a third finds every block the two fetched
+    // two processes at once on another, empty cache directory: both right,
+    // each block fetched once between them (as much as one process alone
+    // fetched); then a third finds every block the two fetched
     let shared = tempfile::tempdir().unwrap();
+    let before_two = relay.traffic();
     let shared_dir = shared.path().to_str().unwrap().to_string();
     let runs: Vec<_> = (0..2)
         .map(|_| {
@@ -216,6 +218,11 @@ fn a_cache_directory_answers_the_second_query_from_disk() {
     for run in runs {
         assert_eq!(run.join().unwrap(), events, "two at once");
     }
+    let two = relay.traffic().since(&before_two);
+    assert_eq!(
+        two.read_bytes_asked, cold.read_bytes_asked,
+        "two processes fetched {two:?}, one alone {cold:?}"
+    );
     let before = relay.traffic();
     let got = sql_with(&table, &["--cache-dir", &shared_dir], EVENTS_QUERY);
     assert_eq!(got, events, "after two at once");
@@ -286,4 +293,63 @@ fn a_warm_cache_answers_with_the_server_stopped() {
     assert!(gone, "the relay still listens");
     let got = sql_with(&table, &["--cache-dir", cache_dir], ONE_QUERY);
     assert_eq!(got, one, "warm, server stopped");
+}
+
+/// kill -9 of a query while its cache fills (the server 50 ms of round
+/// trip away, the kill once its first reads reached the server), then the
+/// same query on the same cache directory: the answer is pyarrow's.
+#[test]
+fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (events, _) = write_files(&python, dir.path());
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let (server, relay) = rt.block_on(async {
+        let server = Server::bind(
+            "127.0.0.1:0",
+            LocalFs::new(dir.path()).unwrap(),
+            Config::default(),
+        )
+        .await
+        .unwrap();
+        let relay = delay_proxy::DelayProxy::start(
+            server.local_addr().port(),
+            std::time::Duration::from_millis(25),
+        )
+        .await;
+        (server, relay)
+    });
+    rt.spawn(server.serve());
+    let url = format!("root://127.0.0.1:{}//events", relay.port);
+    let cache_dir = cache.path().to_str().unwrap();
+    let mut child = Command::new(example::example_bin("sql"))
+        .args([
+            "--table",
+            &format!("events={url}"),
+            "--cache-dir",
+            cache_dir,
+        ])
+        .arg(EVENTS_QUERY)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let started = (0..3000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        relay.traffic().reads() > 0
+    });
+    assert!(started, "the query sent no read");
+    child.kill().unwrap(); // SIGKILL
+    let status = child.wait().unwrap();
+    assert!(
+        !status.success(),
+        "the query ended before the kill: {status}"
+    );
+    let got = sql_with(
+        &[("events", url)],
+        &["--cache-dir", cache_dir],
+        EVENTS_QUERY,
+    );
+    assert_eq!(got, events, "after the kill");
 }

@@ -22,11 +22,12 @@
 //! A file opened while the disk is too full for its store entry is served
 //! from the origin.
 //!
-//! With a [`trust_window`](CacheConfig::trust_window), a file held whole in
-//! the store whose validators the origin confirmed within the window is
-//! opened **without asking the origin**: its stat is the one the origin gave
-//! then, and the origin file is opened only if a read needs it (a page that
-//! failed its crc32c), see [`OriginFile`]. Every open that asks the origin
+//! With a [`trust_window`](CacheConfig::trust_window), a file in the store
+//! whose validators the origin confirmed within the window is opened
+//! **without asking the origin**: its stat is the one the origin gave then,
+//! and the origin file is opened only if a read needs it (a block not
+//! cached, a page that failed its crc32c) and checked then, see
+//! [`OriginFile`]. Every open that asks the origin
 //! confirms the validators again.
 
 mod origin_file;
@@ -236,8 +237,8 @@ impl<F: OriginFs> CacheFs<F> {
         }
     }
 
-    /// Opens the cached file of `path`: on trust when the store holds it
-    /// whole, confirmed within the trust window; else the origin file, its
+    /// Opens the cached file of `path`: on trust when the store holds it,
+    /// confirmed within the trust window; else the origin file, its
     /// stat and the store entry they validate (and confirm). A path the
     /// store can never hold (a sidecar's name) is refused before the origin
     /// is asked; when the entry cannot be made (the cache directory refuses
@@ -268,7 +269,7 @@ impl<F: OriginFs> CacheFs<F> {
     }
 
     /// The cached file of `path` opened on trust, if the trust window is
-    /// set and the store holds the file whole, confirmed within it
+    /// set and the store holds the file, confirmed within it
     /// ([`Store::trusted`]); `None` otherwise (a store error is logged).
     async fn open_trusted(&self, path: &str) -> Option<(CachedFile<OriginFile<F>>, StatInfo)> {
         let inner = &self.inner;
@@ -302,8 +303,8 @@ impl<F: OriginFs> CacheFs<F> {
     }
 
     /// The stat of `path` as the cache would open it on trust (see
-    /// [`CacheConfig::trust_window`]): the file is held whole in the store
-    /// and the origin confirmed it within the window. `None` otherwise,
+    /// [`CacheConfig::trust_window`]): the store holds the file and the
+    /// origin confirmed it within the window. `None` otherwise,
     /// and always without a trust window; the origin is never asked.
     pub async fn trusted_stat(&self, path: &str) -> Option<StatInfo> {
         let config = &self.inner.shared.config;
@@ -766,18 +767,20 @@ mod tests {
         assert!(open.is_err());
     }
 
-    /// Trust needs the whole file and a confirmation within the window:
-    /// a partly cached file, or one confirmed longer ago, asks the origin.
+    /// A file cached in part opens on trust too: its cached blocks are
+    /// served without the origin, which is opened at the first block
+    /// missing. One confirmed longer ago than the window asks the origin.
     #[tokio::test]
-    async fn trust_needs_the_whole_file_within_the_window() {
+    async fn a_part_cached_file_opens_on_trust_and_a_confirmation_expires() {
         let origin = tempfile::tempdir().unwrap();
         let data: Vec<u8> = (0..20_000u32).map(|i| (i * 3 % 251) as u8).collect();
         std::fs::write(origin.path().join("f.bin"), &data).unwrap();
         let cache = tempfile::tempdir().unwrap();
+        let hour = trusting(Duration::from_secs(3600));
         let fs = CacheFs::new(
             LocalOrigin::new(origin.path()).unwrap(),
             Store::open(cache.path()).unwrap(),
-            trusting(Duration::from_secs(3600)),
+            hour.clone(),
         );
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
@@ -786,17 +789,23 @@ mod tests {
         h.read_at(0, 4096).await.unwrap();
         drop(h);
         fs.flush_all().await.unwrap();
-        assert_eq!(fs.trusted_stat("/f.bin").await, None, "partly cached");
-
-        assert_eq!(
-            fill(
-                origin.path(),
-                cache.path(),
-                trusting(Duration::from_secs(3600))
-            )
-            .await,
-            data
+        let fs = CacheFs::new(
+            LocalOrigin::new(origin.path()).unwrap(),
+            Store::open(cache.path()).unwrap(),
+            hour.clone(),
         );
+        let h = fs
+            .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+            .await
+            .unwrap();
+        assert!(h.on_trust());
+        assert_eq!(h.read_at(100, 1000).await.unwrap(), data[100..1100]);
+        assert!(h.on_trust(), "the origin opened for a cached block");
+        assert_eq!(h.read_at(0, 1 << 20).await.unwrap(), data);
+        assert!(!h.on_trust(), "the origin not opened for missing blocks");
+        drop(h);
+        fs.flush_all().await.unwrap();
+
         std::thread::sleep(Duration::from_millis(20));
         let short = CacheFs::new(
             LocalOrigin::new(origin.path()).unwrap(),

@@ -11,9 +11,10 @@ use crate::store::{Store, Validators};
 
 /// The origin file below a [`CachedFile`](crate::CachedFile) of
 /// [`CacheFs`](crate::CacheFs). A file opened the usual way has it open from
-/// the start. A file opened on trust (whole in the store and confirmed
-/// within the trust window) has not: it is opened at the first read that
-/// needs the origin (a page that failed its crc32c), and its stat is then
+/// the start. A file opened on trust (in the store and confirmed within the
+/// trust window) has not: it is opened at the first read that needs the
+/// origin (a block not cached, a page that failed its crc32c), and its stat
+/// is then
 /// compared with the cached copy's validators: a file that changed is not
 /// read (its blocks would mix with the old ones), its store entry is reset
 /// and the read fails with [`OriginError::Changed`].

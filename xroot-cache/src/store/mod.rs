@@ -217,11 +217,12 @@ impl Store {
     }
 
     /// The entry for `path` (as [`Store::entry`]) if its sidecar says the
-    /// file is cached whole and the origin confirmed its validators within
-    /// `window` of now ([`Entry::set_checked`]), with the stat the origin
-    /// gave then: what a cache with a trust window serves without asking
-    /// the origin. `None` otherwise (no sidecar, a damaged one, a block
-    /// missing, confirmed too long ago, no data file); nothing is reset.
+    /// origin confirmed its validators within `window` of now
+    /// ([`Entry::set_checked`]), with the stat the origin gave then: what a
+    /// cache with a trust window serves without asking the origin (its
+    /// cached blocks; a missing one needs the origin). `None` otherwise (no
+    /// sidecar, a damaged one, confirmed too long ago, no data file);
+    /// nothing is reset.
     /// Marks the entry accessed now.
     ///
     /// Errors: as [`Store::entry`].
@@ -289,8 +290,8 @@ impl Store {
         Ok(Some(state.checked().stat(state.validators())))
     }
 
-    /// The sidecar of `path` if it holds the file whole, confirmed within
-    /// `window`, with the paths of its data file, sidecar and temporary
+    /// The sidecar of `path` if the origin confirmed it within `window`,
+    /// with the paths of its data file, sidecar and temporary
     /// sidecar.
     fn trusted_state(
         &self,
@@ -307,7 +308,7 @@ impl Store {
         let Ok(state) = Sidecar::load(&sidecar_path, validators, block_size)? else {
             return Ok(None);
         };
-        if !state.is_complete() || !state.checked().within(window) {
+        if !state.checked().within(window) {
             return Ok(None);
         }
         Ok(Some((state, [data_path, sidecar_path, temp_path])))
