@@ -124,17 +124,18 @@ fn main() {
             "cache_trusted",
         ),
     ];
-    for (name, walls, key) in runs {
+    for (name, walls, _) in &runs {
         let m = median(walls);
         let all: Vec<String> = walls.iter().map(|w| format!("{w:.3}")).collect();
         println!("{name:<46} {m:>9.3} {:>8.3}  {}", m / d, all.join(" "));
-        if !key.is_empty() {
-            common::summary(&format!("object_store_trace.{key}_s"), m);
-            common::summary(&format!("object_store_trace.{key}_ratio"), m / d);
-        }
     }
     println!("\nobject_store overhead: {overhead:+.1}% (target <= 5%)");
     println!("load average at the end: {}", common::load_average());
+    for (_, walls, key) in runs.iter().filter(|r| !r.2.is_empty()) {
+        let m = median(walls);
+        common::summary(&format!("object_store_trace.{key}_s"), m);
+        common::summary(&format!("object_store_trace.{key}_ratio"), m / d);
+    }
     common::summary("object_store_trace.direct_s", d);
     common::summary("object_store_trace.store_s", s);
     common::summary("object_store_trace.overhead_pct", overhead);
