@@ -209,7 +209,7 @@ impl Fetched {
 /// An open origin file.
 pub trait Origin: Send + Sync + 'static {
     /// The file's stat (its size and modification time validate cached
-    /// copies, [`Validators`](crate::store::Validators)).
+    /// copies, [`Validators`]).
     fn stat(&self) -> impl Future<Output = Result<StatInfo, OriginError>> + Send;
 
     /// Reads every run `(offset, len)` (bytes) whole — `len` is exact: the

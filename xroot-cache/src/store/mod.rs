@@ -21,8 +21,8 @@
 //! keeps the blocks other processes committed since ([`Entry::flush`]), and
 //! an entry evicted by another process commits nothing more, nor one
 //! reset by another for a newer origin file. Blocks written and not yet
-//! committed are shared through the entry's live file (the [`live`]
-//! module), with a byte-range lock per block run: a process about to fetch
+//! committed are shared through the entry's live file (`<path>.cinfo.live`,
+//! its format in `store/live.rs`), with a byte-range lock per block run: a process about to fetch
 //! runs takes their locks ([`Entry::claim`]), so it waits for another one
 //! fetching the same blocks and then reads them from the store instead.
 //!
