@@ -10,6 +10,9 @@ mod delay_proxy;
 #[allow(dead_code)]
 #[path = "../../tests/support/stock.rs"]
 mod stock;
+#[allow(dead_code)]
+#[path = "../../tests/support/tls.rs"]
+mod tls;
 
 use std::ops::Range;
 use std::sync::Arc;
@@ -68,6 +71,65 @@ async fn object_store_conformance_over_the_stock_server() {
         return;
     };
     let store = XrootStore::new(&format!("root://127.0.0.1:{}//", server.port)).unwrap();
+    conformance(&store).await;
+}
+
+/// A client trusting the CA of `pki` (its hashed CA directory).
+fn tls_client(pki: &tls::TestPki) -> xroot_client::Client {
+    let trust = xroot_client::tls::TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
+    let tls = xroot_client::tls::ClientTls::new(trust).unwrap();
+    xroot_client::Client::with_config(xroot_client::Config::default().with_tls(tls))
+}
+
+/// Our server on `dir` requiring TLS for everything, with the host
+/// certificate of `pki`; its `roots://` URL.
+async fn ours_over_tls(pki: &tls::TestPki, dir: &std::path::Path) -> String {
+    use xroot_server::{ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement};
+    let files = ServerTlsFiles::new(&pki.host_cert, &pki.host_key).with_ca_dir(&pki.ca_dir);
+    let config = Config {
+        tls: Some(TlsConfig {
+            server: Arc::new(ServerTls::load(files).unwrap()),
+            requirement: TlsRequirement::All,
+        }),
+        ..Config::default()
+    };
+    let server = Server::bind("127.0.0.1:0", LocalFs::new(dir).unwrap(), config)
+        .await
+        .unwrap();
+    let url = format!("roots://localhost:{}/", server.local_addr().port());
+    tokio::spawn(server.serve());
+    url
+}
+
+/// The same cases over `roots://`: our server requiring TLS for
+/// everything, with and without a cache directory, and the stock server
+/// with `xrd.tls` (TLS from the start, as `roots://` asks); each on a fresh
+/// directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_conformance_over_roots() {
+    let pki = tls::TestPki::new();
+    let dir = tempfile::tempdir().unwrap();
+    let url = ours_over_tls(&pki, dir.path()).await;
+    let store = XrootStore::with_client(tls_client(&pki), &url).unwrap();
+    conformance(&store).await;
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = ours_over_tls(&pki, dir.path()).await;
+    let cfg = xroot_cache::CacheConfig::default();
+    let store = XrootStore::with_cache(tls_client(&pki), &url, cache.path(), cfg).unwrap();
+    conformance(&store).await;
+
+    let dir = tempfile::tempdir().unwrap();
+    let key = tls::TestPki::stock_server_key(&pki.host_key);
+    let lines = [
+        format!("xrd.tls {} {}", pki.host_cert.display(), key.display()),
+        format!("xrd.tlsca certdir {}", pki.ca_dir.display()),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let Some(stock) = stock::StockServer::start(dir.path(), &lines) else {
+        return;
+    };
+    let url = format!("roots://localhost:{}//", stock.port);
+    let store = XrootStore::with_client(tls_client(&pki), &url).unwrap();
     conformance(&store).await;
 }
 
