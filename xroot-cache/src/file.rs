@@ -54,6 +54,10 @@ use crate::store::{is_full, Claim, Entry, StoreError};
 /// cached page failed its checksum.
 const ATTEMPTS: usize = 3;
 
+/// The longest a fill waits for blocks another process sharing the cache
+/// directory is fetching, before fetching them itself.
+const PEER_WAIT: Duration = Duration::from_secs(30);
+
 /// Entries of the flights table kept allocated when nothing is in flight.
 const SMALL_TABLE: usize = 4096;
 
@@ -547,22 +551,39 @@ impl<O: Origin> CachedFile<O> {
     }
 
     /// Takes the cross-process locks of the blocks of `runs`
-    /// ([`Entry::claim`]): the claim, and the parts of `runs` still not
-    /// cached once the processes that held them are done. Without a lock
-    /// (an error, logged), every run is fetched.
+    /// ([`Entry::try_claim`]), trying again after a pause (1 ms, doubling
+    /// up to 50 ms) while another process holds some (it is fetching them),
+    /// for at most [`PEER_WAIT`]: the claim, and the parts of `runs` still
+    /// not cached once the others are done. Without the locks (an error,
+    /// logged, or the wait ran out), every run is fetched.
     async fn claim(&self, runs: &[Run]) -> (Option<Claim>, Vec<Run>) {
         let Some(entry) = self.inner.entry.clone() else {
             return (None, runs.to_vec());
         };
-        let ranges: Vec<(u64, u64)> = runs.iter().map(|r| (r.first_block, r.blocks)).collect();
-        let locked = entry.clone();
-        let claim = match tokio::task::spawn_blocking(move || locked.claim(&ranges)).await {
-            Ok(Ok(claim)) => claim,
-            Ok(Err(e)) => {
-                tracing::debug!("cache block locks: {e}");
-                return (None, runs.to_vec());
+        let ranges: Arc<Vec<(u64, u64)>> =
+            Arc::new(runs.iter().map(|r| (r.first_block, r.blocks)).collect());
+        let deadline = Instant::now() + PEER_WAIT;
+        let mut pause = Duration::from_millis(1);
+        let claim = loop {
+            let (locked, ranges) = (entry.clone(), ranges.clone());
+            match tokio::task::spawn_blocking(move || locked.try_claim(&ranges)).await {
+                Ok(Ok(Some(claim))) => break claim,
+                Ok(Ok(None)) if Instant::now() < deadline => {
+                    tokio::time::sleep(pause).await;
+                    pause = (pause * 2).min(Duration::from_millis(50));
+                }
+                Ok(Ok(None)) => {
+                    tracing::debug!(
+                        "blocks held by another process for {PEER_WAIT:?}: fetching them"
+                    );
+                    return (None, runs.to_vec());
+                }
+                Ok(Err(e)) => {
+                    tracing::debug!("cache block locks: {e}");
+                    return (None, runs.to_vec());
+                }
+                Err(_) => return (None, runs.to_vec()),
             }
-            Err(_) => return (None, runs.to_vec()),
         };
         let (bs, size) = (
             self.inner.shared.config.geometry.block_size,

@@ -214,8 +214,8 @@ impl XrootStore {
     /// between `config.purge`'s watermarks): a vector read fetches the
     /// blocks it lacks in ONE server request, a read of cached blocks sends
     /// none but the file's open, and any cache fault falls back to the
-    /// server. Writes, listings and stats go to the server as without a
-    /// cache; a file rewritten on the server is detected at the next open
+    /// server. Writes and listings go to the server as without a cache, and
+    /// so do stats but within the trust window (below); a file rewritten on the server is detected at the next open
     /// that asks the server (by its size and modification time) and cached
     /// anew; what this store writes, renames or deletes is dropped from the
     /// cache at once.
@@ -267,6 +267,8 @@ impl XrootStore {
         self.handles.changed(server_path);
         if let Some(cache) = &self.cache {
             cache.evict(server_path).await;
+            // a read that opened the old file meanwhile keeps no handle
+            self.handles.changed(server_path);
         }
     }
 

@@ -307,6 +307,37 @@ async fn object_store_conformance_through_a_cache_directory() {
     conformance(&store).await;
 }
 
+/// The same through a cache directory that trusts what it holds for an
+/// hour (a cache below a client): what the store writes, renames or
+/// deletes is read back at once, never the copy cached before.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn object_store_conformance_through_a_trusting_cache_directory() {
+    let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let url = ours(dir.path()).await;
+    let client = xroot_client::Client::new();
+    let config = xroot_cache::CacheConfig::below_client();
+    let store = XrootStore::with_cache(client, &url, cache.path(), config).unwrap();
+    conformance(&store).await;
+    // a file read whole (so cached and confirmed), then replaced by the
+    // store: the next read is of the new content
+    let path = Path::from("again.bin");
+    store
+        .put(&path, Bytes::from(vec![1u8; 10_000]).into())
+        .await
+        .unwrap();
+    let got = store.get(&path).await.unwrap().bytes().await.unwrap();
+    assert_eq!(got, vec![1u8; 10_000]);
+    store.flush_cache().await.unwrap();
+    store
+        .put(&path, Bytes::from(vec![2u8; 7_000]).into())
+        .await
+        .unwrap();
+    let got = store.get(&path).await.unwrap().bytes().await.unwrap();
+    assert_eq!(got, vec![2u8; 7_000]);
+    let meta = store.head(&path).await.unwrap();
+    assert_eq!(meta.size, 7_000);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cache_directory_serves_vector_reads_from_disk_and_survives_damage() {
     let (dir, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());

@@ -295,14 +295,43 @@ fn a_warm_cache_answers_with_the_server_stopped() {
     assert_eq!(got, one, "warm, server stopped");
 }
 
+/// Whether a live file under `dir` records a written block (byte 1 in its
+/// block bytes, which follow a 32-byte header holding the file size at
+/// offset 8 and the block size at 24; xroot-cache's `store/live.rs`).
+fn a_block_was_written(dir: &Path) -> bool {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    entries.flatten().any(|e| {
+        let path = e.path();
+        if path.is_dir() {
+            return a_block_was_written(&path);
+        }
+        if !path.to_string_lossy().ends_with(".cinfo.live") {
+            return false;
+        }
+        let Ok(bytes) = std::fs::read(&path) else {
+            return false;
+        };
+        if bytes.len() < 32 {
+            return false;
+        }
+        let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+        let blocks = word(8).div_ceil(word(24).max(1)) as usize;
+        bytes[32..bytes.len().min(32 + blocks)].contains(&1)
+    })
+}
+
 /// kill -9 of a query while its cache fills (the server 50 ms of round
-/// trip away, the kill once its first reads reached the server), then the
-/// same query on the same cache directory: the answer is pyarrow's.
+/// trip away; the kill once the live file records a block written), then
+/// the same query on the same cache directory: the answer is pyarrow's, and
+/// it asks the server for fewer bytes than a cold query does (the blocks
+/// the killed one wrote are used).
 #[test]
 fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
-    let cache = tempfile::tempdir().unwrap();
+    let (cold_cache, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (events, _) = write_files(&python, dir.path());
     let rt = tokio::runtime::Runtime::new().unwrap();
     let (server, relay) = rt.block_on(async {
@@ -322,6 +351,15 @@ fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     });
     rt.spawn(server.serve());
     let url = format!("root://127.0.0.1:{}//events", relay.port);
+    let table = [("events", url.clone())];
+    let before = relay.traffic();
+    let cold_dir = cold_cache.path().to_str().unwrap();
+    assert_eq!(
+        sql_with(&table, &["--cache-dir", cold_dir], EVENTS_QUERY),
+        events
+    );
+    let cold = relay.traffic().since(&before);
+
     let cache_dir = cache.path().to_str().unwrap();
     let mut child = Command::new(example::example_bin("sql"))
         .args([
@@ -335,21 +373,23 @@ fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let started = (0..3000).any(|_| {
+    let started = (0..6000).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(5));
-        relay.traffic().reads() > 0
+        a_block_was_written(cache.path())
     });
-    assert!(started, "the query sent no read");
+    assert!(started, "the query wrote no block");
     child.kill().unwrap(); // SIGKILL
     let status = child.wait().unwrap();
     assert!(
         !status.success(),
         "the query ended before the kill: {status}"
     );
-    let got = sql_with(
-        &[("events", url)],
-        &["--cache-dir", cache_dir],
-        EVENTS_QUERY,
-    );
+    let before = relay.traffic();
+    let got = sql_with(&table, &["--cache-dir", cache_dir], EVENTS_QUERY);
     assert_eq!(got, events, "after the kill");
+    let after = relay.traffic().since(&before);
+    assert!(
+        after.read_bytes_asked < cold.read_bytes_asked,
+        "after the kill {after:?}, cold {cold:?}"
+    );
 }

@@ -77,6 +77,9 @@ struct FsInner<F: OriginFs> {
     open: Mutex<HashMap<String, Arc<Slot<F>>>>,
     /// Whether the disk check runs.
     checking: AtomicBool,
+    /// Bumped by every [`CacheFs::evict`]: an open that began before one
+    /// does not confirm what it cached (it may have opened the old file).
+    evictions: std::sync::atomic::AtomicU64,
 }
 
 /// The cached file of one path and how many client handles use it.
@@ -98,6 +101,7 @@ impl<F: OriginFs> CacheFs<F> {
                 shared: Shared::new(config, CacheStats::new()),
                 open: Mutex::new(HashMap::new()),
                 checking: AtomicBool::new(false),
+                evictions: std::sync::atomic::AtomicU64::new(0),
             }),
         };
         fs.start_disk_check();
@@ -229,12 +233,15 @@ impl<F: OriginFs> CacheFs<F> {
     /// remove is logged; the next open that asks the origin resets the
     /// entry anyway.
     pub async fn evict(&self, path: &str) {
+        self.inner.evictions.fetch_add(1, Ordering::SeqCst);
         self.forget(path);
         let (store, key) = (self.inner.store.clone(), path.to_string());
         let removed = tokio::task::spawn_blocking(move || store.remove(&key)).await;
         if let Ok(Err(e)) = removed {
             tracing::warn!(path, "removing a cache entry: {e}");
         }
+        // an open on trust meanwhile may have shared the old entry
+        self.forget(path);
     }
 
     /// Opens the cached file of `path`: on trust when the store holds it,
@@ -251,10 +258,12 @@ impl<F: OriginFs> CacheFs<F> {
         if let Some(opened) = self.open_trusted(path).await {
             return Ok(opened);
         }
+        let evictions = inner.evictions.load(Ordering::SeqCst);
         let origin = Unclosed(Some(inner.origin.open(path).await?));
         match self.entry(origin.get(), path).await {
             Ok((entry, stat)) => {
-                if let Some(entry) = &entry {
+                let evicted = inner.evictions.load(Ordering::SeqCst) != evictions;
+                if let (Some(entry), false) = (&entry, evicted) {
                     entry.set_checked(Checked::now(&stat));
                 }
                 let origin = OriginFile::open(origin.keep());
@@ -523,6 +532,28 @@ impl<F: OriginFs> File for CacheHandle<F> {
     }
 }
 
+impl<F: OriginFs> CacheFs<F> {
+    /// One client handle counted on the slot of `path` (made if absent).
+    fn claim(&self, path: &str) -> Claim<F> {
+        let mut open = self.inner.open.lock().unwrap();
+        let slot = open
+            .entry(path.to_string())
+            .or_insert_with(|| {
+                Arc::new(Slot {
+                    file: OnceCell::new(),
+                    handles: AtomicUsize::new(0),
+                })
+            })
+            .clone();
+        slot.handles.fetch_add(1, Ordering::SeqCst);
+        Claim {
+            path: path.to_string(),
+            slot,
+            fs: self.inner.clone(),
+        }
+    }
+}
+
 impl<F: OriginFs> FileSystem for CacheFs<F> {
     type File = CacheHandle<F>;
 
@@ -536,31 +567,23 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
         if mode.write || mode.create_new || mode.truncate || mode.append {
             return Err(read_only("opening for writing"));
         }
-        let claim = {
-            let mut open = self.inner.open.lock().unwrap();
-            let slot = open
-                .entry(path.to_string())
-                .or_insert_with(|| {
-                    Arc::new(Slot {
-                        file: OnceCell::new(),
-                        handles: AtomicUsize::new(0),
-                    })
-                })
+        // a file found changed at the origin is not shared with new opens:
+        // its slot is let go and the file opened afresh (once)
+        let mut again = true;
+        loop {
+            let claim = self.claim(path);
+            let (file, stat) = claim
+                .slot
+                .file
+                .get_or_try_init(|| self.open_cached(path))
+                .await?
                 .clone();
-            slot.handles.fetch_add(1, Ordering::SeqCst);
-            Claim {
-                path: path.to_string(),
-                slot,
-                fs: self.inner.clone(),
+            if !file.origin().is_changed() || !again {
+                return Ok(CacheHandle { file, stat, claim });
             }
-        };
-        let (file, stat) = claim
-            .slot
-            .file
-            .get_or_try_init(|| self.open_cached(path))
-            .await?
-            .clone();
-        Ok(CacheHandle { file, stat, claim })
+            remove_slot(&mut self.inner.open.lock().unwrap(), path, &claim.slot);
+            again = false;
+        }
     }
 
     async fn stat(&self, _caller: &Caller, path: &str) -> FsResult<StatInfo> {
@@ -883,16 +906,23 @@ mod tests {
         );
         let err = h.read_at(8192, 4096).await.unwrap_err();
         assert!(err.to_string().contains("changed at the origin"), "{err}");
-        drop(h);
-        fs.flush_all().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert_eq!(fs.trusted_stat("/f.bin").await, None, "still trusted");
-        let h = fs
+        let err = h.read_at(12288, 4096).await.unwrap_err();
+        assert!(err.to_string().contains("changed at the origin"), "{err}");
+        // a new open, the old handle still open, reads the new file
+        let h2 = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
             .unwrap();
-        assert!(!h.on_trust());
-        assert_eq!(h.read_at(0, 1 << 20).await.unwrap(), new);
+        assert!(!h2.on_trust());
+        assert_eq!(h2.read_at(0, 1 << 20).await.unwrap(), new);
+        drop((h, h2));
+        fs.flush_all().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let trusted = fs
+            .trusted_stat("/f.bin")
+            .await
+            .expect("the new file confirmed");
+        assert_eq!(trusted.size, new.len() as u64);
     }
 
     /// `evict` removes the entry from disk: no later open trusts it.
@@ -911,7 +941,12 @@ mod tests {
         assert!(fs.trusted_stat("/f.bin").await.is_some());
         fs.evict("/f.bin").await;
         assert_eq!(fs.trusted_stat("/f.bin").await, None);
-        for name in ["f.bin", "f.bin.cinfo", "f.bin.cinfo.tmp"] {
+        for name in [
+            "f.bin",
+            "f.bin.cinfo",
+            "f.bin.cinfo.tmp",
+            "f.bin.cinfo.live",
+        ] {
             assert!(!cache.path().join(name).exists(), "{name}");
         }
     }
@@ -936,13 +971,16 @@ mod tests {
             })
             .collect();
         let data = Arc::new(data);
-        let mut readers = Vec::new();
+        let mut handles = Vec::new();
         for fs in &caches {
-            let h = Arc::new(
-                fs.open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
-                    .await
-                    .unwrap(),
-            );
+            let h = fs
+                .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
+                .await
+                .unwrap();
+            handles.push(Arc::new(h));
+        }
+        let mut readers = Vec::new();
+        for h in &handles {
             // four readers per cache, each over the whole file in 64 kB reads
             for r in 0..4u64 {
                 let (h, data) = (h.clone(), data.clone());

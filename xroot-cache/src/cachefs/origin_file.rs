@@ -20,6 +20,9 @@ use crate::store::{Store, Validators};
 /// and the read fails with [`OriginError::Changed`].
 pub struct OriginFile<F: OriginFs> {
     file: OnceCell<F::File>,
+    /// Set once the file was found changed: the cached copy's validators
+    /// and the origin's (no open is tried again).
+    changed: std::sync::OnceLock<(Validators, Validators)>,
     /// Set for a file opened on trust: how to open it later.
     later: Option<Later<F>>,
 }
@@ -38,6 +41,7 @@ impl<F: OriginFs> OriginFile<F> {
     pub(crate) fn open(file: F::File) -> OriginFile<F> {
         OriginFile {
             file: OnceCell::new_with(Some(file)),
+            changed: std::sync::OnceLock::new(),
             later: None,
         }
     }
@@ -53,6 +57,7 @@ impl<F: OriginFs> OriginFile<F> {
     ) -> OriginFile<F> {
         OriginFile {
             file: OnceCell::new(),
+            changed: std::sync::OnceLock::new(),
             later: Some(Later {
                 fs,
                 path: path.to_string(),
@@ -68,6 +73,12 @@ impl<F: OriginFs> OriginFile<F> {
         self.file.get()
     }
 
+    /// Whether the file was found changed at the origin since it was
+    /// cached (see [`OriginError::Changed`]).
+    pub fn is_changed(&self) -> bool {
+        self.changed.get().is_some()
+    }
+
     /// The origin file, opened now if it is not yet (once, however many
     /// callers ask at once).
     ///
@@ -75,13 +86,25 @@ impl<F: OriginFs> OriginFile<F> {
     /// when the file changed since it was cached (the open file is closed
     /// again, the store entry reset).
     pub async fn file(&self) -> Result<&F::File, OriginError> {
+        let later = self.later.as_ref();
+        let changed = |&(cached, now): &(Validators, Validators)| OriginError::Changed {
+            path: later.map_or_else(String::new, |l| l.path.clone()),
+            cached,
+            now,
+        };
+        if let Some(found) = self.changed.get() {
+            return Err(changed(found));
+        }
         self.file
             .get_or_try_init(|| async {
-                let later = self
-                    .later
-                    .as_ref()
-                    .expect("an OriginFile without its file opens later");
-                later.open().await
+                let later = later.expect("an OriginFile without its file opens later");
+                match later.open().await {
+                    Err(OriginError::Changed { cached, now, .. }) => {
+                        let found = *self.changed.get_or_init(|| (cached, now));
+                        Err(changed(&found))
+                    }
+                    other => other,
+                }
             })
             .await
     }

@@ -90,26 +90,27 @@ impl Live {
         }))
     }
 
-    /// Waits for the lock of blocks `first..first + blocks` (an exclusive
-    /// byte-range lock, `F_OFD_SETLKW`, on their bytes here). A lock is
-    /// held by this open file, so the threads of one process never wait for
-    /// each other (its single flight is in memory); it is dropped with the
-    /// file, so a process killed holding it releases it. Take the locks of
-    /// several ranges in ascending order.
+    /// Takes the lock of blocks `first..first + blocks` (an exclusive
+    /// byte-range lock, `F_OFD_SETLK`, on their bytes here) if no other
+    /// open file holds any of it: whether it did (it never waits). A lock
+    /// is held by this open file, so the threads of one process never
+    /// exclude each other (its single flight is in memory); it is dropped
+    /// with the file, so a process killed holding it releases it.
     ///
     /// Errors: those of `fcntl`; `Unsupported` where there are no such
     /// locks (not Linux).
-    pub(crate) fn lock(&self, first: u64, blocks: u64) -> io::Result<()> {
+    pub(crate) fn try_lock(&self, first: u64, blocks: u64) -> io::Result<bool> {
         ofd::lock(&self.file, HEADER_LEN + first, blocks, true)
     }
 
     /// Releases the lock of blocks `first..first + blocks`.
     pub(crate) fn unlock(&self, first: u64, blocks: u64) -> io::Result<()> {
-        ofd::lock(&self.file, HEADER_LEN + first, blocks, false)
+        ofd::lock(&self.file, HEADER_LEN + first, blocks, false).map(drop)
     }
 
-    /// The blocks of `first..first + blocks` whose byte is set, each with
-    /// the crc32c of its pages (of the file's `pages` pages).
+    /// The blocks of `first..first + blocks` whose byte is set and that
+    /// `wanted` asks for, each with the crc32c of its pages (of the file's
+    /// `pages` pages). Reads the blocks' bytes in pieces of at most 64 KiB.
     ///
     /// Errors: read errors.
     pub(crate) fn written(
@@ -117,26 +118,53 @@ impl Live {
         first: u64,
         blocks: u64,
         pages: u64,
+        wanted: impl Fn(u64) -> bool,
     ) -> io::Result<Vec<(u64, Vec<u32>)>> {
-        let mut bytes = vec![0u8; blocks as usize];
-        let n = read_at_most(&self.file, &mut bytes, HEADER_LEN + first)?;
-        let per_block = self.block_size / PAGE;
         let mut out = Vec::new();
-        for (i, _) in bytes[..n].iter().enumerate().filter(|(_, &b)| b == 1) {
-            let block = first + i as u64;
+        let mut at = first;
+        let end = first + blocks;
+        let mut bytes = vec![0u8; blocks.min(64 << 10) as usize];
+        while at < end {
+            let piece = (end - at).min(bytes.len() as u64) as usize;
+            let n = read_at_most(&self.file, &mut bytes[..piece], HEADER_LEN + at)?;
+            for (i, _) in bytes[..n].iter().enumerate().filter(|(_, &b)| b == 1) {
+                if let Some(found) = self.crcs_of(at + i as u64, pages, &wanted)? {
+                    out.push(found);
+                }
+            }
+            if n < piece {
+                break;
+            }
+            at += piece as u64;
+        }
+        Ok(out)
+    }
+
+    /// The crc32c of the pages of `block`, if `wanted` asks for it and
+    /// they are all there.
+    fn crcs_of(
+        &self,
+        block: u64,
+        pages: u64,
+        wanted: &impl Fn(u64) -> bool,
+    ) -> io::Result<Option<(u64, Vec<u32>)>> {
+        if !wanted(block) {
+            return Ok(None);
+        }
+        let per_block = self.block_size / PAGE;
+        {
             let first_page = block * per_block;
             let count = per_block.min(pages.saturating_sub(first_page));
             let mut raw = vec![0u8; 4 * count as usize];
             if read_at_most(&self.file, &mut raw, self.crc_base + 4 * first_page)? < raw.len() {
-                continue;
+                return Ok(None);
             }
             let crcs = raw
                 .chunks_exact(4)
                 .map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]]))
                 .collect();
-            out.push((block, crcs));
+            Ok(Some((block, crcs)))
         }
-        Ok(out)
     }
 
     /// Records blocks `first..first + blocks` as written, with `crcs`, the
@@ -177,7 +205,7 @@ fn read_at_most(file: &File, buf: &mut [u8], offset: u64) -> io::Result<usize> {
     Ok(done)
 }
 
-/// Open-file-description byte-range locks (`F_OFD_SETLKW`), which rustix
+/// Open-file-description byte-range locks (`F_OFD_SETLK`), which rustix
 /// does not wrap.
 #[cfg(target_os = "linux")]
 #[allow(unsafe_code)]
@@ -187,8 +215,8 @@ mod ofd {
     use std::os::fd::AsRawFd;
 
     /// Takes (`exclusive`) or releases the lock of `len` bytes at `start`,
-    /// waiting for it.
-    pub(super) fn lock(file: &File, start: u64, len: u64, exclusive: bool) -> io::Result<()> {
+    /// without waiting: whether it was taken (released: always).
+    pub(super) fn lock(file: &File, start: u64, len: u64, exclusive: bool) -> io::Result<bool> {
         let too_far = || io::Error::new(io::ErrorKind::InvalidInput, "lock range too far");
         // SAFETY: `flock` is a plain C struct for which all-zero bytes are
         // a valid value.
@@ -205,13 +233,15 @@ mod ofd {
         loop {
             // SAFETY: the descriptor is open for as long as `file` lives,
             // and `fl` is a valid `flock` the call only reads.
-            let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &fl) };
+            let rc = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLK, &fl) };
             if rc == 0 {
-                return Ok(());
+                return Ok(true);
             }
             let e = io::Error::last_os_error();
-            if e.kind() != io::ErrorKind::Interrupted {
-                return Err(e);
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::EACCES) => return Ok(false),
+                Some(libc::EINTR) => {}
+                _ => return Err(e),
             }
         }
     }
@@ -222,7 +252,7 @@ mod ofd {
     use std::fs::File;
     use std::io;
 
-    pub(super) fn lock(_: &File, _: u64, _: u64, _: bool) -> io::Result<()> {
+    pub(super) fn lock(_: &File, _: u64, _: u64, _: bool) -> io::Result<bool> {
         Err(io::Error::from(io::ErrorKind::Unsupported))
     }
 }

@@ -4,9 +4,10 @@
 //!
 //! Guarantees: a block's data is written before its bit is set; bits become
 //! durable only at [`Entry::flush`], which syncs the data first and then
-//! replaces the sidecar atomically; a page is served only if its block's bit
-//! is set and its crc32c matches. So a crash or a damaged file can lose cached
-//! blocks but never serves wrong bytes.
+//! replaces the sidecar atomically (until then the live file, below, keeps
+//! them across the crash of a process, not of the machine); a page is
+//! served only if its block's bit is set and its crc32c matches. So a crash
+//! or a damaged file can lose cached blocks but never serves wrong bytes.
 //!
 //! A full disk: no block is written into an entry before the space of its
 //! next sidecar is set aside (`<path>.cinfo.tmp`, which a flush writes into
@@ -185,8 +186,8 @@ impl Store {
     /// clears after a failed crc32c may come back from another's).
     ///
     /// Errors: `InvalidInput` for a path with an empty, `.` or `..` segment, a
-    /// NUL byte, a segment ending in `.cinfo` or `.cinfo.tmp` (reserved for
-    /// sidecars), a `block_size` that is not a power of two of at least 4096,
+    /// NUL byte, a segment ending in `.cinfo`, `.cinfo.tmp` or `.cinfo.live`
+    /// (reserved for the store's own files), a `block_size` that is not a power of two of at least 4096,
     /// or a size over [`MAX_FILE_SIZE`]; `OutOfMemory` if the block state
     /// cannot be allocated; otherwise file-system errors (`StorageFull` when
     /// the disk is too full for a new sidecar even so, see [`is_full`]).
@@ -484,10 +485,15 @@ impl Entry {
         let durable = state.bits().to_vec();
         let (validators, block_size) = (state.validators(), state.block_size());
         let live_path = with_suffix(&sidecar_path, ".live");
-        let live = Live::open(&live_path, validators, block_size).unwrap_or_else(|e| {
-            tracing::debug!(path = %live_path.display(), "no live file: {e}");
-            None
-        });
+        // under the entry's lock, as a reset removes it: a process never
+        // makes the live file of another version than the sidecar's
+        let live = data
+            .lock()
+            .and_then(|_locked| Live::open(&live_path, validators, block_size))
+            .unwrap_or_else(|e| {
+                tracing::debug!(path = %live_path.display(), "no live file: {e}");
+                None
+            });
         let entry = Entry {
             validators,
             block_size,
@@ -516,7 +522,8 @@ impl Entry {
     fn adopt_live(&self, first: u64, blocks: u64) -> u64 {
         let Some(live) = &self.live else { return 0 };
         let pages = self.validators.size.div_ceil(PAGE);
-        let written = match live.written(first, blocks, pages) {
+        let cached = |b| lock(&self.state).sidecar.is_cached(b);
+        let written = match live.written(first, blocks, pages, |b| !cached(b)) {
             Ok(written) => written,
             Err(e) => {
                 tracing::debug!("reading the live file: {e}");
@@ -541,35 +548,39 @@ impl Entry {
     }
 
     /// Takes the cross-process locks of the blocks of `runs` (each a first
-    /// block and a count), waiting for the processes sharing the directory
-    /// that hold them (fetching those blocks), then takes in what they
+    /// block and a count) if no process sharing the directory holds any of
+    /// them (it is fetching those blocks), and then takes in what the others
     /// wrote: afterwards [`Entry::is_cached`] says which blocks still need
-    /// fetching. The locks are held until the [`Claim`] drops: write the
-    /// fetched blocks before. Locks are per entry, so two claims in one
-    /// process never wait for each other (keep them disjoint: the process's
-    /// own single flight).
+    /// fetching. `None`, holding nothing, when one is held: try again
+    /// later. Never waits. The locks are held until the [`Claim`] drops:
+    /// write the fetched blocks before. Locks are per entry, so two claims
+    /// in one process never exclude each other (keep them disjoint: the
+    /// process's own single flight).
     ///
     /// Errors: those of the locks (`Unsupported` on platforms without
     /// them); no lock is then held.
-    pub fn claim(self: &std::sync::Arc<Self>, runs: &[(u64, u64)]) -> io::Result<Claim> {
+    pub fn try_claim(
+        self: &std::sync::Arc<Self>,
+        runs: &[(u64, u64)],
+    ) -> io::Result<Option<Claim>> {
         let mut claim = Claim {
             entry: self.clone(),
             runs: Vec::with_capacity(runs.len()),
         };
         let Some(live) = &self.live else {
-            return Ok(claim);
+            return Ok(Some(claim));
         };
-        let mut sorted = runs.to_vec();
-        sorted.sort_unstable();
-        for (first, blocks) in sorted {
-            // on an error the claim's drop releases what was taken
-            live.lock(first, blocks)?;
+        for &(first, blocks) in runs {
+            // on a miss or an error the claim's drop releases what was taken
+            if !live.try_lock(first, blocks)? {
+                return Ok(None);
+            }
             claim.runs.push((first, blocks));
         }
         for &(first, blocks) in &claim.runs {
             self.adopt_live(first, blocks);
         }
-        Ok(claim)
+        Ok(Some(claim))
     }
 
     /// When the origin last confirmed this file's validators, and its stat
@@ -933,7 +944,7 @@ mod tests {
     }
 
     #[test]
-    fn a_claim_waits_for_the_process_fetching_and_takes_its_blocks() {
+    fn a_claim_fails_while_another_process_fetches_then_takes_its_blocks() {
         // two stores on one directory: two entries, two open files, so
         // their locks exclude each other as two processes' do
         let dir = tempfile::tempdir().unwrap();
@@ -954,25 +965,20 @@ mod tests {
                 .entry("/f", v, BLOCK)
                 .unwrap(),
         );
-        let held = a.claim(&[(0, 4)]).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        let waiter = {
-            let b = b.clone();
-            std::thread::spawn(move || {
-                let claim = b.claim(&[(6, 2), (2, 3)]).unwrap();
-                tx.send(()).unwrap();
-                let cached: Vec<bool> = (0..8).map(|i| b.is_cached(i)).collect();
-                drop(claim);
-                cached
-            })
-        };
-        // b waits while a holds blocks 2 and 3
-        assert!(rx
-            .recv_timeout(std::time::Duration::from_millis(200))
-            .is_err());
+        let held = a.try_claim(&[(0, 4)]).unwrap().expect("free blocks");
+        // blocks 2 and 3 are held: b gets nothing, and keeps none of what
+        // it took before the miss (6 and 7)
+        assert!(b.try_claim(&[(6, 2), (2, 3)]).unwrap().is_none());
+        drop(
+            a.try_claim(&[(6, 2)])
+                .unwrap()
+                .expect("blocks 6 and 7 released"),
+        );
         a.write_blocks(0, &data[..4 * BLOCK as usize]).unwrap();
         drop(held);
-        let cached = waiter.join().unwrap();
+        let claim = b.try_claim(&[(2, 3), (6, 2)]).unwrap().expect("released");
+        let cached: Vec<bool> = (0..8).map(|i| b.is_cached(i)).collect();
+        drop(claim);
         // the blocks b claimed that a wrote, and only those
         assert_eq!(
             cached,
@@ -1020,7 +1026,7 @@ mod tests {
             b.read(0, 100),
             Err(StoreError::Missing { block: 0 })
         ));
-        drop(b.claim(&[(0, 2)]).unwrap());
+        drop(b.try_claim(&[(0, 2)]).unwrap().unwrap());
         assert!(!b.is_cached(0) && b.is_cached(1));
         let c = Store::open(dir.path())
             .unwrap()
@@ -1081,6 +1087,7 @@ mod tests {
             "/a.cinfo",
             "/a.cinfo/b",
             "/a/b.cinfo.tmp",
+            "/a/b.cinfo.live",
         ] {
             let err = confine(p).unwrap_err();
             assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{p:?}");
