@@ -152,6 +152,24 @@ fn fs_error(e: FsError) -> ClientError {
     }
 }
 
+impl OpenFile {
+    /// Closes the file now, when `file` is its last user (else the last
+    /// one closes it, on a task, as any drop does). A file opened at the
+    /// server is closed before this returns: the stock server shares one
+    /// open file per path, so a handle left open on a file since replaced
+    /// would serve the old file to a new open of the path.
+    pub(crate) async fn close_now(file: Arc<OpenFile>) {
+        let Ok(mut file) = Arc::try_unwrap(file) else {
+            return;
+        };
+        if let Some(Opened::Direct(f)) = file.0.take() {
+            if let Err(e) = f.close().await {
+                tracing::debug!("closing {}: {e}", f.url());
+            }
+        }
+    }
+}
+
 impl Drop for OpenFile {
     fn drop(&mut self) {
         match self.0.take() {
@@ -263,10 +281,11 @@ impl Handles {
 
     /// The store changed the file at `path` (wrote, renamed or removed
     /// it): lets go of its handle, and no open begun before keeps one.
-    pub(crate) fn changed(&self, path: &str) {
+    /// Returns the handle let go of, for the caller to close.
+    pub(crate) fn changed(&self, path: &str) -> Option<Arc<OpenFile>> {
         let mut table = self.table.lock().unwrap();
         table.changes += 1;
-        table.open.remove(path);
+        table.open.remove(path).map(|k| k.file)
     }
 }
 

@@ -264,11 +264,15 @@ impl XrootStore {
     /// before serves a later call, and the cache drops what it holds of it
     /// (in this process and on disk, so that no open trusts it).
     pub(crate) async fn changed(&self, server_path: &str) {
-        self.handles.changed(server_path);
+        if let Some(kept) = self.handles.changed(server_path) {
+            OpenFile::close_now(kept).await;
+        }
         if let Some(cache) = &self.cache {
             cache.evict(server_path).await;
             // a read that opened the old file meanwhile keeps no handle
-            self.handles.changed(server_path);
+            if let Some(kept) = self.handles.changed(server_path) {
+                OpenFile::close_now(kept).await;
+            }
         }
     }
 

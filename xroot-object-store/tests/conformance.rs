@@ -403,3 +403,27 @@ async fn puts_go_out_as_pgwrites_with_page_checksums() {
     assert_eq!(count(xroot_proto::RequestId::PGWRITE), 2, "{sent:?}");
     assert_eq!(count(xroot_proto::RequestId::WRITE), 0, "{sent:?}");
 }
+
+/// The stock server shares one open file per path: a new open of a path
+/// replaced by a rename while a handle on the old file is still open gets
+/// the old file. A put therefore closes the read handle the store keeps
+/// on its target before it returns, so that the next get reads what was
+/// put.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_get_after_a_put_reads_the_new_object_from_the_stock_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let Some(server) = stock::StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    let store = XrootStore::new(&format!("root://127.0.0.1:{}//", server.port)).unwrap();
+    let path = Path::from("over/written.bin");
+    for round in 0..5u8 {
+        let data = Bytes::from(vec![round; 1000 + round as usize]);
+        store.put(&path, data.clone().into()).await.unwrap();
+        // read it twice: the second get shares the handle the first kept
+        for _ in 0..2 {
+            let got = store.get(&path).await.unwrap().bytes().await.unwrap();
+            assert_eq!(got, data, "round {round}");
+        }
+    }
+}
