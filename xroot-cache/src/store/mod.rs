@@ -23,9 +23,10 @@
 //! an entry evicted by another process commits nothing more, nor one
 //! reset by another for a newer origin file. Blocks written and not yet
 //! committed are shared through the entry's live file (`<path>.cinfo.live`,
-//! its format in `store/live.rs`), with a byte-range lock per block run: a process about to fetch
-//! runs takes their locks ([`Entry::claim`]), so it waits for another one
-//! fetching the same blocks and then reads them from the store instead.
+//! its format in `store/live.rs`), with a byte-range lock per block run: a
+//! process about to fetch runs takes their locks ([`Entry::try_claim`]),
+//! tries again while another one fetches the same blocks, and then reads
+//! them from the store instead.
 //!
 //! The directory belongs to the store: [`purge`](crate::purge::purge) treats
 //! every file under it as cache content.
@@ -438,7 +439,7 @@ struct State {
 }
 
 /// The cross-process locks of some blocks of an [`Entry`], from
-/// [`Entry::claim`]; released when dropped.
+/// [`Entry::try_claim`]; released when dropped.
 #[derive(Debug)]
 pub struct Claim {
     entry: std::sync::Arc<Entry>,
