@@ -51,7 +51,12 @@ pub use qconfig::ReadSupport;
 pub use spread::Spread;
 pub use stats::{ChannelStats, PathStats};
 pub use xroot_proto as proto;
+pub use xroot_proto::response::{
+    LocateEntry, SpaceInfo, StatExtended, StatFlags, StatInfo, StatVfs,
+};
 pub use xroot_proto::url::Url;
+/// The `kXR_error` numbers of [`Error::Server`] (XProtocol.hh's `XErrorCode`).
+pub use xroot_proto::ErrorCode;
 /// TLS configuration for [`Config::tls`]: trust store, client certificate,
 /// handshake errors (from `xroot-sec`).
 pub use xroot_sec::tls::client as tls;

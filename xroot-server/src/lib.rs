@@ -108,4 +108,8 @@ pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, T
 pub use tls::{TlsConfig, TlsRequirement};
 pub use token::{TokenConfig, TokenError, TokenValidator};
 pub use xroot_proto as proto;
+/// What [`FileSystem`] calls answer with: stat text, checksums.
+pub use xroot_proto::response::{ChecksumAnswer, StatExtended, StatFlags, StatInfo};
+/// The `kXR_error` numbers of [`FsError::Error`] (XProtocol.hh's `XErrorCode`).
+pub use xroot_proto::ErrorCode;
 pub use xroot_sec::tls::server::{ServerTls, ServerTlsError, ServerTlsFiles};
