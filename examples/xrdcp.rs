@@ -37,8 +37,14 @@
 //! prints the locally computed value.
 //!
 //! The progress bar (standard error) is shown only when standard output is a
-//! terminal. Exit status: 0 when every copy succeeded, 1 when one failed
-//! (the reason on standard error), 2 for bad usage.
+//! terminal. Exit status, as the stock `xrdcp` 5.5.3's: 0 when every copy
+//! succeeded; else that of the first copy that failed (the reasons on
+//! standard error): 51 a connection that failed, 52 a login or
+//! authentication that failed or a request that timed out, 53 a bad answer
+//! or a checksum mismatch, 54 an error the server answered or a local
+//! target that exists, 50 a remote one that exists and anything else, the
+//! errno of a local file's error (2: no such file); 22 for bad usage.
+//! `--version` prints `v` and the version.
 
 use std::error::Error;
 use std::io::{IsTerminal, Read, Write};
@@ -62,6 +68,7 @@ type Res<T> = Result<T, BoxError>;
 #[derive(Parser, Debug)]
 #[command(
     name = "xrdcp",
+    version = concat!("v", env!("CARGO_PKG_VERSION")),
     about = "Copies files to, from and between XRootD servers",
     override_usage = "xrdcp [OPTIONS] SRC... DST"
 )]
@@ -236,23 +243,147 @@ struct Ctx {
 }
 
 fn main() -> ExitCode {
-    let args = Args::parse();
+    let args = match Args::try_parse() {
+        Ok(args) => args,
+        Err(e) => return usage(e),
+    };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .expect("tokio runtime");
     match rt.block_on(run(args)) {
-        Ok(true) => ExitCode::SUCCESS,
-        Ok(false) => ExitCode::from(1),
+        Ok(code) => ExitCode::from(code),
         Err(e) => {
             eprintln!("xrdcp: {e}");
-            ExitCode::from(1)
+            ExitCode::from(exit_code(e.as_ref()))
         }
     }
 }
 
-/// Copies every SRC; `Ok(false)` when one of several copies failed.
-async fn run(args: Args) -> Res<bool> {
+/// `--help` and `--version` (`v` and the version, as the stock tool
+/// prints `v5.5.3`) print and exit 0; a usage error exits 22 (`EINVAL`),
+/// as the stock `xrdcp` 5.5.3 does.
+fn usage(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayVersion => {
+            println!("v{}", env!("CARGO_PKG_VERSION"));
+            ExitCode::SUCCESS
+        }
+        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            ExitCode::SUCCESS
+        }
+        _ => {
+            let _ = e.print();
+            ExitCode::from(22)
+        }
+    }
+}
+
+/// The exit code of a failed copy, as the stock `xrdcp` gives it: 50 plus
+/// the hundreds of XrdCl's error code (XrdClStatus.hh), so 51 for a
+/// connection that failed or was lost, 52 for a handshake, login or
+/// authentication that failed or a request that timed out, 53 for a bad
+/// answer, a redirect loop or a checksum mismatch, 54 for an error the
+/// server answered (`kXR_error`: not found, not authorized...) and for a
+/// local target that exists without `-f` (50 for a remote one); a
+/// local file's error exits with its errno (2 for a missing source, as the
+/// stock tool); anything else 50.
+fn exit_code(e: &(dyn Error + 'static)) -> u8 {
+    use xroot::client::Error as E;
+    let mut cause: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(e) = c.downcast_ref::<E>() {
+            return match e {
+                // a remote target that exists: the stock tool finds it
+                // first and fails with XrdCl's errInvalidOp
+                E::Server { code, .. } if *code == xroot::proto::ErrorCode::ITEM_EXISTS => 50,
+                E::Server { .. } => 54,
+                E::Io { .. } | E::ConnectionLost { .. } | E::Tls { .. } => 51,
+                E::Timeout { .. } | E::AuthUnsupported { .. } | E::Credential { .. } => 52,
+                E::Protocol { .. }
+                | E::UnexpectedResponse { .. }
+                | E::RedirectLimit { .. }
+                | E::ForeignRedirect(_)
+                | E::PageChecksum { .. }
+                | E::StreamIdsExhausted { .. } => 53,
+                _ => 50,
+            };
+        }
+        if c.downcast_ref::<Mismatch>().is_some() {
+            return 53;
+        }
+        if c.downcast_ref::<Exists>().is_some() {
+            return 54;
+        }
+        if let Some(io) = c.downcast_ref::<std::io::Error>() {
+            return io
+                .raw_os_error()
+                .and_then(|n| u8::try_from(n).ok())
+                .filter(|&n| n != 0)
+                .unwrap_or(50);
+        }
+        cause = c.source();
+    }
+    50
+}
+
+/// `error`, with what it is about (a path, a URL) in front; its source
+/// stays `error`, for [`exit_code`].
+fn context(what: impl std::fmt::Display, error: impl Into<BoxError>) -> BoxError {
+    Box::new(Context {
+        what: what.to_string(),
+        error: error.into(),
+    })
+}
+
+#[derive(Debug)]
+struct Context {
+    what: String,
+    error: BoxError,
+}
+
+impl std::fmt::Display for Context {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.what, self.error)
+    }
+}
+
+impl Error for Context {
+    fn source(&self) -> Option<&(dyn Error + 'static)> {
+        Some(self.error.as_ref())
+    }
+}
+
+/// A local target that exists, without `-f` (exit code 54, as the stock
+/// tool's).
+#[derive(Debug)]
+struct Exists(String);
+
+impl std::fmt::Display for Exists {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for Exists {}
+
+/// A checksum that differs from the server's (exit code 53).
+#[derive(Debug)]
+struct Mismatch(String);
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Error for Mismatch {}
+
+/// Copies every SRC; the exit code of the first copy that failed (each
+/// failure is printed), 0 when all succeeded.
+async fn run(args: Args) -> Res<u8> {
     let tuning = Tuning::from_env(args.chunks)?;
     let mut places = args
         .paths
@@ -288,14 +419,16 @@ async fn run(args: Args) -> Res<bool> {
         .buffer_unordered(args.parallel as usize)
         .collect()
         .await;
-    let mut ok = true;
+    let mut code = 0;
     for (src, r) in &results {
         if let Err(e) = r {
             eprintln!("xrdcp: {src}: {e}");
-            ok = false;
+            if code == 0 {
+                code = exit_code(e.as_ref());
+            }
         }
     }
-    Ok(ok)
+    Ok(code)
 }
 
 /// Pairs every source with its target: into DST when it is a directory
@@ -378,11 +511,10 @@ async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()>
         .into());
     }
     if !same_value(&server, value) {
-        return Err(format!(
+        return Err(Box::new(Mismatch(format!(
             "checksum mismatch: {} of the bytes copied is {value}, {url} reports {server}",
             alg.name()
-        )
-        .into());
+        ))));
     }
     Ok(())
 }
@@ -484,7 +616,7 @@ async fn open_source(ctx: &Ctx, src: &Place) -> Res<Source> {
             })
         }
         Place::Local(path) => {
-            let f = std::fs::File::open(path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let f = std::fs::File::open(path).map_err(|e| context(path.display(), e))?;
             let meta = f.metadata()?;
             if meta.is_dir() {
                 return Err(format!("{}: is a directory", path.display()).into());
@@ -533,7 +665,7 @@ async fn open_spread(
         };
         let file = File::open(&ctx.client, &at, flags)
             .await
-            .map_err(|e| format!("{url}: {e}"))?;
+            .map_err(|e| context(&url, e))?;
         files.push(Arc::new(file));
     }
     Ok(files)
@@ -686,10 +818,11 @@ impl Sink {
 fn open_local(path: &Path, force: bool) -> Res<std::fs::File> {
     let existing = std::fs::metadata(path).ok();
     if existing.as_ref().is_some_and(|m| m.is_file()) && !force {
-        return Err(format!("{}: file exists (use -f to replace it)", path.display()).into());
+        let what = format!("{}: file exists (use -f to replace it)", path.display());
+        return Err(Box::new(Exists(what)));
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|e| context(parent.display(), e))?;
     }
     let regular = existing.is_none_or(|m| m.is_file());
     std::fs::OpenOptions::new()
@@ -697,5 +830,5 @@ fn open_local(path: &Path, force: bool) -> Res<std::fs::File> {
         .create(true)
         .truncate(regular)
         .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()).into())
+        .map_err(|e| context(path.display(), e))
 }

@@ -314,7 +314,12 @@ async fn a_checksum_mismatch_fails_the_copy() {
     let down = local.path().join("d.bin");
     let src = format!("root://127.0.0.1:{}//src.bin", server.port);
     let o = ours(1, &["--cksum", "adler32", &src, down.to_str().unwrap()]).await;
-    assert!(!o.status.success(), "mismatch must fail: {}", stderr(&o));
+    assert_eq!(
+        o.status.code(),
+        Some(53),
+        "mismatch must fail as the stock tool: {}",
+        stderr(&o)
+    );
     assert!(stderr(&o).contains("checksum mismatch"), "{}", stderr(&o));
     // ALG:print only prints
     let o = ours(
@@ -406,5 +411,97 @@ async fn checksums_compare_as_values_not_text() {
         let o = ours(0, &["-f", "--cksum", "adler32", &src, d]).await;
         assert!(!o.status.success(), "the server says {value}");
         assert!(stderr(&o).contains("checksum mismatch"), "{}", stderr(&o));
+    }
+}
+
+/// The stock `xrdcp` with `args`, trying a connection once (by default
+/// it tries for up to ten minutes).
+async fn stock(args: &[&str]) -> Output {
+    let once = vec![
+        ("XRD_CONNECTIONRETRY", "1".to_string()),
+        ("XRD_CONNECTIONWINDOW", "2".to_string()),
+    ];
+    run(
+        PathBuf::from("xrdcp"),
+        args.iter().map(|s| s.to_string()).collect(),
+        once,
+    )
+    .await
+}
+
+/// Exit codes by failure class, side by side with the stock `xrdcp` 5.5.3
+/// on the same input: usage errors 22, a refused connection 51, an error
+/// the server answers 54 (not found), a local target that exists 54 and a
+/// remote one 50, a missing local source 2 (its errno); and `--version`
+/// prints `v` and a version.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exit_codes_are_the_stock_tool_s() {
+    let Some((server, _content, _dir)) = serve(10_000) else {
+        return;
+    };
+    let local = tempfile::tempdir().unwrap();
+    let exists = local.path().join("exists.bin");
+    std::fs::write(&exists, b"old").unwrap();
+    let (exists, fresh) = (
+        exists.to_str().unwrap().to_string(),
+        local.path().join("fresh.bin").to_str().unwrap().to_string(),
+    );
+    let missing = local
+        .path()
+        .join("missing.bin")
+        .to_str()
+        .unwrap()
+        .to_string();
+    let url = |p: &str| format!("root://127.0.0.1:{}/{p}", server.port);
+    let cases: Vec<(&str, Vec<String>, i32)> = vec![
+        ("no arguments", vec![], 22),
+        (
+            "an unknown flag",
+            vec!["--bogus".into(), "a".into(), "b".into()],
+            22,
+        ),
+        (
+            "a refused connection",
+            vec!["root://127.0.0.1:1//src.bin".into(), fresh.clone()],
+            51,
+        ),
+        (
+            "a file not found",
+            vec![url("/nope.bin"), fresh.clone()],
+            54,
+        ),
+        (
+            "a local target that exists",
+            vec![url("/src.bin"), exists.clone()],
+            54,
+        ),
+        (
+            "a remote target that exists",
+            vec![exists.clone(), url("/src.bin")],
+            50, // the stock tool: "Invalid operation: file exists"
+        ),
+        ("a missing local source", vec![missing, url("/new.bin")], 2),
+    ];
+    for (what, args, want) in cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let theirs = stock(&args).await;
+        let mine = ours(1, &args).await;
+        assert_eq!(
+            theirs.status.code(),
+            Some(want),
+            "stock, {what}: {}",
+            stderr(&theirs)
+        );
+        assert_eq!(
+            mine.status.code(),
+            Some(want),
+            "ours, {what}: {}",
+            stderr(&mine)
+        );
+    }
+    for o in [stock(&["--version"]).await, ours(1, &["--version"]).await] {
+        let printed = format!("{}{}", String::from_utf8_lossy(&o.stdout), stderr(&o));
+        assert_eq!(o.status.code(), Some(0), "{printed}");
+        assert!(printed.trim().starts_with('v'), "{printed:?}");
     }
 }
