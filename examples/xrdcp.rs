@@ -665,7 +665,7 @@ async fn open_spread(
         };
         let file = File::open(&ctx.client, &at, flags)
             .await
-            .map_err(|e| context(&url, e))?;
+            .map_err(|e| context(url, e))?;
         files.push(Arc::new(file));
     }
     Ok(files)
