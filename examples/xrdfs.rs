@@ -3,7 +3,7 @@
 //!
 //! ```text
 //! cargo run --example xrdfs -- root://127.0.0.1:1094 ls -l /dir
-//! xrdfs URL ls [-l] PATH | stat PATH | mkdir [-p] PATH | rm PATH | rmdir PATH
+//! xrdfs URL|[USER@]HOST[:PORT] ls [-l] PATH | stat PATH | mkdir [-p] PATH | rm PATH | rmdir PATH
 //!         | mv A B | query checksum PATH[?cks.type=ALG] | query config KEY
 //! ```
 //!
@@ -34,7 +34,8 @@ use xroot::client::{Client, DirEntry, Error, FileSystem};
     about = "Namespace and query commands against an XRootD server"
 )]
 pub struct Cli {
-    /// The server: root://[user@]host[:port] (or roots:// for TLS)
+    /// The server: root://[user@]host[:port] (or roots:// for TLS), or
+    /// [user@]host[:port] as the stock tool takes it (root://)
     pub url: String,
     /// What to do.
     #[command(subcommand)]
@@ -164,9 +165,18 @@ async fn main() -> ExitCode {
     }
 }
 
+/// The URL of the server argument: a URL as it is, and the stock tool's
+/// `[user@]host[:port]` form as a `root://` URL.
+fn server_url(arg: &str) -> String {
+    match arg.contains("://") {
+        true => arg.to_string(),
+        false => format!("root://{arg}"),
+    }
+}
+
 /// Runs one command, writing what the stock `xrdfs` prints to `out`.
 pub async fn run(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
-    let fs = Client::new().fs(&cli.url)?;
+    let fs = Client::new().fs(&server_url(&cli.url))?;
     match &cli.command {
         Command::Ls { long, path } => ls(&fs, &absolute(path), *long, out).await?,
         Command::Stat { path } => {

@@ -465,6 +465,15 @@ async fn xrdfs_example_prints_what_the_stock_xrdfs_prints() {
     example(&url, &["rmdir", "/new/deep"]).await.unwrap();
     assert!(disk_names(&root.join("new")).is_empty());
 
+    // the stock tool's HOST:PORT form, without the scheme
+    let bare = url.trim_start_matches("root://");
+    for args in [&["stat", "/big.bin"][..], &["ls", "-l", "/dir"]] {
+        let ours = example(bare, args).await.unwrap();
+        let (theirs, err, code) = stock(bare, args);
+        assert_eq!(code, 0, "stock xrdfs {bare} {args:?}: {err}");
+        assert_eq!(ours, theirs, "xrdfs {bare} {args:?}");
+    }
+
     let bad = example("not a url", &["ls", "/"])
         .await
         .expect_err("bad URL");
