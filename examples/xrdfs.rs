@@ -17,8 +17,11 @@
 //!
 //! Exit status, as the stock tool's: 0 on success, 54 when the server
 //! refused (the message is `[ERROR] Server responded with an error: [code]
-//! message` on stderr), 50 for invalid arguments, 51 for any other failure.
-//! The logic is in [`run`], which the live tests call directly.
+//! message` on stderr), 50 for invalid arguments and usage errors (1 with
+//! no arguments at all), 51 for any other failure. `rm` prints the stock
+//! tool's status line (`rm PATH : [SUCCESS] `, or `[ERROR]` and the
+//! error) on standard output. The logic is in [`run`], which the live tests
+//! call directly.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -153,7 +156,10 @@ impl From<std::io::Error> for Failure {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => return usage(e),
+    };
     let mut out = std::io::stdout().lock();
     match run(&cli, &mut out).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -162,6 +168,42 @@ async fn main() -> ExitCode {
             eprintln!("{}", f.message);
             ExitCode::from(f.code)
         }
+    }
+}
+
+/// Help prints and exits 0; no arguments at all print the usage and exit 1,
+/// any other usage error (an unknown command, a missing argument) exits
+/// 50, as the stock `xrdfs` 5.5.3 does.
+fn usage(e: clap::Error) -> ExitCode {
+    use clap::error::ErrorKind;
+    let _ = e.print();
+    match e.kind() {
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
+        _ if std::env::args_os().len() <= 1 => ExitCode::from(1),
+        _ => ExitCode::from(50),
+    }
+}
+
+/// What the stock tool's status line says of a failure: `Error response:`
+/// and the error's errno text, lower case (`no such file or directory`),
+/// for an error the server answered; else the error itself.
+fn status_text(e: &Error) -> String {
+    match e {
+        Error::Server { code, .. } => {
+            let text = std::io::Error::from_raw_os_error(code.to_errno()).to_string();
+            // std adds " (os error N)" to strerror's text
+            let text = text
+                .rsplit_once(" (os error")
+                .map_or(text.as_str(), |(t, _)| t);
+            let mut chars = text.chars();
+            let first = chars.next().map(|c| c.to_lowercase().to_string());
+            format!(
+                "Error response: {}{}",
+                first.unwrap_or_default(),
+                chars.as_str()
+            )
+        }
+        other => other.to_string(),
     }
 }
 
@@ -185,7 +227,14 @@ pub async fn run(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
             write_stat(&path, &st, out)?;
         }
         Command::Mkdir { parents, path } => fs.mkdir(path, *parents, 0o750).await?,
-        Command::Rm { path } => fs.rm(path).await?,
+        Command::Rm { path } => match fs.rm(path).await {
+            // the stock tool's status line, on standard output
+            Ok(()) => writeln!(out, "rm {path} : [SUCCESS] ")?,
+            Err(e) => {
+                writeln!(out, "rm {path} : [ERROR] {}", status_text(&e))?;
+                return Err(e.into());
+            }
+        },
         Command::Rmdir { path } => fs.rmdir(path).await?,
         Command::Mv { from, to } => fs.mv(from, to).await?,
         Command::Query { what } => match what {

@@ -461,7 +461,19 @@ async fn xrdfs_example_prints_what_the_stock_xrdfs_prints() {
         std::fs::read(root.join("new/moved.bin")).unwrap(),
         pattern(1234)
     );
-    example(&url, &["rm", "/new/moved.bin"]).await.unwrap();
+    // rm prints the stock tool's status line, on success and on failure
+    let ours = example(&url, &["rm", "/new/moved.bin"]).await.unwrap();
+    std::fs::write(root.join("again.bin"), b"x").unwrap();
+    let (theirs, err, code) = stock(&url, &["rm", "/again.bin"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ours.replace("/new/moved.bin", "/again.bin"), theirs);
+    let mut out = Vec::new();
+    let argv = ["xrdfs", url.as_str(), "rm", "/again.bin"];
+    let failed = xrdfs::run(&xrdfs::Cli::try_parse_from(argv).unwrap(), &mut out).await;
+    assert_eq!(failed.expect_err("gone").code, 54);
+    let (theirs, _, code) = stock(&url, &["rm", "/again.bin"]);
+    assert_eq!(code, 54);
+    assert_eq!(String::from_utf8(out).unwrap(), theirs);
     example(&url, &["rmdir", "/new/deep"]).await.unwrap();
     assert!(disk_names(&root.join("new")).is_empty());
 
@@ -530,4 +542,31 @@ async fn xrdfs_ls_stats_each_child_when_the_listing_has_no_stat() {
         stats,
         ["/dir?authz=t", "/dir/b.bin?authz=t", "/dir/a.bin?authz=t"]
     );
+}
+
+/// Usage errors exit as the stock `xrdfs`'s: 1 with no arguments, 50 for
+/// an unknown command or a missing argument.
+#[test]
+fn xrdfs_usage_errors_exit_as_the_stock_tool_s() {
+    let Some((_data, server)) = start() else {
+        return;
+    };
+    let host = format!("127.0.0.1:{}", server.port);
+    let ours = support::example::example_bin("xrdfs");
+    for (args, want) in [
+        (vec![], 1),
+        (vec![host.as_str(), "bogus"], 50),
+        (vec![host.as_str(), "stat"], 50),
+    ] {
+        let run = |program: &std::path::Path| {
+            let out = Command::new(program).args(&args).output().unwrap();
+            out.status.code()
+        };
+        assert_eq!(
+            run(std::path::Path::new("xrdfs")),
+            Some(want),
+            "stock {args:?}"
+        );
+        assert_eq!(run(&ours), Some(want), "ours {args:?}");
+    }
 }
