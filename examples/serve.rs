@@ -47,9 +47,10 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use xroot::server::cluster::Redirector;
+use xroot::server::local::{Access, AccessPolicy};
 use xroot::server::{Config, LocalFs, ReadvConcurrency, Server, ServerHandle};
 
-/// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [-v] DIR`
+/// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [--read-only] [-v] DIR`
 #[derive(Debug, Parser)]
 #[command(about = "Serve a directory over the XRootD protocol")]
 pub struct Cli {
@@ -63,6 +64,10 @@ pub struct Cli {
     /// where overlapping reads make the head seek back and forth.
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
     pub readv_concurrency: u16,
+    /// Refuse every request that would change the directory (open for
+    /// writing, mkdir, rm, mv, chmod, truncate) with `kXR_NotAuthorized`.
+    #[arg(long)]
+    pub read_only: bool,
     #[command(flatten)]
     pub tls: tls::TlsArgs,
     /// Log debug events too.
@@ -93,11 +98,17 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
             "DIR is required to serve files",
         )
     })?;
-    let fs = LocalFs::new(dir)?.readv_concurrency(readv);
+    let mut fs = LocalFs::new(dir)?.readv_concurrency(readv);
+    if cli.read_only {
+        fs = fs.with_policy(AccessPolicy::new(Access::ReadOnly));
+    }
     let root = fs.root().display().to_string();
     let config = Config {
         tls: cli.tls.config()?,
-        cluster: cli.cluster.config(&["w /"]),
+        // what the node offers its manager: reading only, or writing too
+        cluster: cli
+            .cluster
+            .config(&[if cli.read_only { "r /" } else { "w /" }]),
         ..cli.auth.config()?
     };
     let server = Server::bind((cli.bind, cli.port), fs, config).await?;

@@ -50,19 +50,66 @@ fn args(list: &[&str]) -> Vec<String> {
 
 /// The example serving `dir` on an ephemeral loopback port.
 async fn start(dir: &Path) -> (SocketAddr, ServerHandle) {
-    let cli = serve::Cli::try_parse_from([
-        "serve",
-        "--port",
-        "0",
-        "--readv-concurrency",
-        "4",
-        dir.to_str().unwrap(),
-    ])
-    .unwrap();
+    start_with(dir, &[]).await
+}
+
+/// [`start`] with more arguments.
+async fn start_with(dir: &Path, more: &[&str]) -> (SocketAddr, ServerHandle) {
+    let mut argv = vec!["serve", "--port", "0", "--readv-concurrency", "4"];
+    argv.extend(more);
+    argv.push(dir.to_str().unwrap());
+    let cli = serve::Cli::try_parse_from(argv).unwrap();
     let server = serve::start(&cli).await.unwrap();
     let (addr, handle) = (server.local_addr(), server.handle());
     tokio::spawn(server.serve());
     (addr, handle)
+}
+
+/// `--read-only`: the stock tools read, and every change is refused with
+/// `kXR_NotAuthorized` (the stock xrdcp and xrdfs exit 54), the directory
+/// left as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_only_refuses_every_change() {
+    if !support::stock::xrootd_available() {
+        return;
+    }
+    let data = tempfile::tempdir().unwrap();
+    let root = data.path();
+    std::fs::write(root.join("nine"), b"123456789").unwrap();
+    let (addr, handle) = start_with(root, &["--read-only"]).await;
+    let url = format!("root://{addr}");
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("copy");
+    let copy = copy.to_str().unwrap();
+    run("xrdcp", args(&["-f", "-s", &format!("{url}//nine"), copy])).await;
+    assert_eq!(std::fs::read(copy).unwrap(), b"123456789");
+    let refused = |program: &'static str, list: Vec<String>| async move {
+        let out = tokio::task::spawn_blocking(move || {
+            Command::new(program).args(&list).output().unwrap()
+        })
+        .await
+        .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert_eq!(out.status.code(), Some(54), "{program}: {text}");
+        assert!(text.contains("[3010]"), "{program}: {text}");
+    };
+    refused("xrdcp", args(&["-f", "-s", copy, &format!("{url}//new")])).await;
+    refused("xrdcp", args(&["-f", "-s", copy, &format!("{url}//nine")])).await;
+    for cmd in [
+        &["mkdir", "/d"][..],
+        &["rm", "/nine"],
+        &["mv", "/nine", "/ten"],
+    ] {
+        refused("xrdfs", [vec![url.clone()], args(cmd)].concat()).await;
+    }
+    assert_eq!(std::fs::read(root.join("nine")).unwrap(), b"123456789");
+    let names: Vec<_> = std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name())
+        .collect();
+    assert_eq!(names, ["nine"]);
+    handle.shutdown();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
