@@ -98,7 +98,9 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
             "DIR is required to serve files",
         )
     })?;
-    let mut fs = LocalFs::new(dir)?.readv_concurrency(readv);
+    let mut fs = LocalFs::new(dir)
+        .map_err(|e| daemon::failed(format!("cannot serve {}", dir.display()), e))?
+        .readv_concurrency(readv);
     if cli.read_only {
         fs = fs.with_policy(AccessPolicy::new(Access::ReadOnly));
     }
@@ -111,7 +113,10 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
             .config(&[if cli.read_only { "r /" } else { "w /" }]),
         ..cli.auth.config()?
     };
-    let server = Server::bind((cli.bind, cli.port), fs, config).await?;
+    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let server = Server::bind(addr, fs, config)
+        .await
+        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
     tracing::info!(
         %root,
         addr = %server.local_addr(),
@@ -136,20 +141,28 @@ pub async fn start_redirector(cli: &Cli) -> io::Result<Server<Redirector>> {
         tls: cli.tls.config()?,
         ..cli.auth.config()?
     };
-    let server = Server::bind((cli.bind, cli.port), Redirector::start(&cfg), config).await?;
+    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let server = Server::bind(addr, Redirector::start(&cfg), config)
+        .await
+        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
     tracing::info!(addr = %server.local_addr(), managers = ?cfg.managers, "redirecting");
     Ok(server)
 }
 
 #[tokio::main]
-async fn main() -> io::Result<()> {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     daemon::init_logging(cli.verbose);
+    daemon::exit("serve", serve(&cli).await)
+}
+
+/// Serves as `cli` asks until a signal stops it.
+async fn serve(cli: &Cli) -> io::Result<()> {
     let handle = if cli.cluster.role == Some(cluster::Role::Manager) {
-        let server = start_redirector(&cli).await?;
+        let server = start_redirector(cli).await?;
         run(server).await?
     } else {
-        run(start(&cli).await?).await?
+        run(start(cli).await?).await?
     };
     let s = handle.stats();
     tracing::info!(

@@ -166,7 +166,8 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
     let geometry = Geometry::new(cli.block_size, cli.io_size, cli.io_gap)
         .map_err(|e| invalid(e.to_string()))?;
-    let store = Store::open(&cli.cache_dir)?;
+    let store = Store::open(&cli.cache_dir)
+        .map_err(|e| daemon::failed(format!("cannot cache in {}", cli.cache_dir.display()), e))?;
     let total = disk_space(store.root())?.total;
     let (low, high) = (cli.purge_low.bytes(total), cli.purge_high.bytes(total));
     if low >= high || high > total {
@@ -214,7 +215,10 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
         cluster: cli.cluster.config(&["r /"]),
         ..cli.auth.config()?
     };
-    let server = Server::bind((cli.bind, cli.port), fs, config).await?;
+    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let server = Server::bind(addr, fs, config)
+        .await
+        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
     tracing::info!(
         origin = %cli.origin,
         cache = %cli.cache_dir.display(),
@@ -229,10 +233,15 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
 }
 
 #[tokio::main]
-async fn main() -> io::Result<()> {
+async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     daemon::init_logging(cli.verbose);
-    let server = start(&cli).await?;
+    daemon::exit("xcache", serve(&cli).await)
+}
+
+/// Caches and serves as `cli` asks until a signal stops it.
+async fn serve(cli: &Cli) -> io::Result<()> {
+    let server = start(cli).await?;
     let fs = server.fs().clone();
     println!("xcache listening on {}", server.local_addr());
     io::stdout().flush()?;

@@ -221,3 +221,47 @@ sys.stdout.write("dir %s\n" % ",".join("%s:%d" % (e.name, e.statinfo.size) for e
     );
     handle.shutdown();
 }
+
+/// Startup errors name what failed, in one line, and exit 1: a directory
+/// that does not exist, an address in use, a cache directory that cannot
+/// be made.
+#[test]
+fn startup_errors_name_what_failed() {
+    let serve = support::example::example_bin("serve");
+    let xcache = support::example::example_bin("xcache");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port().to_string();
+    let data = tempfile::tempdir().unwrap();
+    let data = data.path().to_str().unwrap();
+    let cases: Vec<(&Path, Vec<&str>, String)> = vec![
+        (
+            &serve,
+            vec!["--port", "0", "/nonexistent/dir"],
+            "serve: cannot serve /nonexistent/dir: No such file or directory".into(),
+        ),
+        (
+            &serve,
+            vec!["--port", &port, data],
+            format!("serve: cannot listen on 127.0.0.1:{port}: Address already in use"),
+        ),
+        (
+            &xcache,
+            vec![
+                "--origin",
+                "root://127.0.0.1:1",
+                "--cache-dir",
+                "/proc/nope",
+                "--port",
+                "0",
+            ],
+            "xcache: cannot cache in /proc/nope: No such file or directory".into(),
+        ),
+    ];
+    for (bin, args, want) in cases {
+        let out = Command::new(bin).args(&args).output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {stderr}");
+        assert!(stderr.contains(&want), "{args:?}: {stderr}");
+        assert!(!stderr.contains("Os {"), "{args:?}: a debug dump: {stderr}");
+    }
+}

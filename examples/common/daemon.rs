@@ -8,6 +8,24 @@ use xroot::server::ServerHandle;
 
 /// Logs to stderr through `tracing`: info events, and debug ones too when
 /// `verbose`.
+/// `error` with what failed in front (`cannot serve /x: No such file or
+/// directory`), of the same kind.
+pub fn failed(what: impl std::fmt::Display, error: io::Error) -> io::Error {
+    io::Error::new(error.kind(), format!("{what}: {error}"))
+}
+
+/// The exit of a daemon's `main`: 0, or the error printed as
+/// `NAME: error` (not its debug form) and 1.
+pub fn exit(name: &str, result: io::Result<()>) -> std::process::ExitCode {
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("{name}: {e}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
 pub fn init_logging(verbose: bool) {
     let level = if verbose {
         tracing::Level::DEBUG
