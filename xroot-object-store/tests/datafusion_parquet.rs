@@ -117,6 +117,25 @@ fn sql_with(tables: &[(&str, String)], args: &[&str], query: &str) -> Vec<Vec<f6
         .collect()
 }
 
+/// Our server on `dir`, behind a relay adding `one_way` each way (and
+/// counting what the server is asked), on a runtime of their own (kept
+/// alive by the caller).
+fn served_through_a_relay(
+    dir: &Path,
+    one_way: std::time::Duration,
+) -> (tokio::runtime::Runtime, delay_proxy::DelayProxy) {
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let relay = rt.block_on(async {
+        let server = Server::bind("127.0.0.1:0", LocalFs::new(dir).unwrap(), Config::default())
+            .await
+            .unwrap();
+        let relay = delay_proxy::DelayProxy::start(server.local_addr().port(), one_way).await;
+        tokio::spawn(server.serve());
+        relay
+    });
+    (rt, relay)
+}
+
 /// Both queries against the server at `root://127.0.0.1:PORT` (which
 /// exports the files' directory at its root), with the table URLs in both
 /// forms.
@@ -173,22 +192,7 @@ fn a_cache_directory_answers_the_second_query_from_disk() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let (events, _) = write_files(&python, dir.path());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (server, relay) = rt.block_on(async {
-        let server = Server::bind(
-            "127.0.0.1:0",
-            LocalFs::new(dir.path()).unwrap(),
-            Config::default(),
-        )
-        .await
-        .unwrap();
-        // no delay: the relay only counts what the server is asked
-        let relay =
-            delay_proxy::DelayProxy::start(server.local_addr().port(), std::time::Duration::ZERO)
-                .await;
-        (server, relay)
-    });
-    rt.spawn(server.serve());
+    let (_rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::ZERO);
     let table = [("events", format!("root://127.0.0.1:{}//events", relay.port))];
     let cache_dir = cache.path().to_str().unwrap();
     // cold: the blocks come from the server and are stored
@@ -242,21 +246,7 @@ fn a_warm_cache_answers_with_the_server_stopped() {
     let dir = tempfile::tempdir().unwrap();
     let cache = tempfile::tempdir().unwrap();
     let (_, one) = write_files(&python, dir.path());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (server, relay) = rt.block_on(async {
-        let server = Server::bind(
-            "127.0.0.1:0",
-            LocalFs::new(dir.path()).unwrap(),
-            Config::default(),
-        )
-        .await
-        .unwrap();
-        let relay =
-            delay_proxy::DelayProxy::start(server.local_addr().port(), std::time::Duration::ZERO)
-                .await;
-        (server, relay)
-    });
-    rt.spawn(server.serve());
+    let (_rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::ZERO);
     let table = [(
         "one",
         format!("root://127.0.0.1:{}//events/part-1.parquet", relay.port),
@@ -333,23 +323,7 @@ fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     let dir = tempfile::tempdir().unwrap();
     let (cold_cache, cache) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let (events, _) = write_files(&python, dir.path());
-    let rt = tokio::runtime::Runtime::new().unwrap();
-    let (server, relay) = rt.block_on(async {
-        let server = Server::bind(
-            "127.0.0.1:0",
-            LocalFs::new(dir.path()).unwrap(),
-            Config::default(),
-        )
-        .await
-        .unwrap();
-        let relay = delay_proxy::DelayProxy::start(
-            server.local_addr().port(),
-            std::time::Duration::from_millis(25),
-        )
-        .await;
-        (server, relay)
-    });
-    rt.spawn(server.serve());
+    let (_rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::from_millis(25));
     let url = format!("root://127.0.0.1:{}//events", relay.port);
     let table = [("events", url.clone())];
     let before = relay.traffic();
