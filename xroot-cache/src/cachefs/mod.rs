@@ -680,11 +680,7 @@ mod tests {
         let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
         std::fs::write(origin.path().join("f.bin"), &data).unwrap();
         let cache = tempfile::tempdir().unwrap();
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            CacheConfig::default(),
-        );
+        let fs = cache_fs(origin.path(), cache.path(), CacheConfig::default());
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
@@ -698,6 +694,19 @@ mod tests {
             .entry("/f.bin", Validators::from(&stat), 4096)
             .unwrap();
         assert!((0..3).all(|b| entry.is_cached(b)), "blocks lost");
+    }
+
+    /// A cache of the directory `origin` storing in `cache`.
+    fn cache_fs(
+        origin: &std::path::Path,
+        cache: &std::path::Path,
+        config: CacheConfig,
+    ) -> CacheFs<LocalOrigin> {
+        CacheFs::new(
+            LocalOrigin::new(origin).unwrap(),
+            Store::open(cache).unwrap(),
+            config,
+        )
     }
 
     fn trusting(window: Duration) -> CacheConfig {
@@ -714,11 +723,7 @@ mod tests {
         cache: &std::path::Path,
         config: CacheConfig,
     ) -> Vec<u8> {
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin).unwrap(),
-            Store::open(cache).unwrap(),
-            config,
-        );
+        let fs = cache_fs(origin, cache, config);
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
@@ -752,11 +757,7 @@ mod tests {
         );
         std::fs::remove_file(origin.path().join("f.bin")).unwrap();
 
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            trusting(hour),
-        );
+        let fs = cache_fs(origin.path(), cache.path(), trusting(hour));
         assert_eq!(
             fs.trusted_stat("/f.bin").await,
             Some(Checked::now(&stat).stat((&stat).into()))
@@ -778,11 +779,7 @@ mod tests {
         drop(h);
 
         // no window: the open asks the origin, which no longer has the file
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            CacheConfig::default(),
-        );
+        let fs = cache_fs(origin.path(), cache.path(), CacheConfig::default());
         assert_eq!(fs.trusted_stat("/f.bin").await, None);
         let open = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
@@ -800,11 +797,7 @@ mod tests {
         std::fs::write(origin.path().join("f.bin"), &data).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let hour = trusting(Duration::from_secs(3600));
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            hour.clone(),
-        );
+        let fs = cache_fs(origin.path(), cache.path(), hour.clone());
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
@@ -812,11 +805,7 @@ mod tests {
         h.read_at(0, 4096).await.unwrap();
         drop(h);
         fs.flush_all().await.unwrap();
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            hour.clone(),
-        );
+        let fs = cache_fs(origin.path(), cache.path(), hour.clone());
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
@@ -830,9 +819,9 @@ mod tests {
         fs.flush_all().await.unwrap();
 
         std::thread::sleep(Duration::from_millis(20));
-        let short = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
+        let short = cache_fs(
+            origin.path(),
+            cache.path(),
             trusting(Duration::from_millis(10)),
         );
         assert_eq!(
@@ -870,11 +859,7 @@ mod tests {
             f.write_all_at(b"XXXX", at).unwrap();
         };
         spoil(4096);
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            hour.clone(),
-        );
+        let fs = cache_fs(origin.path(), cache.path(), hour.clone());
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
@@ -889,11 +874,7 @@ mod tests {
         let new: Vec<u8> = (0..30_000u32).map(|i| (i * 11 % 251) as u8).collect();
         std::fs::write(&path, &new).unwrap();
         spoil(8192);
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            hour,
-        );
+        let fs = cache_fs(origin.path(), cache.path(), hour);
         let h = fs
             .open(&Caller::local("test"), "/f.bin", OpenMode::default(), "")
             .await
@@ -933,11 +914,7 @@ mod tests {
         let cache = tempfile::tempdir().unwrap();
         let hour = trusting(Duration::from_secs(3600));
         fill(origin.path(), cache.path(), hour.clone()).await;
-        let fs = CacheFs::new(
-            LocalOrigin::new(origin.path()).unwrap(),
-            Store::open(cache.path()).unwrap(),
-            hour,
-        );
+        let fs = cache_fs(origin.path(), cache.path(), hour);
         assert!(fs.trusted_stat("/f.bin").await.is_some());
         fs.evict("/f.bin").await;
         assert_eq!(fs.trusted_stat("/f.bin").await, None);
@@ -962,13 +939,7 @@ mod tests {
         std::fs::write(origin.path().join("f.bin"), &data).unwrap();
         let cache = tempfile::tempdir().unwrap();
         let caches: Vec<_> = (0..2)
-            .map(|_| {
-                CacheFs::new(
-                    LocalOrigin::new(origin.path()).unwrap(),
-                    Store::open(cache.path()).unwrap(),
-                    CacheConfig::default(),
-                )
-            })
+            .map(|_| cache_fs(origin.path(), cache.path(), CacheConfig::default()))
             .collect();
         let data = Arc::new(data);
         let mut handles = Vec::new();
