@@ -173,8 +173,9 @@ async fn errors_equal_the_stock_servers() {
         }};
     }
     for p in ["/missing", "/nine/x", "/dir/../nine", "/dangling"] {
+        let what = format!("stat {p}");
         assert!(same!(
-            format!("stat {p}"),
+            what,
             remote.stat(p),
             local.stat(&Caller::local("test"), p)
         ));
@@ -207,8 +208,9 @@ async fn errors_equal_the_stock_servers() {
         assert_eq!(mkdir, refused, "mkdir {p}");
     }
     for p in ["/missing", "/full", "/a/../b"] {
+        let what = format!("rm {p}");
         assert!(same!(
-            format!("rm {p}"),
+            what,
             remote.rm(p),
             local.rm(&Caller::local("test"), p)
         ));
