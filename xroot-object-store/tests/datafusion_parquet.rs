@@ -4,7 +4,7 @@
 //! (`tests/parquet/events.py` writes the files and prints them).
 //!
 //! Needs a Python with pyarrow: `$XROOT_UPROOT_PYTHON`, else the venv
-//! `.ci/run` makes at `/opt/xroot-uproot` (skipped without one, failed
+//! `scripts/test` makes at `/opt/xroot-uproot` (ignored without one, failed
 //! under `CI=true`).
 
 #[allow(dead_code)]
@@ -44,7 +44,7 @@ fn python() -> Option<PathBuf> {
         return Some(python);
     }
     let why = format!(
-        "{} cannot import pyarrow (.ci/run installs it; or set XROOT_UPROOT_PYTHON)",
+        "{} cannot import pyarrow (scripts/test as root installs it; or set XROOT_UPROOT_PYTHON)",
         python.display()
     );
     if std::env::var("CI").as_deref() == Ok("true") {
@@ -156,6 +156,10 @@ fn queries_match_pyarrow(port: u16, events: &[Vec<f64>], one: &[Vec<f64>]) {
 }
 
 #[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
 fn datafusion_over_our_server_matches_pyarrow() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -176,6 +180,11 @@ fn datafusion_over_our_server_matches_pyarrow() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)")]
 fn datafusion_over_the_stock_server_matches_pyarrow() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -187,6 +196,10 @@ fn datafusion_over_the_stock_server_matches_pyarrow() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
 fn a_cache_directory_answers_the_second_query_from_disk() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
@@ -240,6 +253,10 @@ fn a_cache_directory_answers_the_second_query_from_disk() {
 /// server gone (its only address, the relay, stopped). With
 /// `--trust-window 0` the warm query opens the file at the server.
 #[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
 fn a_warm_cache_answers_with_the_server_stopped() {
     use xroot_proto::RequestId;
     let Some(python) = python() else { return };
@@ -318,6 +335,10 @@ fn a_block_was_written(dir: &Path) -> bool {
 /// it asks the server for fewer bytes than a cold query does (the blocks
 /// the killed one wrote are used).
 #[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
 fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
