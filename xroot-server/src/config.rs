@@ -9,6 +9,7 @@ use xroot_proto::limits::MAX_TRANSFER;
 
 use crate::auth::Authenticator;
 use crate::cluster::ClusterConfig;
+use crate::observe::RequestObserver;
 use crate::tls::TlsConfig;
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
@@ -107,6 +108,9 @@ pub struct Config {
     /// Membership in a stock cluster as a data server
     /// ([`crate::cluster`]); `None` (the default): a standalone server.
     pub cluster: Option<ClusterConfig>,
+    /// Told about each request answered, for request logs and metrics
+    /// ([`crate::observe`]); `None` (the default): nobody.
+    pub observer: Option<Arc<dyn RequestObserver>>,
 }
 
 impl Default for Config {
@@ -133,6 +137,7 @@ impl Default for Config {
             authenticator: None,
             tls: None,
             cluster: None,
+            observer: None,
         }
     }
 }
@@ -172,6 +177,7 @@ impl std::fmt::Debug for Config {
                 &self.tls.as_ref().map(|t| (t.server.files(), t.requirement)),
             )
             .field("cluster", &self.cluster)
+            .field("observer", &self.observer.is_some())
             .finish()
     }
 }

@@ -23,7 +23,9 @@
 
 use std::net::SocketAddr;
 use std::ops::Range;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::Instant;
 
 use bytes::{Bytes, BytesMut};
 use xroot_proto::request::Request;
@@ -37,6 +39,7 @@ use crate::files::{not_open, OpenFile};
 use crate::fs::{FileRegion, FileSystem, FsError};
 use crate::limit::{Limit, Slot};
 use crate::link::{Closed, LinkWriter};
+use crate::observe::{Outcome, RequestRecord};
 use crate::order::{Access, Ticket};
 use crate::server::Shared;
 use crate::session::Session;
@@ -64,6 +67,31 @@ pub(crate) struct Ctx<F: FileSystem> {
     pub(crate) tickets: Vec<Ticket>,
     /// The budget the request's payload holds.
     pub(crate) payload: Share,
+    /// What the request's record for the observer counts.
+    pub(crate) tally: Tally,
+}
+
+/// What a request's [`RequestRecord`] counts while it runs: when it was
+/// decoded, the bytes of its payload, the bytes of file data sent.
+#[derive(Debug, Clone)]
+pub(crate) struct Tally {
+    pub(crate) start: Instant,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: Arc<AtomicU64>,
+}
+
+impl Tally {
+    pub(crate) fn new(start: Instant, bytes_in: usize) -> Tally {
+        Tally {
+            start,
+            bytes_in: bytes_in as u64,
+            bytes_out: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn sent(&self, bytes: usize) {
+        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+    }
 }
 
 /// A file handle a request names, and the open file it named when the
@@ -170,6 +198,7 @@ impl<F: FileSystem> Ctx<F> {
             sid: self.sid,
             budget: self.budget.clone(),
             sendfile_max: self.config().sendfile_max,
+            tally: self.tally.clone(),
         })
     }
 
@@ -184,6 +213,29 @@ impl<F: FileSystem> Ctx<F> {
     pub(crate) async fn vector_turn(&self) -> Slot {
         self.readv_limit.take().await
     }
+
+    /// Tells the server's observer, if any, that this request of `kind`
+    /// on `path` ended with `outcome`.
+    pub(crate) fn record(&self, kind: RequestId, path: Option<&str>, outcome: Outcome) {
+        let Some(observer) = &self.config().observer else {
+            return;
+        };
+        let path = path.or_else(|| {
+            self.files
+                .iter()
+                .find_map(|(_, f)| f.as_ref().map(|f| f.path.as_str()))
+        });
+        observer.finished(&RequestRecord {
+            peer: self.caller().peer,
+            user: &self.caller().identity.name,
+            kind,
+            path,
+            outcome,
+            duration: self.tally.start.elapsed(),
+            bytes_in: self.tally.bytes_in,
+            bytes_out: self.tally.bytes_out.load(Ordering::Relaxed),
+        });
+    }
 }
 
 /// The link a streaming answer goes to, with the request's streamid and
@@ -193,6 +245,7 @@ pub(crate) struct Out {
     pub(crate) sid: StreamId,
     pub(crate) budget: Budget,
     sendfile_max: usize,
+    tally: Tally,
 }
 
 impl Out {
@@ -208,6 +261,7 @@ impl Out {
         data: Bytes,
         share: Share,
     ) -> Result<(), Closed> {
+        self.tally.sent(data.len());
         self.link
             .send_data(self.sid, status, data, Some(share))
             .await
@@ -223,16 +277,29 @@ impl Out {
     /// A `kXR_ok` or `kXR_oksofar` with the bytes of `region`, sent
     /// straight from the file.
     pub(crate) async fn region(&self, status: Status, region: FileRegion) -> Result<(), Closed> {
+        self.tally.sent(region.len);
         self.link.send_region(self.sid, status, region).await
     }
 
     /// The whole answer to a read of `want` bytes from `region`, if the
     /// link's queue has room now ([`LinkWriter::try_send_read`]).
     pub(crate) fn try_read(&self, region: FileRegion, want: usize) -> bool {
-        self.link.try_send_read(self.sid, region, want)
+        let len = region.len;
+        let sent = self.link.try_send_read(self.sid, region, want);
+        if sent {
+            self.tally.sent(len);
+        }
+        sent
     }
 
-    /// Frames in parts, written one after the other, holding `share`.
+    /// Counts `bytes` of file data that frames sent with [`Out::parts`]
+    /// carry, for the request's record.
+    pub(crate) fn count_data(&self, bytes: usize) {
+        self.tally.sent(bytes);
+    }
+
+    /// Frames in parts, written one after the other, holding `share`
+    /// (the file data in them is counted with [`Out::count_data`]).
     pub(crate) async fn parts(
         &self,
         parts: Vec<Bytes>,
@@ -258,40 +325,85 @@ impl Out {
 }
 
 /// Runs one request to its last frame, once it has its turn on every file
-/// it names.
+/// it names; tells the server's observer how it ended.
 pub(crate) async fn run<F: FileSystem>(mut ctx: Ctx<F>, request: Request) {
+    let kind = request.id();
+    let path = match ctx.config().observer {
+        Some(_) => path_of(&request),
+        None => None,
+    };
+    let outcome = run_request(&mut ctx, request).await;
+    ctx.record(kind, path.as_deref(), outcome);
+}
+
+async fn run_request<F: FileSystem>(ctx: &mut Ctx<F>, request: Request) -> Outcome {
     if !ctx.tickets.iter().all(Ticket::is_ready) {
         ctx.payload.release_server();
     }
     for t in &mut ctx.tickets {
         t.ready().await;
     }
-    if let Err(e) = guard::check(&ctx, &request).await {
-        let _ = ctx.link.send(ctx.sid, &fs_response(e)).await;
-        return;
+    let ctx = &*ctx;
+    if let Err(e) = guard::check(ctx, &request).await {
+        return send_final(ctx, &fs_response(e)).await;
     }
     let streamed = match request {
-        Request::Read(r) => io::read(&ctx, r).await,
-        Request::Pgread(r) => io::pgread(&ctx, r).await,
-        Request::Readv(r) => readv::readv(&ctx, r).await,
-        Request::PgReadv(r) => readv::pgreadv(&ctx, r).await,
-        Request::Dirlist(r) => namespace::dirlist(&ctx, r).await,
-        other => return single(&ctx, other).await,
+        Request::Read(r) => io::read(ctx, r).await,
+        Request::Pgread(r) => io::pgread(ctx, r).await,
+        Request::Readv(r) => readv::readv(ctx, r).await,
+        Request::PgReadv(r) => readv::pgreadv(ctx, r).await,
+        Request::Dirlist(r) => namespace::dirlist(ctx, r).await,
+        other => return single(ctx, other).await,
     };
-    if let Err(Fail::Fs(e)) = streamed {
-        let _ = ctx.link.send(ctx.sid, &fs_response(e)).await;
+    match streamed {
+        Ok(()) => Outcome::Ok,
+        Err(Fail::Fs(e)) => send_final(ctx, &fs_response(e)).await,
+        Err(Fail::Gone) => Outcome::Gone,
     }
 }
 
+/// Sends a request's final frame; its outcome.
+async fn send_final<F: FileSystem>(ctx: &Ctx<F>, response: &Response) -> Outcome {
+    match ctx.link.send(ctx.sid, response).await {
+        Ok(()) => Outcome::of(response),
+        Err(Closed) => Outcome::Gone,
+    }
+}
+
+/// The path a request names (without its CGI), for its record.
+pub(crate) fn path_of(request: &Request) -> Option<String> {
+    let mv;
+    let path: &[u8] = match request {
+        Request::Open(r) => &r.path,
+        Request::Stat(r) => &r.path,
+        Request::Mkdir(r) => &r.path,
+        Request::Rm(r) => &r.path,
+        Request::Rmdir(r) => &r.path,
+        Request::Mv(r) => {
+            mv = r.paths().ok()?.0;
+            &mv
+        }
+        Request::Chmod(r) => &r.path,
+        Request::Locate(r) => &r.path,
+        Request::Truncate(r) => &r.path,
+        Request::Dirlist(r) => &r.path,
+        Request::Fattr(r) => &r.path,
+        _ => return None,
+    };
+    let path = String::from_utf8_lossy(path);
+    let path = path.split_once('?').map_or(&*path, |(p, _)| p);
+    (!path.is_empty()).then(|| path.to_owned())
+}
+
 /// Runs a request answered with one frame, deferring the answer with
-/// `kXR_waitresp` when the handler is slow.
-async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) {
+/// `kXR_waitresp` when the handler is slow; its outcome.
+async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) -> Outcome {
     let answer = answer(ctx, request);
     tokio::pin!(answer);
     let now = tokio::time::timeout(ctx.config().waitresp_after, &mut answer).await;
     let to_frame = |r: Result<Response, FsError>| r.unwrap_or_else(fs_response);
-    let _ = match now {
-        Ok(r) => ctx.link.send(ctx.sid, &to_frame(r)).await,
+    match now {
+        Ok(r) => send_final(ctx, &to_frame(r)).await,
         Err(_) => {
             let wait = WaitResp {
                 seconds: ctx.config().waitresp_seconds.min(i32::MAX as u32) as i32,
@@ -303,15 +415,20 @@ async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) {
                 .await
                 .is_err()
             {
-                return;
+                return Outcome::Gone;
             }
+            let response = to_frame(answer.await);
+            let outcome = Outcome::of(&response);
             let attn = Attn::AsynResp {
                 streamid: ctx.sid,
-                response: Box::new(to_frame(answer.await)),
+                response: Box::new(response),
             };
-            ctx.link.send(StreamId::ZERO, &Response::Attn(attn)).await
+            match ctx.link.send(StreamId::ZERO, &Response::Attn(attn)).await {
+                Ok(()) => outcome,
+                Err(Closed) => Outcome::Gone,
+            }
         }
-    };
+    }
 }
 
 /// The handler of each request answered with one frame.

@@ -81,6 +81,7 @@ pub mod local;
 mod lock;
 mod login;
 mod namespace;
+pub mod observe;
 mod order;
 mod path;
 mod query;
@@ -103,6 +104,7 @@ pub use fs::{
     DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
 };
 pub use local::LocalFs;
+pub use observe::{Outcome, RequestObserver, RequestRecord};
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
 pub use tls::{TlsConfig, TlsRequirement};

@@ -103,6 +103,7 @@ async fn readv_frames<F: FileSystem>(
             .skip(frames.start)
         {
             let frame: Vec<(ReadListEntry, Bytes)> = data.by_ref().take(n).collect();
+            out.count_data(frame.iter().map(|(_, d)| d.len()).sum());
             let parts = encoder.frame_parts(out.sid, &frame, k + 1 == nframes);
             // the batch's share goes with its last frame
             let held = if k + 1 == frames.end {
@@ -266,6 +267,7 @@ async fn pgreadv_frames<F: FileSystem>(
         if done {
             ended = Some(k);
         }
+        out.count_data(data.len());
         let parts = encoder.pgreadv_part_parts(out.sid, here, end - here, &data, done && k == last);
         if !parts.is_empty() {
             out.parts(parts, Some(share)).await?;

@@ -76,11 +76,12 @@ use xroot_proto::{
 
 use crate::auth::{Caller, Identity};
 use crate::budget::{Budget, Share};
-use crate::dispatch::{self, Ctx};
+use crate::dispatch::{self, Ctx, Tally};
 use crate::files::FileTable;
 use crate::fs::{File, FileSystem};
 use crate::limit::{Limit, READV_FLOOR, REQUEST_FLOOR};
 use crate::link::LinkWriter;
+use crate::observe::{Outcome, RequestRecord};
 use crate::server::Shared;
 use crate::stats::{InFlight, Scope};
 use crate::transport::{self, LinkRead, LinkStream};
@@ -634,6 +635,7 @@ impl<F: FileSystem> Conn<F> {
         let sid = frame.header.streamid;
         let id = frame.header.requestid;
         let payload = frame.payload.len() + frame.data.len();
+        let tally = Tally::new(std::time::Instant::now(), payload);
         let refused = match dispatch::precheck(&frame.header) {
             Some((code, message, close)) => Err((code, message.to_string(), close)),
             None => Request::decode(frame).map_err(|e| dispatch::decode_error(id, &e)),
@@ -641,6 +643,18 @@ impl<F: FileSystem> Conn<F> {
         let request = match refused {
             Ok(r) => r,
             Err((code, message, close)) => {
+                if let Some(observer) = &self.shared.config.observer {
+                    observer.finished(&RequestRecord {
+                        peer: session.caller().peer,
+                        user: &session.caller().identity.name,
+                        kind: id,
+                        path: None,
+                        outcome: Outcome::Error(code),
+                        duration: tally.start.elapsed(),
+                        bytes_in: tally.bytes_in,
+                        bytes_out: 0,
+                    });
+                }
                 self.error(sid, code, &message).await?;
                 return match close {
                     true => ControlFlow::Break(()),
@@ -683,9 +697,11 @@ impl<F: FileSystem> Conn<F> {
             files,
             tickets,
             payload: share,
+            tally,
         };
         if let Request::Read(r) = &request {
             if crate::io::read_now(&ctx, r) {
+                ctx.record(id, None, Outcome::Ok);
                 return ControlFlow::Continue(());
             }
         }
