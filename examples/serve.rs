@@ -6,7 +6,7 @@
 //!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
 //!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... \
 //!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
-//!     [--role server --manager HOST:CMSPORT]... [-v] DIR
+//!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] [-v] DIR
 //! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
@@ -30,7 +30,12 @@
 //! answered first).
 //! With `--tls-cert`/`--tls-key` TLS is offered (`roots://`) or required
 //! (`--tls`); SIGHUP reloads the certificate and key.
-//! Logging goes to stderr through `tracing`; `-v` adds the debug events.
+//! Logging goes to stderr through `tracing`; `-v` adds a line per request
+//! answered (target `xroot::request`: client, user, request, path, status,
+//! duration, bytes in and out) and the debug events. `--metrics ADDR`
+//! serves the Prometheus text format at `http://ADDR/metrics`
+//! (`examples/common/metrics.rs` lists the metrics); the second line on
+//! stdout is then `serve metrics on http://ADDR/metrics`.
 
 #[path = "common/auth.rs"]
 mod auth;
@@ -38,17 +43,22 @@ mod auth;
 mod cluster;
 #[path = "common/daemon.rs"]
 mod daemon;
+#[path = "common/metrics.rs"]
+mod metrics;
 #[path = "common/tls.rs"]
 mod tls;
 
 use std::io::{self, Write};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use clap::Parser;
 use xroot::server::cluster::Redirector;
 use xroot::server::local::{Access, AccessPolicy};
-use xroot::server::{Config, LocalFs, ReadvConcurrency, Server, ServerHandle};
+use xroot::server::{
+    Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle,
+};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [--read-only] [-v] DIR`
 #[derive(Debug, Parser)]
@@ -70,9 +80,14 @@ pub struct Cli {
     pub read_only: bool,
     #[command(flatten)]
     pub tls: tls::TlsArgs,
-    /// Log debug events too.
+    /// Log each request answered (client, request, path, status,
+    /// duration, bytes) and debug events.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Serve metrics in the Prometheus text format at
+    /// `http://ADDR/metrics` (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     #[command(flatten)]
     pub auth: auth::AuthArgs,
     #[command(flatten)]
@@ -83,11 +98,22 @@ pub struct Cli {
     pub dir: Option<PathBuf>,
 }
 
-/// The backend and the listener `cli` asks for, bound but not serving yet.
+/// The backend and the listener `cli` asks for, bound but not serving yet
+/// (with `-v`, logging each request).
+///
+/// Errors: those of [`start_counted`].
+pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
+    start_counted(cli, None).await
+}
+
+/// As [`start`], counting each request into `metrics` too.
 ///
 /// Errors: no DIR or `dir` is not a directory, or the address cannot be
 /// bound.
-pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
+pub async fn start_counted(
+    cli: &Cli,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> io::Result<Server<LocalFs>> {
     let readv = match cli.readv_concurrency {
         1 => ReadvConcurrency::Serial,
         n => ReadvConcurrency::Parallel(n.into()),
@@ -111,6 +137,7 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
         cluster: cli
             .cluster
             .config(&[if cli.read_only { "r /" } else { "w /" }]),
+        observer: observer(cli, metrics),
         ..cli.auth.config()?
     };
     let addr = std::net::SocketAddr::new(cli.bind, cli.port);
@@ -126,11 +153,19 @@ pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
     Ok(server)
 }
 
+/// The request log (`-v`) and the counting into `metrics`.
+fn observer(cli: &Cli, metrics: Option<Arc<metrics::Metrics>>) -> Option<Arc<dyn RequestObserver>> {
+    metrics::Observer::new(cli.verbose, metrics).map(|o| o as Arc<dyn RequestObserver>)
+}
+
 /// `--role manager`: a redirector in front of the `--manager` cmsd,
 /// bound but not serving yet.
 ///
 /// Errors: the address cannot be bound, or a TLS or auth flag is unusable.
-pub async fn start_redirector(cli: &Cli) -> io::Result<Server<Redirector>> {
+pub async fn start_redirector(
+    cli: &Cli,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> io::Result<Server<Redirector>> {
     let cfg = cli.cluster.config(&[]).ok_or_else(|| {
         io::Error::new(
             io::ErrorKind::InvalidInput,
@@ -139,6 +174,7 @@ pub async fn start_redirector(cli: &Cli) -> io::Result<Server<Redirector>> {
     })?;
     let config = Config {
         tls: cli.tls.config()?,
+        observer: observer(cli, metrics),
         ..cli.auth.config()?
     };
     let addr = std::net::SocketAddr::new(cli.bind, cli.port);
@@ -158,11 +194,12 @@ async fn main() -> std::process::ExitCode {
 
 /// Serves as `cli` asks until a signal stops it.
 async fn serve(cli: &Cli) -> io::Result<()> {
+    let metrics = cli.metrics.map(|_| metrics::Metrics::new(None));
     let handle = if cli.cluster.role == Some(cluster::Role::Manager) {
-        let server = start_redirector(cli).await?;
-        run(server).await?
+        let server = start_redirector(cli, metrics.clone()).await?;
+        run(cli, server, metrics).await?
     } else {
-        run(start(cli).await?).await?
+        run(cli, start_counted(cli, metrics.clone()).await?, metrics).await?
     };
     let s = handle.stats();
     tracing::info!(
@@ -174,9 +211,20 @@ async fn serve(cli: &Cli) -> io::Result<()> {
     Ok(())
 }
 
-/// Prints the listening line, serves until a signal, returns the handle.
-async fn run<F: xroot::server::FileSystem>(server: Server<F>) -> io::Result<ServerHandle> {
+/// Prints the listening line, starts the metrics endpoint (`--metrics`;
+/// its line follows), serves until a signal, returns the handle.
+async fn run<F: FileSystem>(
+    cli: &Cli,
+    server: Server<F>,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> io::Result<ServerHandle> {
     println!("serve listening on {}", server.local_addr());
+    if let (Some(at), Some(m)) = (cli.metrics, metrics) {
+        let bound = metrics::serve(at, m, server.handle())
+            .await
+            .map_err(|e| daemon::failed(format!("cannot serve metrics on {at}"), e))?;
+        println!("serve metrics on http://{bound}/metrics");
+    }
     io::stdout().flush()?;
     let handle = server.handle();
     daemon::shutdown_on_signal(handle.clone())?;

@@ -7,7 +7,7 @@
 //!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
 //!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE]
 //!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]]
-//!     [--role server --manager HOST:CMSPORT] [-v]
+//!     [--role server --manager HOST:CMSPORT] [--metrics ADDR] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
 //! ```
 //!
@@ -22,6 +22,14 @@
 //! open file's sidecar is written, and the cache's statistics are printed
 //! on stdout. `xrdfs HOST:PORT query stats a` answers the same figures
 //! while it runs.
+//!
+//! `-v` logs each request answered through `tracing` (target
+//! `xroot::request`: client, user, request, path, status, duration, bytes
+//! in and out). `--metrics ADDR` serves the Prometheus text format at
+//! `http://ADDR/metrics`, the server's figures and the cache's (bytes asked
+//! and fetched, origin requests per client request, hit ratio, disk use;
+//! `examples/common/metrics.rs` lists them); the second line on stdout is
+//! then `xcache metrics on http://ADDR/metrics`.
 //!
 //! `--tls-cert`/`--tls-key` offer TLS to clients (`--tls` requires it:
 //! capable, login, session, data or all); SIGHUP reloads the certificate.
@@ -42,12 +50,15 @@ mod auth;
 mod cluster;
 #[path = "common/daemon.rs"]
 mod daemon;
+#[path = "common/metrics.rs"]
+mod metrics;
 #[path = "common/tls.rs"]
 mod tls;
 
 use std::io::{self, Write};
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use clap::Parser;
@@ -58,7 +69,7 @@ use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs};
 use xroot::client::{Client, Config as ClientConfig};
 use xroot::sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
-use xroot::server::{Config, Server};
+use xroot::server::{Config, RequestObserver, Server};
 
 /// `xcache --origin URL --cache-dir DIR [options]`
 #[derive(Debug, Parser)]
@@ -116,9 +127,14 @@ pub struct Cli {
     pub trust_window: u64,
     #[command(flatten)]
     pub tls: tls::TlsArgs,
-    /// Log debug events too.
+    /// Log each request answered (client, request, path, status,
+    /// duration, bytes) and debug events.
     #[arg(short, long)]
     pub verbose: bool,
+    /// Serve metrics in the Prometheus text format at
+    /// `http://ADDR/metrics` (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
     /// A bearer token file (mode 0600) the cache presents to its origin
     /// when the origin asks for `ztn` (over `roots://`). Without it the
     /// cache's client discovers one as any client does (`BEARER_TOKEN`,
@@ -154,15 +170,27 @@ fn level(s: &str) -> Result<Level, String> {
     s.parse::<Level>().map_err(|e| e.to_string())
 }
 
-/// The cache `cli` asks for, bound but not serving yet.
+/// The cache `cli` asks for, bound but not serving yet: as
+/// [`start_with_metrics`], without the metrics address.
+///
+/// Errors: those of [`start_with_metrics`].
+#[allow(dead_code)] // for the tests that run the cache in their process
+pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
+    start_with_metrics(cli).await.map(|(server, _)| server)
+}
+
+/// The cache `cli` asks for, bound but not serving yet, and the address
+/// its metrics are served on (`--metrics`).
 ///
 /// Errors: an origin that is not a `root://` URL, a geometry the cache
 /// refuses, a cache directory that cannot be created, purge watermarks
 /// whose low one is not below the high one or that exceed the disk (as
 /// the stock XCache refuses them), an `--origin-token-file` that cannot be
-/// used (missing, empty, open to group or others), or an address that
-/// cannot be bound.
-pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
+/// used (missing, empty, open to group or others), or an address (of the
+/// server or the metrics) that cannot be bound.
+pub async fn start_with_metrics(
+    cli: &Cli,
+) -> io::Result<(Server<CacheFs<RemoteOrigin>>, Option<SocketAddr>)> {
     let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
     let geometry = Geometry::new(cli.block_size, cli.io_size, cli.io_gap)
         .map_err(|e| invalid(e.to_string()))?;
@@ -208,17 +236,32 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
     if cli.cluster.role == Some(cluster::Role::Manager) {
         return Err(invalid("xcache takes --role server only".to_string()));
     }
+    let figures = cli.metrics.map(|_| {
+        let fs = fs.clone();
+        let figures: metrics::CacheFigures = Box::new(move || fs.stats());
+        metrics::Metrics::new(Some((figures, cli.cache_dir.clone())))
+    });
     let config = Config {
         tls: cli.tls.config()?,
         // a cache is read-only: it exports `/` for reading, and answers a
         // manager's `state` for every file its origin has
         cluster: cli.cluster.config(&["r /"]),
+        observer: metrics::Observer::new(cli.verbose, figures.clone())
+            .map(|o| o as Arc<dyn RequestObserver>),
         ..cli.auth.config()?
     };
-    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let addr = SocketAddr::new(cli.bind, cli.port);
     let server = Server::bind(addr, fs, config)
         .await
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    let metrics_addr = match (cli.metrics, figures) {
+        (Some(at), Some(m)) => Some(
+            metrics::serve(at, m, server.handle())
+                .await
+                .map_err(|e| daemon::failed(format!("cannot serve metrics on {at}"), e))?,
+        ),
+        _ => None,
+    };
     tracing::info!(
         origin = %cli.origin,
         cache = %cli.cache_dir.display(),
@@ -227,9 +270,10 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
         purge = !cli.no_purge,
         purge_low = %cli.purge_low,
         purge_high = %cli.purge_high,
+        metrics = ?metrics_addr,
         "caching"
     );
-    Ok(server)
+    Ok((server, metrics_addr))
 }
 
 #[tokio::main]
@@ -241,9 +285,12 @@ async fn main() -> std::process::ExitCode {
 
 /// Caches and serves as `cli` asks until a signal stops it.
 async fn serve(cli: &Cli) -> io::Result<()> {
-    let server = start(cli).await?;
+    let (server, metrics_addr) = start_with_metrics(cli).await?;
     let fs = server.fs().clone();
     println!("xcache listening on {}", server.local_addr());
+    if let Some(at) = metrics_addr {
+        println!("xcache metrics on http://{at}/metrics");
+    }
     io::stdout().flush()?;
     daemon::shutdown_on_signal(server.handle())?;
     tls::reload_on_sighup(server.handle())?;

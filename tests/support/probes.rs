@@ -85,7 +85,13 @@ pub fn emit() {
     missing(
         "missing_uproot",
         imports(&venv, "uproot, fsspec_xrootd, XRootD.client, pyarrow"),
-        &[Path::new("/opt"), Path::new(&venv).parent().and_then(Path::parent).unwrap_or(Path::new("/opt"))],
+        &[
+            Path::new("/opt"),
+            Path::new(&venv)
+                .parent()
+                .and_then(Path::parent)
+                .unwrap_or(Path::new("/opt")),
+        ],
     );
 }
 

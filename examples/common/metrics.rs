@@ -1,0 +1,381 @@
+//! What `serve` and `xcache` tell operators about the requests they answer:
+//! `-v` logs each one through `tracing`, `--metrics ADDR` serves the
+//! figures in the Prometheus (OpenMetrics) text format over HTTP.
+//!
+//! Both hang off the server's [`RequestObserver`]: [`Observer`] logs and
+//! counts each [`RequestRecord`]. At each scrape, the figures the server and
+//! the cache keep themselves (requests and vector reads in flight, links,
+//! connections; for the cache, bytes asked and fetched, origin requests,
+//! disk use) are read and written out beside the counters.
+//!
+//! Metrics (every name starts with `xroot_`):
+//!
+//! | name | type | labels | what |
+//! |---|---|---|---|
+//! | `requests_total` | counter | `kind`, `status` | requests answered: the request's XProtocol.hh name without `kXR_` (`read`, `readv`, `open`, ...) and how it ended (`ok`, `redirect`, `wait`, `gone` or the error's name, e.g. `NotFound`) |
+//! | `request_duration_seconds` | histogram | `kind` | from decoding a request to queueing its last frame, 100 µs to 13 s in factors of 2 |
+//! | `read_bytes_total` | counter | | bytes of file data sent by reads, pgreads and vector reads (headers and page crc32c not counted) |
+//! | `written_bytes_total` | counter | | payload bytes of `kXR_write`, `kXR_pgwrite` and `kXR_writev` requests |
+//! | `requests_in_flight` | gauge | `kind` | requests being served now, by kind |
+//! | `vector_reads_in_flight` | gauge | | `kXR_readv` and `kXR_pgreadv` being served now |
+//! | `links` | gauge | | TCP links open now (sessions and their substreams) |
+//! | `connections_total` | counter | | TCP connections accepted |
+//! | `cache_asked_bytes_total` | counter | | bytes clients asked the cache for |
+//! | `cache_fetched_bytes_total` | counter | | bytes the cache fetched from its origin |
+//! | `cache_disk_bytes_total` | counter | | bytes served from blocks already on disk |
+//! | `cache_client_requests_total` | counter | | client reads and vector reads served |
+//! | `cache_origin_requests_total` | counter | | requests sent to the origin |
+//! | `cache_origin_requests_per_client_request` | gauge | | the ratio of the two, since the start |
+//! | `cache_hit_ratio` | gauge | | bytes from disk / bytes asked, since the start |
+//! | `cache_disk_used_bytes`, `cache_disk_size_bytes` | gauge | | the cache directory's file system |
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::registry::Registry;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use xroot::cache::purge::disk_space;
+use xroot::cache::CacheStatsSnapshot;
+use xroot::proto::RequestId;
+use xroot::server::{RequestObserver, RequestRecord, ServerHandle};
+
+type Labels = Vec<(&'static str, String)>;
+type FloatGauge = Gauge<f64, AtomicU64>;
+
+/// The cache's own figures, read at each scrape.
+pub type CacheFigures = Box<dyn Fn() -> CacheStatsSnapshot + Send + Sync>;
+
+/// Logs (with `-v`) and counts (with `--metrics`) each request answered.
+pub struct Observer {
+    log: bool,
+    metrics: Option<Arc<Metrics>>,
+}
+
+impl Observer {
+    /// An observer that logs each request when `log`, and counts it into
+    /// `metrics`.
+    pub fn new(log: bool, metrics: Option<Arc<Metrics>>) -> Option<Arc<Observer>> {
+        (log || metrics.is_some()).then(|| Arc::new(Observer { log, metrics }))
+    }
+}
+
+impl RequestObserver for Observer {
+    fn finished(&self, r: &RequestRecord<'_>) {
+        if self.log {
+            tracing::info!(
+                target: "xroot::request",
+                client = %r.peer,
+                user = r.user,
+                request = kind(r.kind),
+                path = r.path.unwrap_or("-"),
+                status = r.outcome.label(),
+                duration_us = r.duration.as_micros() as u64,
+                bytes_in = r.bytes_in,
+                bytes_out = r.bytes_out,
+            );
+        }
+        if let Some(m) = &self.metrics {
+            m.count(r);
+        }
+    }
+}
+
+/// A request kind's label: its XProtocol.hh name without `kXR_`.
+fn kind(id: RequestId) -> &'static str {
+    id.protocol_name()
+        .map(|n| n.strip_prefix("kXR_").unwrap_or(n))
+        .unwrap_or("unknown")
+}
+
+/// The registry and every metric in it.
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<Labels, Counter>,
+    durations: Family<Labels, Histogram>,
+    read_bytes: Counter,
+    written_bytes: Counter,
+    in_flight: Family<Labels, Gauge>,
+    vector_reads: Gauge,
+    links: Gauge,
+    connections: Counter,
+    cache: Option<CacheMetrics>,
+    /// One scrape at a time: each sets the scrape-time figures, then
+    /// encodes.
+    scrape: Mutex<()>,
+}
+
+struct CacheMetrics {
+    figures: CacheFigures,
+    dir: PathBuf,
+    asked: Counter,
+    fetched: Counter,
+    from_disk: Counter,
+    client_requests: Counter,
+    origin_requests: Counter,
+    per_client_request: FloatGauge,
+    hit_ratio: FloatGauge,
+    disk_used: Gauge,
+    disk_size: Gauge,
+}
+
+/// Makes `counter` read `total` (a total some other part keeps).
+fn set_total(counter: &Counter, total: u64) {
+    counter.inc_by(total.saturating_sub(counter.get()));
+}
+
+impl Metrics {
+    /// Every metric at zero; `cache`: the cache's figures and its directory,
+    /// for `xcache`.
+    pub fn new(cache: Option<(CacheFigures, PathBuf)>) -> Arc<Metrics> {
+        let mut registry = Registry::with_prefix("xroot");
+        let requests = Family::<Labels, Counter>::default();
+        registry.register("requests", "Requests answered", requests.clone());
+        let durations = Family::<Labels, Histogram>::new_with_constructor(|| {
+            Histogram::new(exponential_buckets(0.0001, 2.0, 18))
+        });
+        registry.register(
+            "request_duration_seconds",
+            "From decoding a request to queueing its last frame",
+            durations.clone(),
+        );
+        let read_bytes = Counter::default();
+        registry.register(
+            "read_bytes",
+            "Bytes of file data sent to clients",
+            read_bytes.clone(),
+        );
+        let written_bytes = Counter::default();
+        registry.register(
+            "written_bytes",
+            "Payload bytes of write requests",
+            written_bytes.clone(),
+        );
+        let in_flight = Family::<Labels, Gauge>::default();
+        registry.register(
+            "requests_in_flight",
+            "Requests being served now",
+            in_flight.clone(),
+        );
+        let vector_reads = Gauge::default();
+        registry.register(
+            "vector_reads_in_flight",
+            "Vector reads (kXR_readv, kXR_pgreadv) being served now",
+            vector_reads.clone(),
+        );
+        let links = Gauge::default();
+        registry.register("links", "TCP links open now", links.clone());
+        let connections = Counter::default();
+        registry.register(
+            "connections",
+            "TCP connections accepted",
+            connections.clone(),
+        );
+        let cache = cache.map(|(figures, dir)| {
+            let c = CacheMetrics {
+                figures,
+                dir,
+                asked: Counter::default(),
+                fetched: Counter::default(),
+                from_disk: Counter::default(),
+                client_requests: Counter::default(),
+                origin_requests: Counter::default(),
+                per_client_request: FloatGauge::default(),
+                hit_ratio: FloatGauge::default(),
+                disk_used: Gauge::default(),
+                disk_size: Gauge::default(),
+            };
+            let r = &mut registry;
+            r.register(
+                "cache_asked_bytes",
+                "Bytes clients asked the cache for",
+                c.asked.clone(),
+            );
+            r.register(
+                "cache_fetched_bytes",
+                "Bytes fetched from the origin",
+                c.fetched.clone(),
+            );
+            r.register(
+                "cache_disk_bytes",
+                "Bytes served from blocks already on disk",
+                c.from_disk.clone(),
+            );
+            r.register(
+                "cache_client_requests",
+                "Client reads and vector reads served",
+                c.client_requests.clone(),
+            );
+            r.register(
+                "cache_origin_requests",
+                "Requests sent to the origin",
+                c.origin_requests.clone(),
+            );
+            r.register(
+                "cache_origin_requests_per_client_request",
+                "Origin requests per client request, since the start",
+                c.per_client_request.clone(),
+            );
+            r.register(
+                "cache_hit_ratio",
+                "Bytes served from disk / bytes asked, since the start",
+                c.hit_ratio.clone(),
+            );
+            r.register(
+                "cache_disk_used_bytes",
+                "Bytes used on the cache directory's file system",
+                c.disk_used.clone(),
+            );
+            r.register(
+                "cache_disk_size_bytes",
+                "Size of the cache directory's file system, in bytes",
+                c.disk_size.clone(),
+            );
+            c
+        });
+        Arc::new(Metrics {
+            registry,
+            requests,
+            durations,
+            read_bytes,
+            written_bytes,
+            in_flight,
+            vector_reads,
+            links,
+            connections,
+            cache,
+            scrape: Mutex::new(()),
+        })
+    }
+
+    fn count(&self, r: &RequestRecord<'_>) {
+        let kind = kind(r.kind);
+        self.requests
+            .get_or_create(&vec![
+                ("kind", kind.to_string()),
+                ("status", r.outcome.label().to_string()),
+            ])
+            .inc();
+        self.durations
+            .get_or_create(&vec![("kind", kind.to_string())])
+            .observe(r.duration.as_secs_f64());
+        self.read_bytes.inc_by(r.bytes_out);
+        if matches!(
+            r.kind,
+            RequestId::WRITE | RequestId::PGWRITE | RequestId::WRITEV
+        ) {
+            self.written_bytes.inc_by(r.bytes_in);
+        }
+    }
+
+    /// The text of one scrape: the counters, and the figures of `server`
+    /// and of the cache read now.
+    pub fn render(&self, server: &ServerHandle) -> String {
+        let _one = self.scrape.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = server.stats();
+        for (id, g) in &s.in_flight.by_kind {
+            self.in_flight
+                .get_or_create(&vec![("kind", kind(*id).to_string())])
+                .set(g.current as i64);
+        }
+        let vector = s.in_flight.kind(RequestId::READV).current
+            + s.in_flight.kind(RequestId::PGREADV).current;
+        self.vector_reads.set(vector as i64);
+        self.links.set(s.links.len() as i64);
+        set_total(&self.connections, s.connections);
+        if let Some(c) = &self.cache {
+            let f = (c.figures)();
+            set_total(&c.asked, f.bytes_asked);
+            set_total(&c.fetched, f.bytes_fetched);
+            set_total(&c.from_disk, f.bytes_from_disk);
+            set_total(&c.client_requests, f.client_requests);
+            set_total(&c.origin_requests, f.origin_request_count);
+            let ratio = |a: u64, b: u64| if b == 0 { 0.0 } else { a as f64 / b as f64 };
+            c.per_client_request
+                .set(ratio(f.origin_request_count, f.client_requests));
+            c.hit_ratio.set(ratio(f.bytes_from_disk, f.bytes_asked));
+            if let Ok(disk) = disk_space(&c.dir) {
+                c.disk_size.set(disk.total as i64);
+                c.disk_used.set(disk.used as i64);
+            }
+        }
+        let mut text = String::new();
+        // writing into a String cannot fail
+        let _ = encode(&mut text, &self.registry);
+        text
+    }
+}
+
+/// The most of an HTTP request head read, in bytes; a longer one is refused.
+const MAX_HEAD: usize = 8 << 10;
+/// How long a scraper may take to send its request head.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Binds `addr` for `GET /metrics` and serves scrapes of `metrics` about
+/// `server` on a task of its own; the address bound.
+///
+/// Errors: those of binding `addr`.
+pub async fn serve(
+    addr: SocketAddr,
+    metrics: Arc<Metrics>,
+    server: ServerHandle,
+) -> std::io::Result<SocketAddr> {
+    let listener = TcpListener::bind(addr).await?;
+    let bound = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                continue;
+            };
+            let (metrics, server) = (metrics.clone(), server.clone());
+            tokio::spawn(async move {
+                let _ = tokio::time::timeout(HEAD_TIMEOUT, scrape(stream, &metrics, &server)).await;
+            });
+        }
+    });
+    Ok(bound)
+}
+
+/// Answers one HTTP/1.x request on `stream`, then closes it: `GET
+/// /metrics` (or `/`) gets the text; anything else 404 or 405.
+async fn scrape(
+    mut stream: TcpStream,
+    metrics: &Metrics,
+    server: &ServerHandle,
+) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let mut buf = [0u8; 1024];
+    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = stream.read(&mut buf).await?;
+        if n == 0 || head.len() + n > MAX_HEAD {
+            return Ok(());
+        }
+        head.extend_from_slice(&buf[..n]);
+    }
+    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+    let mut words = line.split(|&b| b == b' ');
+    let (method, target) = (words.next(), words.next());
+    let (status, kind, body) = match (method, target) {
+        (Some(b"GET"), Some(b"/metrics" | b"/")) => (
+            "200 OK",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+            metrics.render(server),
+        ),
+        (Some(b"GET"), _) => ("404 Not Found", "text/plain", "not found\n".into()),
+        _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
+    };
+    let reply = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(reply.as_bytes()).await?;
+    stream.shutdown().await
+}
