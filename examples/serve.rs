@@ -28,6 +28,8 @@
 //! bound (with `--port 0`, the port picked).
 //! Ctrl-C or SIGTERM shuts down gracefully (requests in flight are
 //! answered first).
+//! `xrdfs HOST:PORT query stats a` answers the stock server's XML shape
+//! (sections `info`, `link`, `xrootd`; see xroot-server's `query` docs).
 //! With `--tls-cert`/`--tls-key` TLS is offered (`roots://`) or required
 //! (`--tls`); SIGHUP reloads the certificate and key.
 //! Logging goes to stderr through `tracing`; `-v` adds a line per request

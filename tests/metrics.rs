@@ -273,3 +273,79 @@ async fn xcache_counts_bytes_asked_and_fetched_as_its_stats_say() {
     drop(client);
     drop((cache, origin));
 }
+
+/// The `<stats id="ID">` sections of a `query stats` answer: id → the
+/// element names directly inside, in order (nested sections not followed).
+fn sections(xml: &str) -> BTreeMap<String, Vec<String>> {
+    let mut out = BTreeMap::new();
+    for part in xml.split("<stats id=\"").skip(1) {
+        let (id, rest) = part.split_once("\">").unwrap();
+        let body = rest.split("</stats>").next().unwrap();
+        let names = body
+            .split('<')
+            .filter(|t| !t.is_empty() && !t.starts_with('/'))
+            .map(|t| t.split(['>', ' ']).next().unwrap().to_string())
+            .collect();
+        out.insert(id.to_string(), names);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+async fn serve_answers_query_stats_in_the_stock_shape() {
+    let dir = tempfile::tempdir().unwrap();
+    write_file(dir.path(), "f.bin", 10_000);
+    let Some(stock) = support::stock::StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    let serve = Daemon::start("serve", &[dir.path().to_str().unwrap()]);
+    let client = Client::new();
+    for base in [serve.url(), format!("root://127.0.0.1:{}", stock.port)] {
+        let file = client
+            .open(&format!("{base}//f.bin"), OpenFlags::READ)
+            .await
+            .unwrap();
+        file.read_at(0, 100).await.unwrap();
+        file.readv(&[(0, 10), (50, 10)]).await.unwrap();
+        file.close().await.unwrap();
+    }
+    let stats = |base: String| {
+        let client = client.clone();
+        async move { client.fs(&base).unwrap().query_stats("a").await.unwrap() }
+    };
+    let ours = stats(serve.url()).await;
+    let theirs = stats(format!("root://127.0.0.1:{}", stock.port)).await;
+    assert!(ours.starts_with("<statistics tod=\"") && ours.ends_with("</statistics>"));
+    let (ours_s, theirs_s) = (sections(&ours), sections(&theirs));
+    assert_eq!(
+        ours_s.keys().collect::<Vec<_>>(),
+        ["info", "link", "xrootd"],
+        "{ours}"
+    );
+    for (id, names) in &ours_s {
+        let stock_names = &theirs_s[id];
+        for n in names {
+            assert!(
+                stock_names.contains(n),
+                "<{n}> in our {id} section, not in the stock one: {theirs}"
+            );
+        }
+    }
+    // what our server counted: the one read and the one vector read
+    assert!(
+        ours.contains("<rd>1</rd>") && ours.contains("<rv>1</rv>"),
+        "{ours}"
+    );
+    assert!(ours.contains("<open>1</open>"), "{ours}");
+    let link_only = client
+        .fs(&serve.url())
+        .unwrap()
+        .query_stats("l")
+        .await
+        .unwrap();
+    assert_eq!(sections(&link_only).keys().collect::<Vec<_>>(), ["link"]);
+}

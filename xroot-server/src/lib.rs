@@ -86,6 +86,7 @@ mod order;
 mod path;
 mod query;
 mod readv;
+mod report;
 mod server;
 mod session;
 pub mod stats;

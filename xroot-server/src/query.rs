@@ -7,8 +7,10 @@
 //!   extension keys of [`xroot_proto::ext`] answered `1`, and any other key
 //!   echoed back unchanged, as the stock server does.
 //! - `kXR_Qspace`: [`FileSystem::space`].
-//! - statistics, xattr, prepare and plugin queries are not supported; a
-//!   query without arguments names an open file.
+//! - `kXR_QStats`: [`FileSystem::stats_report`], else the server's own
+//!   report in the stock XML shape ([`crate::report`]).
+//! - xattr, prepare and plugin queries are not supported; a query without
+//!   arguments names an open file.
 
 use bytes::Bytes;
 use xroot_proto::ext::{PGREADV_CONFIG_KEY, READV_CRC32C_CONFIG_KEY};
@@ -21,7 +23,7 @@ use xroot_proto::ErrorCode;
 
 use crate::dispatch::{err, ok, ok_with, Ctx};
 use crate::fs::{FileSystem, FsError};
-use crate::path;
+use crate::{path, report};
 
 /// The longest `kXR_Qconfig` answer, bytes (the reference's buffer).
 const QCONFIG_MAX: usize = 4096;
@@ -43,7 +45,14 @@ pub(crate) async fn query<F: FileSystem>(ctx: &Ctx<F>, r: Query) -> Result<Respo
         QueryCode::FINFO | QueryCode::OPAQUG => by_handle(ctx, &r),
         QueryCode::STATS => {
             let what = path::text(&r.args)?;
-            let report = ctx.fs().stats_report(ctx.caller(), what).await?;
+            let report = match ctx.fs().stats_report(ctx.caller(), what).await {
+                Err(FsError::Error { code, .. }) if code == ErrorCode::UNSUPPORTED => {
+                    let m = &ctx.shared.monitor;
+                    let version = &ctx.config().version;
+                    report::report(what, &m.snapshot(), version, m.local_addr, m.started)
+                }
+                other => other?,
+            };
             Ok(ok_with(|b| b.extend_from_slice(report.as_bytes())))
         }
         QueryCode::XATTR

@@ -38,6 +38,8 @@ pub(crate) struct Monitor {
     connections: AtomicU64,
     shutdown: watch::Sender<bool>,
     pub(crate) local_addr: SocketAddr,
+    /// When the server was bound, for its statistics report.
+    pub(crate) started: std::time::SystemTime,
 }
 
 impl Monitor {
@@ -57,7 +59,7 @@ impl Monitor {
         self.shutdown.subscribe()
     }
 
-    fn snapshot(&self) -> ServerStats {
+    pub(crate) fn snapshot(&self) -> ServerStats {
         let links = self
             .links
             .lock()
@@ -193,6 +195,7 @@ impl<F: FileSystem> Server<F> {
             connections: AtomicU64::new(0),
             shutdown: watch::Sender::new(false),
             local_addr,
+            started: std::time::SystemTime::now(),
         });
         let shared = Arc::new(Shared {
             limit: Arc::new(Semaphore::new(config.max_requests.max(1))),
