@@ -366,7 +366,8 @@ pub trait FileSystem: Send + Sync + 'static {
     /// The answer to `kXR_query` with `kXR_QStats` (`xrdfs HOST query
     /// stats WHAT`): a report of this backend's activity as text, `what`
     /// being the client's argument (the reference's letters, e.g. `a` for
-    /// all). Default: `kXR_Unsupported`, as before a backend reports any.
+    /// all). Default: `kXR_Unsupported`, and the server then answers its
+    /// own report of links and requests, in the stock server's XML shape.
     #[doc(alias = "kXR_QStats")]
     fn stats_report(
         &self,
