@@ -1,6 +1,7 @@
 //! Namespace and query calls against one server (PROTOCOL.md §7): stat,
 //! statx, dirlist, mkdir, rm, rmdir, mv, chmod, truncate, locate, query
-//! (checksum, config, space), prepare and ping.
+//! (checksum, config, space, or any code with its raw answer), prepare and
+//! ping.
 //!
 //! Every call is a path request run by the one response driver, so
 //! `kXR_oksofar` chunks, `kXR_wait`, `kXR_waitresp` + asynresp and redirects
@@ -420,6 +421,32 @@ impl FileSystem {
             )
             .await?;
         Ok(text(&body))
+    }
+
+    /// The server's answer to a `kXR_query` of `infotype` (XProtocol.hh's
+    /// `XQueryType`: `kXR_Qspace` 5, `kXR_Qopaque` 16, ...) with `args`
+    /// sent exactly as given: no leading `/` added and no CGI of the file
+    /// system's URL merged (the stock `xrdfs query space ARG` sends its
+    /// argument so). The answer comes as the server sent it, trailing NUL
+    /// included when there is one; for `kXR_Qspace` it is the
+    /// `oss.cgroup=...&oss.space=...&...` text that
+    /// [`FileSystem::query_space`] parses. The request goes to this file
+    /// system's server (redirects followed), not by file handle.
+    ///
+    /// Errors: [`Error::InvalidArgument`] for empty `args` (the server would
+    /// take it for a by-handle query); [`Error::Server`]
+    /// (`kXR_NotAuthorized` from the stock server for a relative path,
+    /// `kXR_Unsupported` for a code the server does not answer, ...);
+    /// [`Error::UnexpectedResponse`] for a `kXR_status` answer.
+    #[doc(alias = "kXR_query")]
+    pub async fn query_raw(&self, infotype: QueryCode, args: &[u8]) -> Result<Bytes> {
+        if args.is_empty() {
+            return Err(Error::InvalidArgument(format!(
+                "{infotype} with no arguments"
+            )));
+        }
+        self.query(&self.at("/"), infotype, Bytes::copy_from_slice(args))
+            .await
     }
 
     /// Runs a `kXR_query` of `infotype` with `args` at the server of `url`.
