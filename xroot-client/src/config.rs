@@ -17,9 +17,29 @@ pub struct Config {
     /// With requests outstanding, a connection silent this long is declared
     /// dead (`XRD_STREAMTIMEOUT`, 60 s).
     pub stream_timeout: Duration,
-    /// Deadline for TCP connect, handshake and login (`XRD_CONNECTIONWINDOW`,
-    /// 120 s).
+    /// The connection window: the deadline of one attempt at connecting a
+    /// channel (TCP connect, handshake, TLS and login), and the time from
+    /// the start of one attempt to the start of the next when it fails
+    /// ([`Config::connect_attempts`]); 120 s, XrdCl's
+    /// `DefaultConnectionWindow` (XrdClConstants.hh, `XRD_CONNECTIONWINDOW`
+    /// in seconds, which [`Config::with_connection_env`] reads).
     pub connect_timeout: Duration,
+    /// Attempts at connecting a channel, the first one included: after an
+    /// attempt fails for a reason that may pass (the connection refused,
+    /// reset or unreachable, the peer closing during the handshake, the
+    /// window passing: [`Error::Io`](crate::Error::Io),
+    /// [`Error::ConnectionLost`](crate::Error::ConnectionLost),
+    /// [`Error::Timeout`](crate::Error::Timeout)) the next one starts when
+    /// the window ([`Config::connect_timeout`]) of the failed one ends, at
+    /// once if it has ended; the last failure is the caller's. A refused
+    /// login, an authentication or TLS failure, a name that does not
+    /// resolve end the attempts at once. 0 counts as 1. Default: 1, the
+    /// failure at once (a library caller decides); XrdCl's
+    /// `DefaultConnectionRetry` is 5 (XrdClConstants.hh,
+    /// `XRD_CONNECTIONRETRY`, which [`Config::with_connection_env`] reads),
+    /// so that the stock tools try a refused server for 4 windows, 8
+    /// minutes, before they fail.
+    pub connect_attempts: u32,
     /// Most redirects one request may follow (`XRD_REDIRECTLIMIT`, 16).
     pub redirect_limit: u32,
     /// Retries of a pgread page whose crc32c is bad, each a single-page
@@ -93,6 +113,24 @@ impl Config {
         self.tls = None;
         self
     }
+
+    /// This configuration with the connection settings of the stock
+    /// tools: [`Config::connect_attempts`] from `XRD_CONNECTIONRETRY`
+    /// (attempts, default 5) and [`Config::connect_timeout`] from
+    /// `XRD_CONNECTIONWINDOW` (seconds, default 120), XrdCl's defaults
+    /// (XrdClConstants.hh `DefaultConnectionRetry`,
+    /// `DefaultConnectionWindow`). A value that is not an integer is
+    /// ignored (logged) for the default, as XrdCl's `Env::GetInt` does; a
+    /// negative one counts as 0 (one attempt; a window of 0 s fails every
+    /// attempt that does not connect at once).
+    pub fn with_connection_env(mut self) -> Config {
+        self.connect_attempts = env_int("XRD_CONNECTIONRETRY")
+            .unwrap_or(5)
+            .clamp(0, u32::MAX as i64) as u32;
+        self.connect_timeout =
+            Duration::from_secs(env_int("XRD_CONNECTIONWINDOW").unwrap_or(120).max(0) as u64);
+        self
+    }
 }
 
 /// The TLS configuration of the environment; none when there is no CA
@@ -118,6 +156,17 @@ fn tls_from_env() -> Option<ClientTls> {
     tls
 }
 
+/// An `XRD_*` integer setting: `None` when unset or not an integer (that
+/// logged).
+fn env_int(name: &str) -> Option<i64> {
+    let v = std::env::var(name).ok()?;
+    let n = v.trim().parse::<i64>().ok();
+    if n.is_none() {
+        tracing::warn!(name, value = v, "not an integer; the default is used");
+    }
+    n
+}
+
 /// An `XRD_*` integer setting as XrdCl's `Env::GetInt` reads it: set and
 /// a non-zero integer.
 fn env_flag(name: &str) -> bool {
@@ -133,6 +182,7 @@ impl Default for Config {
             request_timeout: Duration::from_secs(1800),
             stream_timeout: Duration::from_secs(60),
             connect_timeout: Duration::from_secs(120),
+            connect_attempts: 1,
             redirect_limit: 16,
             pgread_retries: 3,
             max_response_dlen: 256 << 20,

@@ -36,6 +36,33 @@ enum State {
     Up(Arc<Link>),
 }
 
+/// Whether a failed attempt at connecting is worth another: the
+/// connection refused, reset, cut or unreachable, or the window passed (a
+/// name that does not resolve, a refused login, authentication or TLS is
+/// final, as XrdCl's fatal errors are).
+fn may_pass(e: &Error) -> bool {
+    use std::io::ErrorKind as K;
+    match e {
+        Error::Io { source, .. } => matches!(
+            source.kind(),
+            K::ConnectionRefused
+                | K::ConnectionReset
+                | K::ConnectionAborted
+                | K::NotConnected
+                | K::BrokenPipe
+                | K::TimedOut
+                | K::UnexpectedEof
+                | K::HostUnreachable
+                | K::NetworkUnreachable
+                | K::NetworkDown
+                | K::AddrNotAvailable
+                | K::Interrupted
+        ),
+        Error::ConnectionLost { .. } | Error::Timeout { .. } => true,
+        _ => false,
+    }
+}
+
 /// The same failure again, for each caller that waited on one connection
 /// attempt ([`Error`] is not `Clone`: an I/O error is copied as its kind
 /// and message, and so are the variants connecting cannot produce).
@@ -182,7 +209,7 @@ impl Channel {
 
     async fn connect(&self) -> Result<Arc<Link>> {
         let previous = *self.last_session.lock().unwrap();
-        let (setup, info) = login::establish(&self.key, &self.config, previous).await?;
+        let (setup, info) = self.establish(previous).await?;
         *self.last_session.lock().unwrap() = Some(info.sessid);
         let link = Link::start(setup, info, self.config.stream_timeout);
         // a plain data stream when TLS carries the main one and
@@ -209,6 +236,30 @@ impl Channel {
             }
         }
         Ok(link)
+    }
+
+    /// The main stream connected and logged in, in up to
+    /// `connect_attempts` attempts: after one that fails for a reason that
+    /// may pass ([`may_pass`]), the next starts when its connection window
+    /// (`connect_timeout`) ends, as XrdCl's `Stream::OnConnectError` does.
+    /// Errors: the last attempt's, as [`login::establish`].
+    async fn establish(&self, previous: Option<[u8; 16]>) -> Result<(login::Setup, ServerInfo)> {
+        let attempts = self.config.connect_attempts.max(1);
+        let mut attempt = 1;
+        loop {
+            let started = tokio::time::Instant::now();
+            match login::establish(&self.key, &self.config, previous).await {
+                Err(e) if attempt < attempts && may_pass(&e) => {
+                    let next = started + self.config.connect_timeout;
+                    tracing::info!(endpoint = %self.key.endpoint(), error = %e, attempt, attempts,
+                        wait = ?next.saturating_duration_since(tokio::time::Instant::now()),
+                        "connecting failed; trying again when the connection window ends");
+                    tokio::time::sleep_until(next).await;
+                    attempt += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// The live link, if connected (no connecting).
