@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example xrdcp -- [--cksum adler32|crc32c|md5[:print]]
 //!     [--streams N] [--connections N] [--parallel N] [--chunks N] [-f] [-N] [-s]
-//!     SRC... DST
+//!     [-r] [--retry N] SRC... DST
 //! ```
 //!
 //! SRC and DST are `root://host[:port]//path` URLs (`roots://` for TLS,
@@ -16,6 +16,27 @@
 //! A DST that exists is an error unless `-f`; missing parent directories are
 //! created, as the stock tool does. (Unlike the stock tool, a device such as
 //! `/dev/null` is written without `-f`.)
+//!
+//! `-r` copies every regular file under a SRC that is a directory, local or
+//! remote, to `DST/NAME/...`, NAME the directory's own name, as the stock
+//! tool names them (`-r /tmp/a root://h//dst/` writes `/dst/a/...`; a
+//! trailing `/` on SRC changes nothing); empty directories are not made.
+//! DST must be an existing directory (local or remote, so remote to remote
+//! too): a missing local one exits 2, a remote one 50, a tree without a
+//! regular file 2, as the stock tool.
+//!
+//! Connecting follows the stock client's settings: up to
+//! `XRD_CONNECTIONRETRY` attempts (5), each within a window of
+//! `XRD_CONNECTIONWINDOW` seconds (120) and the next one starting when the
+//! window of the failed one ends; so a refused connection fails after 4
+//! windows (8 minutes) by default, at once with `XRD_CONNECTIONRETRY=1`.
+//! `--retry N` (`-t`; default `XRD_CPRETRY`, else 0) tries a copy again up
+//! to N times after a failure that may pass (a connection that failed or
+//! was lost, a timeout: the stock tool's test), replacing what the failed
+//! attempt wrote (the stock default `--retry-policy force`; `continue` is
+//! not offered). Unlike the stock client, ours does not refuse a server
+//! for `XRD_STREAMERRORWINDOW` seconds after its connection failed, so a
+//! retry connects again (as the stock one does with that window at 0).
 //!
 //! Reading goes in blocks of `XRD_CPCHUNKSIZE` bytes (8 MiB), with
 //! `XRD_CPPARALLELCHUNKS` (4, or `--chunks N`) of them in flight, written in
@@ -36,8 +57,13 @@
 //! tool's form, `adler32: 091e01de TARGET SIZE`. `--cksum ALG:print` only
 //! prints the locally computed value.
 //!
-//! The progress bar (standard error) is shown only when standard output is a
-//! terminal. Exit status, as the stock `xrdcp` 5.5.3's: 0 when every copy
+//! The progress bar (standard error), `[SIZE/TOTAL][PERCENT%][===...][RATE]`
+//! as the stock tool's, is shown only when standard output is a terminal
+//! (not with `-N` or `-s`); as the stock one, its last state stays on the
+//! terminal after the copy. An error is one line on standard error naming
+//! the side that failed and its path or URL once: `xrdcp: source URL:
+//! server error kXR_NotFound(3011): ...`, `xrdcp: target PATH: file
+//! exists ...`. Exit status, as the stock `xrdcp` 5.5.3's: 0 when every copy
 //! succeeded; else that of the first copy that failed (the reasons on
 //! standard error): 51 a connection that failed, 52 a login or
 //! authentication that failed or a request that timed out, 53 a bad answer
@@ -100,6 +126,16 @@ struct Args {
     /// No output but errors (and requested checksums).
     #[arg(short = 's', long)]
     silent: bool,
+    /// Copies every regular file under a SRC that is a directory into
+    /// DST/NAME/..., NAME the directory's own name; DST must be an
+    /// existing directory.
+    #[arg(short = 'r', long)]
+    recursive: bool,
+    /// Times a copy is tried again after a failure that may pass (a
+    /// connection that failed or was lost, a timeout), replacing what the
+    /// failed attempt wrote (default: XRD_CPRETRY, else 0).
+    #[arg(short = 't', long, value_name = "N")]
+    retry: Option<u32>,
     /// SRC... DST: root:// or roots:// URLs or local paths; `-` is stdin / stdout.
     #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
@@ -188,7 +224,12 @@ impl Place {
     /// The last path component, for a copy into a directory.
     fn file_name(&self) -> Option<String> {
         let name = match self {
-            Place::Remote(u) => u.path.rsplit('/').next().map(str::to_string),
+            Place::Remote(u) => u
+                .path
+                .trim_end_matches('/')
+                .rsplit('/')
+                .next()
+                .map(str::to_string),
             Place::Local(p) => p.file_name().map(|n| n.to_string_lossy().into_owned()),
             Place::Std => None,
         };
@@ -214,7 +255,7 @@ impl Place {
             Place::Remote(u) => match client.fs(&u.to_string())?.stat(&u.path).await {
                 Ok(st) => st.is_dir(),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-                Err(e) => return Err(e.into()),
+                Err(e) => return Err(context(format!("target {self}"), e)),
             },
             Place::Local(p) => p.is_dir(),
             Place::Std => false,
@@ -320,6 +361,7 @@ fn exit_code(e: &(dyn Error + 'static)) -> u8 {
         if let Some(io) = c.downcast_ref::<std::io::Error>() {
             return io
                 .raw_os_error()
+                .or((io.kind() == std::io::ErrorKind::NotFound).then_some(2))
                 .and_then(|n| u8::try_from(n).ok())
                 .filter(|&n| n != 0)
                 .unwrap_or(50);
@@ -391,10 +433,15 @@ async fn run(args: Args) -> Res<u8> {
         .map(|p| Place::parse(p))
         .collect::<Res<Vec<_>>>()?;
     let dst = places.pop().expect("clap asks for two paths");
+    // XRD_CONNECTIONRETRY attempts (5), XRD_CONNECTIONWINDOW apart (120 s)
     let config = Config {
         substreams: args.streams as usize,
         app_name: "xrdcp-rs".into(),
-        ..Config::default()
+        ..Config::default().with_connection_env()
+    };
+    let retries = match args.retry {
+        Some(n) => n,
+        None => env_number("XRD_CPRETRY", 0)?,
     };
     let client = Client::with_config(config);
     let show_bar = !args.nopbar && !args.silent && std::io::stdout().is_terminal();
@@ -407,28 +454,82 @@ async fn run(args: Args) -> Res<u8> {
         bars: show_bar.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
     });
 
-    let jobs = plan(&ctx.client, places, dst).await?;
-    let results: Vec<(Place, Res<()>)> = stream::iter(jobs)
+    let jobs = match args.recursive {
+        true => plan_tree(&ctx.client, places, dst).await?,
+        false => plan(&ctx.client, places, dst).await?,
+    };
+    let silent = args.silent;
+    let results: Vec<Res<()>> = stream::iter(jobs)
         .map(|(src, dst)| {
             let ctx = Arc::clone(&ctx);
-            async move {
-                let r = copy(&ctx, &src, &dst).await;
-                (src, r)
-            }
+            async move { copy_job(&ctx, &src, &dst, retries, silent).await }
         })
         .buffer_unordered(args.parallel as usize)
         .collect()
         .await;
+    if ctx.bars.is_some() && !results.is_empty() {
+        // below the bars' last lines, which stay
+        eprintln!();
+    }
     let mut code = 0;
-    for (src, r) in &results {
-        if let Err(e) = r {
-            eprintln!("xrdcp: {src}: {e}");
-            if code == 0 {
-                code = exit_code(e.as_ref());
-            }
+    for e in results.iter().filter_map(|r| r.as_ref().err()) {
+        eprintln!("xrdcp: {e}");
+        if code == 0 {
+            code = exit_code(e.as_ref());
         }
     }
     Ok(code)
+}
+
+/// An `XRD_*` number from the environment, `default` when unset.
+fn env_number<T: std::str::FromStr>(name: &str, default: T) -> Res<T> {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| format!("{name}={v:?} is not a number").into()),
+        Err(_) => Ok(default),
+    }
+}
+
+/// `src` copied to `dst`, tried again up to `retries` times after a
+/// failure that may pass ([`may_pass`]), each time replacing what the
+/// failed attempt left (the stock tool's `--retry` with its default
+/// `--retry-policy force`). The error of the last attempt.
+async fn copy_job(ctx: &Ctx, src: &Place, dst: &Place, retries: u32, silent: bool) -> Res<()> {
+    let mut force = ctx.force;
+    let mut tried = 0;
+    loop {
+        match copy(ctx, src, dst, force).await {
+            Err(e) if tried < retries && may_pass(e.as_ref()) => {
+                tried += 1;
+                if !silent {
+                    eprintln!("xrdcp: {e}; trying again ({tried} of {retries})");
+                }
+                force = true;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether a failed copy is worth another try, as the stock tool judges
+/// it for `--retry` (XrdClCopyProcess.cc: a socket error, an operation
+/// that expired): a connection that failed or was lost (exit code 51) or
+/// a request that timed out.
+fn may_pass(e: &(dyn Error + 'static)) -> bool {
+    use xroot::client::Error as E;
+    let mut cause: Option<&(dyn Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(e) = c.downcast_ref::<E>() {
+            return matches!(
+                e,
+                E::Io { .. } | E::ConnectionLost { .. } | E::Tls { .. } | E::Timeout { .. }
+            );
+        }
+        cause = c.source();
+    }
+    false
 }
 
 /// Pairs every source with its target: into DST when it is a directory
@@ -453,35 +554,154 @@ async fn plan(client: &Client, srcs: Vec<Place>, dst: Place) -> Res<Vec<(Place, 
         .collect()
 }
 
-/// Copies `src` to `dst`.
-async fn copy(ctx: &Ctx, src: &Place, dst: &Place) -> Res<()> {
+/// `-r`: every regular file under each SRC that is a directory goes to
+/// DST/NAME/..., NAME the directory's own name (`-r /tmp/a root://h//dst`
+/// writes `/dst/a/...`, as the stock tool); a SRC that is a file goes to
+/// DST/NAME as without `-r`. Empty directories are not made. DST must be
+/// an existing directory, as for the stock tool (a local one that is
+/// missing: ENOENT, exit code 2; a remote one: exit code 50); no regular
+/// file at all is ENOENT too.
+async fn plan_tree(client: &Client, srcs: Vec<Place>, dst: Place) -> Res<Vec<(Place, Place)>> {
+    let dst_is_dir = match &dst {
+        Place::Local(p) => std::fs::metadata(p)
+            .map_err(|e| context(format!("target {dst}"), e))?
+            .is_dir(),
+        Place::Remote(u) => match client.fs(&u.to_string())?.stat(&u.path).await {
+            Ok(st) => st.is_dir(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+            Err(e) => return Err(context(format!("target {dst}"), e)),
+        },
+        Place::Std => return Err("-r cannot write to standard output".into()),
+    };
+    if !dst_is_dir {
+        return Err(format!("target {dst}: not a directory (-r copies into one)").into());
+    }
+    let mut jobs = Vec::new();
+    for src in srcs {
+        let name = src
+            .file_name()
+            .ok_or_else(|| format!("source {src}: no name to copy into {dst}"))?;
+        let files = tree(client, &src)
+            .await
+            .map_err(|e| context(format!("source {src}"), e))?;
+        match files {
+            None => jobs.push((src.clone(), dst.join(&name))),
+            Some(files) => jobs.extend(
+                files
+                    .into_iter()
+                    .map(|rel| (src.join(&rel), dst.join(&format!("{name}/{rel}")))),
+            ),
+        }
+    }
+    if jobs.is_empty() {
+        let none = std::io::Error::new(
+            std::io::ErrorKind::NotFound,
+            "no regular files found to copy",
+        );
+        return Err(Box::new(none));
+    }
+    Ok(jobs)
+}
+
+/// The regular files under `src`, as paths relative to it (`b/y.txt`),
+/// sorted; `None` when `src` is not a directory. Symbolic links to
+/// directories are not followed in a local tree; devices, sockets and
+/// the like (`kXR_other`) are left out.
+async fn tree(client: &Client, src: &Place) -> Res<Option<Vec<String>>> {
+    match src {
+        Place::Std => Err("-r cannot read standard input".into()),
+        Place::Local(root) => {
+            if !std::fs::metadata(root)?.is_dir() {
+                return Ok(None);
+            }
+            let mut files = Vec::new();
+            let mut dirs = vec![(root.clone(), String::new())];
+            while let Some((dir, rel)) = dirs.pop() {
+                for entry in std::fs::read_dir(&dir)? {
+                    let entry = entry?;
+                    let name = entry.file_name().to_string_lossy().into_owned();
+                    let rel = match rel.is_empty() {
+                        true => name,
+                        false => format!("{rel}/{name}"),
+                    };
+                    let kind = entry.file_type()?;
+                    if kind.is_dir() {
+                        dirs.push((entry.path(), rel));
+                    } else if std::fs::metadata(entry.path()).is_ok_and(|m| m.is_file()) {
+                        files.push(rel);
+                    }
+                }
+            }
+            files.sort();
+            Ok(Some(files))
+        }
+        Place::Remote(url) => {
+            use xroot::proto::response::StatFlags;
+            let fs = client.fs(&url.to_string())?;
+            if !fs.stat(&url.path).await?.is_dir() {
+                return Ok(None);
+            }
+            let root = url.path.trim_end_matches('/').to_string();
+            let mut files = Vec::new();
+            let mut dirs = vec![String::new()];
+            while let Some(rel) = dirs.pop() {
+                let dir = format!("{root}/{rel}");
+                for entry in fs.dirlist(&dir, true).await? {
+                    let rel = match rel.is_empty() {
+                        true => entry.name.clone(),
+                        false => format!("{rel}/{}", entry.name),
+                    };
+                    let stat = match entry.stat {
+                        Some(st) => st,
+                        None => fs.stat(&format!("{root}/{rel}")).await?,
+                    };
+                    if stat.is_dir() {
+                        dirs.push(rel);
+                    } else if !stat.flags.contains(StatFlags::OTHER) {
+                        files.push(rel);
+                    }
+                }
+            }
+            files.sort();
+            Ok(Some(files))
+        }
+    }
+}
+
+/// Copies `src` to `dst` (replacing it with `force`). An error names
+/// the side that failed and its path or URL, once: `source URL: ...`,
+/// `target PATH: ...`.
+async fn copy(ctx: &Ctx, src: &Place, dst: &Place, force: bool) -> Res<()> {
     let t = ctx.tuning;
+    let source = |e| context(format!("source {src}"), e);
+    let target = |e| context(format!("target {dst}"), e);
     let Source {
         size,
         mut blocks,
         files,
-    } = open_source(ctx, src).await?;
-    let mut sink = Sink::open(ctx, dst).await?;
-    let bar = progress(ctx, size, dst);
+    } = open_source(ctx, src).await.map_err(source)?;
+    let mut sink = Sink::open(ctx, dst, force).await.map_err(target)?;
+    let bar = progress(ctx, size);
     let mut hasher = ctx.cksum.as_ref().map(|c| Checksum::new(c.alg));
     let mut offset = 0u64;
     while let Some(block) = blocks.next().await {
-        let block = block?;
+        let block = block.map_err(source)?;
         if let Some(h) = &mut hasher {
             block.iter().for_each(|part| h.update(part));
         }
         let n = block_len(&block);
-        sink.put(offset, block, t).await?;
+        sink.put(offset, block, t).await.map_err(target)?;
         offset += n;
         bar.inc(n);
     }
-    sink.finish().await?;
+    sink.finish().await.map_err(target)?;
     for f in files {
-        f.close().await?;
+        f.close().await.map_err(|e| source(e.into()))?;
     }
-    bar.finish_and_clear();
+    // the last state stays on the terminal, as the stock tool's
+    bar.finish();
     if let Some(size) = size.filter(|&s| s != offset) {
-        return Err(format!("{src}: copied {offset} bytes of {size}").into());
+        return Err(format!("source {src}: copied {offset} bytes of {size}").into());
     }
     if let (Some(h), Some(c)) = (hasher, &ctx.cksum) {
         let value = String::from_utf8_lossy(&h.finish().value).into_owned();
@@ -502,7 +722,10 @@ async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()>
         return Ok(());
     };
     let fs = ctx.client.fs(&url.to_string())?;
-    let (server_alg, server) = fs.query_checksum(&url.path, Some(alg.name())).await?;
+    let (server_alg, server) = fs
+        .query_checksum(&url.path, Some(alg.name()))
+        .await
+        .map_err(|e| context(format!("checksum of {url}"), e))?;
     if !server_alg.eq_ignore_ascii_case(alg.name()) {
         return Err(format!(
             "{url}: asked for {}, the server answered {server_alg}",
@@ -539,24 +762,27 @@ fn same_value(a: &str, b: &str) -> bool {
     matches!((digits(a), digits(b)), (Some(a), Some(b)) if a == b)
 }
 
-fn progress(ctx: &Ctx, size: Option<u64>, dst: &Place) -> ProgressBar {
+/// A bar in the stock tool's shape, `[64.00 MiB/64.00 MiB][100%][===...][32.00 MiB/s]`
+/// (a spinner when the size is unknown); [`ProgressBar::finish`] leaves
+/// its last state on the terminal.
+fn progress(ctx: &Ctx, size: Option<u64>) -> ProgressBar {
     let Some(bars) = &ctx.bars else {
         return ProgressBar::hidden();
     };
     let bar = match size {
         Some(s) => ProgressBar::new(s).with_style(
             ProgressStyle::with_template(
-                "{msg} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}",
+                "[{bytes}/{total_bytes}][{percent:>3}%][{bar:50}][{bytes_per_sec}]",
             )
             .expect("template")
             .progress_chars("=> "),
         ),
         None => ProgressBar::new_spinner().with_style(
-            ProgressStyle::with_template("{msg} {spinner} {bytes} {bytes_per_sec}")
+            ProgressStyle::with_template("[{bytes}][{spinner}][{bytes_per_sec}]")
                 .expect("template"),
         ),
     };
-    bars.add(bar.with_message(dst.to_string()))
+    bars.add(bar)
 }
 
 /// One block of a copy: its bytes in one part or more (a remote read's
@@ -616,10 +842,10 @@ async fn open_source(ctx: &Ctx, src: &Place) -> Res<Source> {
             })
         }
         Place::Local(path) => {
-            let f = std::fs::File::open(path).map_err(|e| context(path.display(), e))?;
+            let f = std::fs::File::open(path)?;
             let meta = f.metadata()?;
             if meta.is_dir() {
-                return Err(format!("{}: is a directory", path.display()).into());
+                return Err("is a directory (copy it with -r)".into());
             }
             Ok(Source {
                 size: meta.is_file().then_some(meta.len()),
@@ -663,9 +889,7 @@ async fn open_spread(
                 rest
             }
         };
-        let file = File::open(&ctx.client, &at, flags)
-            .await
-            .map_err(|e| context(url, e))?;
+        let file = File::open(&ctx.client, &at, flags).await?;
         files.push(Arc::new(file));
     }
     Ok(files)
@@ -723,7 +947,7 @@ enum Sink {
 }
 
 impl Sink {
-    async fn open(ctx: &Ctx, dst: &Place) -> Res<Sink> {
+    async fn open(ctx: &Ctx, dst: &Place, force: bool) -> Res<Sink> {
         let t = ctx.tuning;
         let local = |w: Box<dyn Write + Send>| {
             let (tx, mut rx) = mpsc::channel::<Block>(t.in_flight);
@@ -740,7 +964,7 @@ impl Sink {
         };
         Ok(match dst {
             Place::Remote(url) => {
-                let flags = match ctx.force {
+                let flags = match force {
                     true => OpenFlags::OVERWRITE,
                     false => OpenFlags::NEW,
                 };
@@ -750,7 +974,7 @@ impl Sink {
                     sent: 0,
                 }
             }
-            Place::Local(path) => local(Box::new(open_local(path, ctx.force)?)),
+            Place::Local(path) => local(Box::new(open_local(path, force)?)),
             Place::Std => local(Box::new(std::io::stdout())),
         })
     }
@@ -815,20 +1039,21 @@ impl Sink {
 
 /// Opens a local target: refused if a regular file is there without
 /// `force`; parents created; a device (`/dev/null`) is written as it is.
+/// Errors do not repeat `path` (the caller names it).
 fn open_local(path: &Path, force: bool) -> Res<std::fs::File> {
     let existing = std::fs::metadata(path).ok();
     if existing.as_ref().is_some_and(|m| m.is_file()) && !force {
-        let what = format!("{}: file exists (use -f to replace it)", path.display());
+        let what = "file exists (use -f to replace it)".to_string();
         return Err(Box::new(Exists(what)));
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| context(parent.display(), e))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| context(format!("cannot create {}", parent.display()), e))?;
     }
     let regular = existing.is_none_or(|m| m.is_file());
-    std::fs::OpenOptions::new()
+    Ok(std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(regular)
-        .open(path)
-        .map_err(|e| context(path.display(), e))
+        .open(path)?)
 }
