@@ -12,6 +12,10 @@
 //! (`target/<profile>/examples/xrdcp`); the test runs `cargo build
 //! --example xrdcp` first, a no-op when it is fresh.
 
+// a test with several peers missing has several `ignore`s: the first one's
+// reason is shown, the others are no mistake
+#![allow(unused_attributes)]
+
 mod support;
 
 use std::path::{Path, PathBuf};
@@ -111,6 +115,14 @@ async fn stock_query(port: u16, path: &str, alg: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn copies_both_ways_with_every_checksum_and_io_mode() {
     let Some((server, content, _dir)) = serve(SIZE) else {
         return;
@@ -174,6 +186,10 @@ async fn copies_both_ways_with_every_checksum_and_io_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
 async fn an_existing_target_needs_force() {
     let Some((server, content, _dir)) = serve(1_000_000) else {
         return;
@@ -205,6 +221,10 @@ async fn an_existing_target_needs_force() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
 async fn several_sources_go_into_a_directory_in_parallel() {
     let Some((server, _, _dir)) = serve(10) else {
         return;
@@ -260,6 +280,14 @@ async fn several_sources_go_into_a_directory_in_parallel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn a_spoiled_page_is_fetched_again_and_the_checksum_matches() {
     let Some((server, content, _dir)) = serve(20 << 20) else {
         return;
@@ -291,6 +319,14 @@ async fn a_spoiled_page_is_fetched_again_and_the_checksum_matches() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn a_checksum_mismatch_fails_the_copy() {
     let Some((server, _, _dir)) = serve(2_000_000) else {
         return;
@@ -338,6 +374,10 @@ async fn a_checksum_mismatch_fails_the_copy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
 async fn connections_and_streams_spread_a_file() {
     let Some((server, content, _dir)) = serve(40 << 20) else {
         return;
@@ -435,6 +475,14 @@ async fn stock(args: &[&str]) -> Output {
 /// remote one 50, a missing local source 2 (its errno); and `--version`
 /// prints `v` and a version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn exit_codes_are_the_stock_tool_s() {
     let Some((server, _content, _dir)) = serve(10_000) else {
         return;

@@ -3,6 +3,10 @@
 //! manager (`xrootd` + `cmsd`, 5.5.3) beside a stock data server, with stock
 //! clients going through the manager.
 
+// a test with several peers missing has several `ignore`s: the first one's
+// reason is shown, the others are no mistake
+#![allow(unused_attributes)]
+
 mod support;
 
 use std::path::Path;
@@ -261,6 +265,14 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn our_data_server_beside_a_stock_one_behind_a_stock_manager() {
     let Some(cluster) = Cluster::start(1, |_, dir| {
         std::fs::write(dir.join("stock.dat"), pattern(300_000, 1)).unwrap();
@@ -362,6 +374,14 @@ fn serve_node(port: u16, cms: u16, dir: &Path) -> support::ours::ServeProcess {
 }
 
 #[test]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 fn a_killed_node_is_dropped_by_the_manager_and_rejoins_when_restarted() {
     let Some(cluster) = Cluster::start(0, |_, _| {}) else {
         return;
@@ -394,6 +414,14 @@ fn a_killed_node_is_dropped_by_the_manager_and_rejoins_when_restarted() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 fn two_of_our_caches_share_the_clients_of_a_stock_manager() {
     let origin_dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..24).map(|i| format!("f{i}.dat")).collect();
@@ -464,6 +492,14 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn a_stock_cmsd_beside_our_server_monitors_it_and_the_cluster_reaches_it() {
     let Some(mut cluster) = Cluster::start(0, |_, _| {}) else {
         return;

@@ -4,7 +4,7 @@
 //! against the files on disk. Golden vectors prove decoding of recorded
 //! bytes; this proves that what we *encode* is understood by the real server.
 //!
-//! Needs the stock `xrootd` (skipped without it, a failure when `CI=true`).
+//! Needs the stock `xrootd` (ignored without it, a failure when `CI=true`).
 
 mod support;
 
@@ -150,6 +150,10 @@ fn open(s: &mut Session, path: &str, options: OpenOptions, mode: u16) -> OpenRes
 }
 
 #[test]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
+)]
 fn a_whole_session_against_the_stock_server() {
     let data_dir = tempfile::tempdir().unwrap();
     let content = pattern(300_000);

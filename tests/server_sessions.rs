@@ -25,7 +25,7 @@ use xroot::server::{
 };
 
 use support::raw::{Raw, GUARD};
-use support::stock::xrootd_available;
+use support::stock::{stock_python_available, xrootd_client_available};
 
 /// `LocalFs` whose writes wait while the gate is held.
 #[derive(Clone)]
@@ -284,9 +284,12 @@ print("ok" if st.ok else "close: %s" % st.message)
 /// answers once that session's write is done and its file closed and
 /// unlocked, and opens the file again; the upload completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_stock_python,
+    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
+)]
 async fn the_stock_client_recovers_an_upload_whose_write_answer_was_lost() {
-    if !xrootd_available() {
-        eprintln!("SKIPPED: the stock Python client is not installed");
+    if !stock_python_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -385,9 +388,12 @@ async fn locks_answer_as_the_stock_server() {
 /// The stock `xrdcp --posc` killed midway through an upload: the partial
 /// file goes away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
 async fn a_killed_xrdcp_posc_upload_leaves_nothing() {
-    if !xrootd_available() {
-        eprintln!("SKIPPED: xrdcp is not installed");
+    if !xrootd_client_available() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

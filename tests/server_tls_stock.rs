@@ -11,6 +11,10 @@
 //! the handshake. Reload: `serve` reloads its certificate on SIGHUP and a
 //! new connection is served the new one.
 
+// a test with several peers missing has several `ignore`s: the first one's
+// reason is shown, the others are no mistake
+#![allow(unused_attributes)]
+
 mod support;
 
 use std::io::{BufRead, BufReader};
@@ -121,8 +125,16 @@ fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn stock_xrdcp_reads_and_writes_at_every_level() {
-    if !support::stock::xrootd_available() {
+    if !support::stock::xrootd_client_available() {
         return;
     }
     let pki = TestPki::new();
@@ -161,6 +173,10 @@ async fn stock_xrdcp_reads_and_writes_at_every_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn protocol_answer_flags_and_switch_points_per_level() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -192,6 +208,10 @@ async fn protocol_answer_flags_and_switch_points_per_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn session_level_switches_after_the_login_answer() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -211,6 +231,10 @@ async fn session_level_switches_after_the_login_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn clients_that_cannot_do_tls_get_tls_required() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -260,6 +284,10 @@ async fn clients_that_cannot_do_tls_get_tls_required() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn garbage_instead_of_a_client_hello_closes_only_that_link() {
     let pki = TestPki::new();
     let big = pattern(100_000);
@@ -291,6 +319,10 @@ async fn garbage_instead_of_a_client_hello_closes_only_that_link() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn bytes_pipelined_past_the_switch_close_the_link() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -325,6 +357,10 @@ async fn bytes_pipelined_past_the_switch_close_the_link() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn client_certificates_are_verified_against_the_ca_dir() {
     let pki = TestPki::new();
     let other = TestPki::new();
@@ -369,7 +405,7 @@ async fn client_certificates_are_verified_against_the_ca_dir() {
         }
     }
     // the stock client without a proxy
-    if support::stock::xrootd_available() {
+    if support::stock::xrootd_client_available() {
         let got = tempfile::tempdir().unwrap();
         let got = got.path().join("f");
         let url = format!("roots://localhost:{}//f", addr.port());
@@ -399,8 +435,16 @@ async fn client_certificates_are_verified_against_the_ca_dir() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_stock_python,
+    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
+)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn python_bindings_read_over_roots() {
-    if !support::stock::xrootd_available() {
+    if !support::stock::stock_python_available() {
         return;
     }
     let pki = TestPki::new();
@@ -467,6 +511,10 @@ async fn wait_log(mut log: Log, what: &'static str) -> (String, Log) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn serve_reloads_its_certificate_on_sighup() {
     let pki = TestPki::new();
     let (b_cert, b_key) = pki.leaf("second", "localhost", "DNS:localhost,IP:127.0.0.1", 1);
@@ -526,6 +574,10 @@ async fn serve_reloads_its_certificate_on_sighup() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn serve_names_the_tls_file_that_failed() {
     let pki = TestPki::new();
     let data = tempfile::tempdir().unwrap();
@@ -567,6 +619,10 @@ fn serve_names_the_tls_file_that_failed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn with_authentication_the_session_switches_after_the_final_auth_answer() {
     use xroot::proto::request::Auth;
     use xroot::server::{Config, HostAuth, LocalFs, Server, ServerTls, ServerTlsFiles};
@@ -613,7 +669,7 @@ async fn with_authentication_the_session_switches_after_the_final_auth_answer() 
     let mut link = Link::new(tls);
     assert_eq!(&link.read("/big.bin", 10, 10).await[..], &big[10..20]);
 
-    if support::stock::xrootd_available() {
+    if support::stock::xrootd_client_available() {
         let got = tempfile::tempdir().unwrap();
         let got = got.path().join("big.bin");
         let url = format!("root://localhost:{}//big.bin", addr.port());

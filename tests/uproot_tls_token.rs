@@ -14,8 +14,12 @@
 //! the server refuses `ztn` on a link without TLS, so a successful read
 //! went over TLS.
 //!
-//! Skipped (prints "skipping") without the venv of `tests/uproot_stock.rs`,
-//! a failure under `CI=true`.
+//! Ignored without the venv of `tests/uproot_stock.rs` (or without
+//! `openssl`), a failure under `CI=true`.
+
+// a test with several peers missing has several `ignore`s: the first one's
+// reason is shown, the others are no mistake
+#![allow(unused_attributes)]
 
 mod support;
 
@@ -59,6 +63,14 @@ fn env(pki: &TestPki, token: &Path, runtime: &Path) -> Env {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs the uproot venv (/opt/xroot-uproot or $XROOT_UPROOT_PYTHON; scripts/test as root makes it)"
+)]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 async fn uproot_reads_over_tls_with_a_bearer_token() {
     let Some(python) = python() else { return };
     let data = tempfile::tempdir().unwrap();

@@ -23,6 +23,10 @@ fn validator(issuer: &TestIssuer, audiences: &[&str]) -> TokenValidator {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn accepts_es256_and_rs256() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -42,6 +46,10 @@ fn accepts_es256_and_rs256() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn refuses_bad_times() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -68,6 +76,10 @@ fn refuses_bad_times() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn audiences() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -91,6 +103,10 @@ fn audiences() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn refuses_untrusted_issuers_and_signatures() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -147,6 +163,10 @@ fn refuses_untrusted_issuers_and_signatures() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn refuses_alg_none_and_hmac() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -171,6 +191,10 @@ fn refuses_alg_none_and_hmac() {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn scopes_bound_what_a_token_allows() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -235,6 +259,10 @@ impl Https {
 }
 
 #[test]
+#[cfg_attr(
+    missing_openssl,
+    ignore = "needs openssl (scripts/test as root installs it)"
+)]
 fn keys_by_discovery_over_https() {
     let pki = TestPki::new();
     let web = tempfile::tempdir().unwrap();

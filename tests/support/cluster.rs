@@ -9,7 +9,8 @@
 //! cmsd has logged in every server and the manager accepts connections.
 //! Every process is stopped by its PID on drop.
 //!
-//! Like [`super::stock`], a missing xrootd skips the test outside CI.
+//! Like [`super::stock`]: a test that starts one is marked ignored where
+//! xrootd is missing (`missing_xrootd`), and fails on it under `CI=true`.
 
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};

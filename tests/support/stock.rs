@@ -1,8 +1,15 @@
 //! Starts the stock C++ xrootd (Debian's `xrootd-server`) on loopback for a
 //! test: a config written into a temp dir, a free port, stopped by PID on drop.
 //!
-//! When `CI=true` a missing xrootd is a test failure; elsewhere the test is
-//! skipped with a message, so `cargo test` works on a machine without it.
+//! A test that needs the stock xrootd is marked
+//! `#[cfg_attr(missing_xrootd, ignore = "...")]`: on a machine without it
+//! the build script sets that cfg (`tests/support/probes.rs`), so `cargo
+//! test` reports the test as ignored, with the reason. The run-time checks
+//! here ([`xrootd_available`], [`xrootd_client_available`],
+//! [`stock_python_available`], [`program_available`]) stay behind that:
+//! when `CI=true` (no cfg is set then) a missing peer is a test failure;
+//! elsewhere, should the build script not have seen it missing, the test
+//! returns early printing "skipping: ...".
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
@@ -28,6 +35,41 @@ pub fn xrootd_available() -> bool {
         &["-v"],
         "the stock xrootd is not installed (apt-get install xrootd-server)",
     )
+}
+
+/// Whether the stock clients `xrdcp` and `xrdfs` are installed. Panics
+/// when they are not and the environment says `CI=true`.
+pub fn xrootd_client_available() -> bool {
+    // xrdfs without arguments prints its usage (with one, it reads commands)
+    [("xrdcp", &["--version"][..]), ("xrdfs", &[])]
+        .iter()
+        .all(|(tool, args)| {
+            program_available(
+                tool,
+                args,
+                &format!("the stock {tool} is not installed (apt-get install xrootd-client)"),
+            )
+        })
+}
+
+/// Whether `/usr/bin/python3` imports the stock Python client
+/// (`XRootD.client`, Debian's `python3-xrootd`). When it cannot, panics
+/// under `CI=true`, else prints "skipping: ..." and returns `false`.
+pub fn stock_python_available() -> bool {
+    let found = Command::new("/usr/bin/python3")
+        .args(["-c", "import XRootD.client"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        let missing = "the stock Python client is not installed (apt-get install python3-xrootd)";
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but {missing}");
+        }
+        eprintln!("skipping: {missing}");
+    }
+    found
 }
 
 /// Whether `program ARGS` runs: it exists and can be started. When it
