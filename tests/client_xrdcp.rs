@@ -60,7 +60,13 @@ async fn ours(pg: u8, args: &[&str]) -> Output {
     run(
         xrdcp_bin().to_path_buf(),
         args.iter().map(|s| s.to_string()).collect(),
-        vec![("XRD_CPUSEPGWRTRD", pg.to_string())],
+        // one connection attempt, as the stock tool's runs here: the
+        // default (5 attempts, 120 s apart) would wait minutes on a
+        // refused port
+        vec![
+            ("XRD_CPUSEPGWRTRD", pg.to_string()),
+            ("XRD_CONNECTIONRETRY", "1".to_string()),
+        ],
     )
     .await
 }
