@@ -43,6 +43,8 @@
 mod auth;
 #[path = "common/cluster.rs"]
 mod cluster;
+#[path = "common/config_file.rs"]
+mod config_file;
 #[path = "common/daemon.rs"]
 mod daemon;
 #[path = "common/metrics.rs"]
@@ -90,6 +92,11 @@ pub struct Cli {
     /// `http://ADDR/metrics` (port 0 picks a free one).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Read flags from a TOML file too: its keys are the long flags'
+    /// names (`port = 1094`, `read-only = true`, `dir = "/data"`); a flag
+    /// given on the command line wins.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     #[command(flatten)]
     pub auth: auth::AuthArgs,
     #[command(flatten)]
@@ -189,7 +196,11 @@ pub async fn start_redirector(
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let args = match config_file::with_config_file(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => return daemon::exit("serve", Err(e)),
+    };
+    let cli = Cli::parse_from(args);
     daemon::init_logging(cli.verbose);
     daemon::exit("serve", serve(&cli).await)
 }

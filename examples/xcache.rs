@@ -48,6 +48,8 @@
 mod auth;
 #[path = "common/cluster.rs"]
 mod cluster;
+#[path = "common/config_file.rs"]
+mod config_file;
 #[path = "common/daemon.rs"]
 mod daemon;
 #[path = "common/metrics.rs"]
@@ -135,6 +137,11 @@ pub struct Cli {
     /// `http://ADDR/metrics` (port 0 picks a free one).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Read flags from a TOML file too: its keys are the long flags'
+    /// names (`port = 1094`, `read-only = true`, `dir = "/data"`); a flag
+    /// given on the command line wins.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
     /// A bearer token file (mode 0600) the cache presents to its origin
     /// when the origin asks for `ztn` (over `roots://`). Without it the
     /// cache's client discovers one as any client does (`BEARER_TOKEN`,
@@ -278,7 +285,11 @@ pub async fn start_with_metrics(
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
-    let cli = Cli::parse();
+    let args = match config_file::with_config_file(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => return daemon::exit("xcache", Err(e)),
+    };
+    let cli = Cli::parse_from(args);
     daemon::init_logging(cli.verbose);
     daemon::exit("xcache", serve(&cli).await)
 }
