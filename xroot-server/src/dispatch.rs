@@ -77,20 +77,25 @@ pub(crate) struct Ctx<F: FileSystem> {
 pub(crate) struct Tally {
     pub(crate) start: Instant,
     pub(crate) bytes_in: u64,
-    pub(crate) bytes_out: Arc<AtomicU64>,
+    /// `None` when the server has no observer: nothing is counted.
+    pub(crate) bytes_out: Option<Arc<AtomicU64>>,
 }
 
 impl Tally {
-    pub(crate) fn new(start: Instant, bytes_in: usize) -> Tally {
+    /// A tally from `start`; it counts the bytes sent only when `observed`
+    /// (no allocation per request otherwise).
+    pub(crate) fn new(start: Instant, bytes_in: usize, observed: bool) -> Tally {
         Tally {
             start,
             bytes_in: bytes_in as u64,
-            bytes_out: Arc::new(AtomicU64::new(0)),
+            bytes_out: observed.then(|| Arc::new(AtomicU64::new(0))),
         }
     }
 
     fn sent(&self, bytes: usize) {
-        self.bytes_out.fetch_add(bytes as u64, Ordering::Relaxed);
+        if let Some(n) = &self.bytes_out {
+            n.fetch_add(bytes as u64, Ordering::Relaxed);
+        }
     }
 }
 
@@ -233,7 +238,11 @@ impl<F: FileSystem> Ctx<F> {
             outcome,
             duration: self.tally.start.elapsed(),
             bytes_in: self.tally.bytes_in,
-            bytes_out: self.tally.bytes_out.load(Ordering::Relaxed),
+            bytes_out: self
+                .tally
+                .bytes_out
+                .as_ref()
+                .map_or(0, |n| n.load(Ordering::Relaxed)),
         });
     }
 }

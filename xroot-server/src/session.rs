@@ -635,7 +635,8 @@ impl<F: FileSystem> Conn<F> {
         let sid = frame.header.streamid;
         let id = frame.header.requestid;
         let payload = frame.payload.len() + frame.data.len();
-        let tally = Tally::new(std::time::Instant::now(), payload);
+        let observed = self.shared.config.observer.is_some();
+        let tally = Tally::new(std::time::Instant::now(), payload, observed);
         let refused = match dispatch::precheck(&frame.header) {
             Some((code, message, close)) => Err((code, message.to_string(), close)),
             None => Request::decode(frame).map_err(|e| dispatch::decode_error(id, &e)),
