@@ -648,7 +648,7 @@ impl Entry {
                     "write of {len} bytes at {offset} past the end of file ({size} bytes)"
                 ))
             })?;
-        if offset % bs != 0 || (len % bs != 0 && end != size) {
+        if !offset.is_multiple_of(bs) || (!len.is_multiple_of(bs) && end != size) {
             return Err(invalid_input(format!(
                 "write of {len} bytes at {offset} is not whole blocks of {bs} bytes"
             )));

@@ -418,7 +418,7 @@ async fn hold(
             }
             Err(e) => {
                 failures += 1;
-                if failures == 1 || failures % 10 == 0 {
+                if failures == 1 || failures.is_multiple_of(10) {
                     tracing::warn!(manager = %m.addr, failures, "cluster: redirector cannot reach manager: {e}");
                 }
             }

@@ -106,7 +106,7 @@ pub(crate) async fn run<F: FileSystem>(shared: Arc<Shared<F>>, manager: String) 
                 failures += 1;
                 // a manager that stays down is logged at the first failure
                 // and then every tenth, not at each attempt
-                if joined || failures == 1 || failures % 10 == 0 {
+                if joined || failures == 1 || failures.is_multiple_of(10) {
                     tracing::warn!(manager = %target, failures, "cluster: link to manager lost: {e}");
                 } else {
                     tracing::debug!(manager = %target, failures, "cluster: {e}");
