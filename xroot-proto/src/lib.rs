@@ -58,9 +58,18 @@
 //! # Ok::<(), xroot_proto::DecodeError>(())
 //! ```
 //!
-//! The wire facts come from `src/XProtocol/XProtocol.hh` of xrootd, as
-//! summarised in the project's PROTOCOL.md; where the installed xrootd 5.5.3
-//! differs, its bytes win.
+//! # Sources
+//!
+//! The wire facts come from `src/XProtocol/XProtocol.hh` of xrootd
+//! (<https://github.com/xrootd/xrootd>) and the XRootD protocol
+//! specification ("The XRootD Protocol", version 5.1.1), as summarised in
+//! this project's protocol notes, which ship with this crate as
+//! `xroot-proto/PROTOCOL.md` and are rendered as [`notes`]. Where the
+//! installed xrootd 5.5.3 differs, its bytes win (the notes' Appendix).
+//! Throughout the xroot crates, `PROTOCOL.md §N.M` and `PROTOCOL.md Appendix
+//! item K` cite those notes, and `SECURITY.md "…"` cites the security notes
+//! that ship with xroot-sec (`xroot-sec/SECURITY.md`, rendered as
+//! `xroot_sec::notes`).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -82,6 +91,12 @@ pub mod request;
 pub mod response;
 pub mod url;
 mod wire;
+
+/// The project's notes on the XRootD protocol (`xroot-proto/PROTOCOL.md`),
+/// cited across the crates as `PROTOCOL.md §N.M`.
+#[doc = ""]
+#[doc = include_str!("../PROTOCOL.md")]
+pub mod notes {}
 
 pub use codes::{AttnAction, ErrorCode, RequestId, ResponseType, ServerType, Status};
 pub use error::DecodeError;

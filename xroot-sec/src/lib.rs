@@ -13,6 +13,17 @@
 //!
 //! The client and server crates run the exchanges; the one socket type
 //! here is [`tls::stream`], the plain-or-TLS stream both sides' links use.
+//!
+//! # Sources
+//!
+//! The facts behind this crate are collected in its security notes, which
+//! ship with it as `xroot-sec/SECURITY.md` and are rendered as [`notes`];
+//! they name the xrootd 5.5.3 sources they come from (`XProtocol.hh`,
+//! `XrdXrootdXeq.cc`, `XrdClXRootDTransport.cc`, the `XrdSecztn` and
+//! `XrdSecsss` plug-ins). A comment citing `SECURITY.md "TLS"` points to the
+//! section of that name. `PROTOCOL.md §N.M` cites the protocol notes that
+//! ship with xroot-proto (`xroot-proto/PROTOCOL.md`, rendered as
+//! `xroot_proto::notes`), besides the upstream `src/XProtocol/XProtocol.hh`.
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
@@ -20,3 +31,9 @@
 pub mod sss;
 pub mod tls;
 pub mod ztn;
+
+/// The project's notes on TLS, `ztn` and `sss` (`xroot-sec/SECURITY.md`),
+/// cited across the crates as `SECURITY.md "TLS"` and so on.
+#[doc = ""]
+#[doc = include_str!("../SECURITY.md")]
+pub mod notes {}
