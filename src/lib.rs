@@ -8,6 +8,17 @@
 //! - [`sec`] ([`xroot_sec`]): security shared by client and server (TLS,
 //!   `sss`, `ztn`).
 //!
+//! # Sources
+//!
+//! A comment citing `PROTOCOL.md §N.M` (or `PROTOCOL.md Appendix item K`)
+//! points to the protocol notes that ship with xroot-proto
+//! (`xroot-proto/PROTOCOL.md`, rendered as [`xroot_proto::notes`]); one
+//! citing `SECURITY.md "TLS"` and the like points to the security notes
+//! that ship with xroot-sec (`xroot-sec/SECURITY.md`, rendered as
+//! [`xroot_sec::notes`]). Besides those, the sources are the upstream
+//! `src/XProtocol/XProtocol.hh` and the other xrootd files named where they
+//! are used (<https://github.com/xrootd/xrootd>).
+//!
 //! The project README follows; its Rust samples are compiled as doctests.
 #![doc = include_str!("../README.md")]
 

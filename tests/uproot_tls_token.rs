@@ -10,7 +10,7 @@
 //! fsspec-xrootd (0.5) knows only `root://` (it registers that protocol
 //! and builds every URL as `root://HOST/…`), so its read asks for
 //! `root://`: the bindings announce `kXR_ableTLS`, and the server, which
-//! requires TLS before login, switches the link to TLS (SECURITY-FACTS.md);
+//! requires TLS before login, switches the link to TLS (SECURITY.md);
 //! the server refuses `ztn` on a link without TLS, so a successful read
 //! went over TLS.
 //!

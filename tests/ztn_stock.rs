@@ -7,7 +7,7 @@
 //! - our client against the stock xrootd with the SciTokens plugin
 //!   (`sec.protocol ztn`, `sec.protbind * only ztn`, `ofs.authlib
 //!   libXrdAccSciTokens`, `ofs.authorize 1`), the issuer's
-//!   keys put in scitokens-cpp's cache offline (SECURITY-FACTS.md).
+//!   keys put in scitokens-cpp's cache offline (SECURITY.md).
 
 // a test with several peers missing has several `ignore`s: the first one's
 // reason is shown, the others are no mistake

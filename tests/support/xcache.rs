@@ -4,8 +4,8 @@
 //! [`StockServer`]: the cache directory is the server's `oss.localroot`.
 //!
 //! The cache has no prefetching (`pfc.prefetch 0`), so it fetches from the
-//! origin exactly the blocks a client asks for, and `pfc.ram 1g` (5.5.3 does
-//! not start with less, /work/shared/peers/README.md).
+//! origin exactly the blocks a client asks for, and `pfc.ram 1g` (the stock
+//! 5.5.3 XCache does not start with less: seen on loopback).
 
 use std::path::Path;
 

@@ -22,6 +22,17 @@
 //!   caching proxy (the XCache equivalent, `examples/xcache.rs`).
 //! - [`stats`]: client reads and origin requests in flight, bytes asked,
 //!   fetched and served from disk.
+//!
+//! # Sources
+//!
+//! A comment citing `PROTOCOL.md §N.M` (or `PROTOCOL.md Appendix item K`)
+//! points to the protocol notes that ship with xroot-proto
+//! (`xroot-proto/PROTOCOL.md`, rendered as [`xroot_proto::notes`]); one
+//! citing `SECURITY.md "TLS"` and the like points to the security notes
+//! that ship with xroot-sec (`xroot-sec/SECURITY.md`, rendered as
+//! `xroot_sec::notes`). Besides those, the sources are the upstream
+//! `src/XProtocol/XProtocol.hh` and the other xrootd files named where they
+//! are used (<https://github.com/xrootd/xrootd>).
 
 // One exception, commented: byte-range locks (`store::live`), which rustix
 // does not wrap.

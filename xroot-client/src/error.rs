@@ -212,7 +212,7 @@ impl From<Error> for io::Error {
 }
 
 /// Why TLS failed on a connection ([`Error::Tls`]). Wire facts from
-/// XProtocol.hh and XrdClXRootDTransport.cc (SECURITY-FACTS.md).
+/// XProtocol.hh and XrdClXRootDTransport.cc (SECURITY.md).
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TlsCause {

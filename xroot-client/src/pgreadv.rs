@@ -5,7 +5,7 @@
 //! A `kXR_pgreadv` answer is a pgread-style `kXR_status` stream whose frame
 //! offsets jump from extent to extent in request order, with one Final
 //! frame for the whole request; an extent that ends at end of file ends
-//! early and one past it sends nothing (seeds/002 "Addendum"). Frames are
+//! early and one past it sends nothing (PROTOCOL.md §16). Frames are
 //! therefore given to the extents in arrival order: each continues the
 //! current extent or starts a later one.
 

@@ -106,6 +106,17 @@
 //! `root://host:port//abs/path` URL to it and the object path `abs/path`.
 //! DataFusion's `SessionContext::register_object_store` takes the same
 //! store and URL.
+//!
+//! # Sources
+//!
+//! A comment citing `PROTOCOL.md §N.M` (or `PROTOCOL.md Appendix item K`)
+//! points to the protocol notes that ship with xroot-proto
+//! (`xroot-proto/PROTOCOL.md`, rendered as [`xroot_proto::notes`]); one
+//! citing `SECURITY.md "TLS"` and the like points to the security notes
+//! that ship with xroot-sec (`xroot-sec/SECURITY.md`, rendered as
+//! `xroot_sec::notes`). Besides those, the sources are the upstream
+//! `src/XProtocol/XProtocol.hh` and the other xrootd files named where they
+//! are used (<https://github.com/xrootd/xrootd>).
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]

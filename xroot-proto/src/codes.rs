@@ -43,9 +43,9 @@ wire_newtype! {
     PGREAD = 3030 => "kXR_pgread";
     WRITEV = 3031 => "kXR_writev";
     CLONE = 3032 => "kXR_clone";
-    /// **Extension** (not in stock xrootd): a vector pgread, described in the
-    /// design note `seeds/002`. Never send it unless the server advertised
-    /// [`crate::ext::PGREADV_CONFIG_KEY`].
+    /// **Extension** (not in stock xrootd): a vector pgread, described in
+    /// the project's protocol notes (PROTOCOL.md §16). Never send it unless
+    /// the server advertised [`crate::ext::PGREADV_CONFIG_KEY`].
     PGREADV = 3033 => "kXR_pgreadv";
 }
 

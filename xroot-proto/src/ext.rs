@@ -1,6 +1,7 @@
-//! The two extensions of this project, described in the design note
-//! `seeds/002` ("Block runs, gap coalescing, vector reads, and a vector form
-//! of pgRead"). Stock xrootd knows neither.
+//! The two extensions of this project, described in its protocol notes
+//! (PROTOCOL.md §16, [`crate::notes`]); `kXR_pgreadv` follows M. Tadel's
+//! design "Block runs, gap coalescing, vector reads, and a vector form of
+//! pgRead". Stock xrootd knows neither.
 //!
 //! - **`kXR_pgreadv`** (request id 3033, [`crate::codes::RequestId::PGREADV`]):
 //!   a `read_list` request like `kXR_readv`, answered by a `kXR_pgread`-style

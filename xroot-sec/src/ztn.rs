@@ -1,7 +1,7 @@
 //! The `ztn` security protocol: a WLCG bearer token (a JWT, but the
 //! protocol does not look inside) carried in `kXR_auth` over a TLS link.
 //!
-//! Wire facts (XrdSecProtocolztn.cc of xrootd 5.5.3, SECURITY-FACTS.md):
+//! Wire facts (XrdSecProtocolztn.cc of xrootd 5.5.3, SECURITY.md):
 //!
 //! - The server's login reply offers `&P=ztn,<opts+ver>:<maxtsz>:`, by
 //!   default `&P=ztn,0:4096:` ([`LoginParams`]).

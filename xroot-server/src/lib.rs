@@ -58,6 +58,17 @@
 //! The server speaks protocol 5.1.1 (0x511), as the stock xrootd 5.5.3
 //! does. `kXR_sigver` is accepted and its signature ignored: signed
 //! requests are not verified.
+//!
+//! # Sources
+//!
+//! A comment citing `PROTOCOL.md §N.M` (or `PROTOCOL.md Appendix item K`)
+//! points to the protocol notes that ship with xroot-proto
+//! (`xroot-proto/PROTOCOL.md`, rendered as [`xroot_proto::notes`]); one
+//! citing `SECURITY.md "TLS"` and the like points to the security notes
+//! that ship with xroot-sec (`xroot-sec/SECURITY.md`, rendered as
+//! [`xroot_sec::notes`]). Besides those, the sources are the upstream
+//! `src/XProtocol/XProtocol.hh` and the other xrootd files named where they
+//! are used (<https://github.com/xrootd/xrootd>).
 
 #![deny(unsafe_code)]
 #![warn(missing_docs)]

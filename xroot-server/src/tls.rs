@@ -2,7 +2,7 @@
 //! where a link switches to TLS, as the stock server's `xrootd.tls`
 //! directive sets them up (XrdXrootdConfig.cc `xtls`, `CheckTLS`;
 //! XrdXrootdXeq.cc `do_Protocol`, `do_Login`, `logLogin`, `do_Bind`;
-//! SECURITY-FACTS.md "TLS").
+//! SECURITY.md "TLS").
 //!
 //! Switch points on our side, all on the same TCP connection, right after
 //! the answer that announces them has been flushed:

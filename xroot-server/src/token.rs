@@ -1,7 +1,7 @@
 //! Validation of WLCG / SciTokens bearer tokens (JWTs, RFC 7519) as the
 //! `ztn` protocol's server side needs it, following the WLCG Common JWT
 //! Profiles v1.0 and what the stock server's SciTokens plugin checks
-//! (SECURITY-FACTS.md):
+//! (SECURITY.md):
 //!
 //! - the signature, with **RS256 or ES256 only** (`alg: none`, the HMAC
 //!   family and anything else are refused before a key is looked at);

@@ -1,6 +1,6 @@
 //! The two halves of a link's socket, plain or TLS, and the switch from one
 //! to the other on the same connection (the in-protocol upgrade of
-//! XrdXrootdXeq `do_Protocol`/`logLogin`, SECURITY-FACTS.md "TLS").
+//! XrdXrootdXeq `do_Protocol`/`logLogin`, SECURITY.md "TLS").
 //!
 //! The halves are [`xroot_sec::tls::stream`]'s, shared with the client: a
 //! plain link is split with [`TcpStream::into_split`], so reading and

@@ -1,7 +1,7 @@
 //! When a connection switches to TLS, decided as the reference client
 //! decides it (XrdClXRootDTransport.cc: `InitProtocolReq`,
 //! `ProcessProtocolResp`, `NeedEncryption`, `StreamNumber`; flags from
-//! XProtocol.hh, SECURITY-FACTS.md):
+//! XProtocol.hh, SECURITY.md):
 //!
 //! - The `kXR_protocol` request offers `kXR_ableTLS` when the client has a
 //!   TLS configuration, and adds `kXR_wantTLS` when the connection must be

@@ -1,5 +1,5 @@
 //! Read requests: read, readv, pgread and the `kXR_pgreadv` extension
-//! (PROTOCOL.md §6.3–6.5, seeds/002 "Addendum").
+//! (PROTOCOL.md §6.3–6.5, §16).
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -285,7 +285,7 @@ extent_request! { Pgread = PGREAD, PgReadArgs }
 /// Checks a `kXR_pgreadv` list: [`DecodeError::TooManyElements`] over 1024
 /// elements (`maxRvecsz`), [`DecodeError::NegativeLength`] for `rlen < 0`.
 /// Unlike readv, an element's length is not capped: each extent is streamed
-/// as its own run of pgread frames (seeds/002 "Addendum").
+/// as its own run of pgread frames (PROTOCOL.md §16).
 pub fn validate_pgreadv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
     DecodeError::check_count("kXR_pgreadv read_list", list.len(), MAX_READV_ELEMENTS)?;
     match list.iter().find(|e| e.rlen < 0) {
@@ -300,8 +300,8 @@ pub fn validate_pgreadv(list: &[ReadListEntry]) -> Result<(), DecodeError> {
 /// **Extension** `kXR_pgreadv` (3033, not in stock xrootd): a vector of
 /// extents like `kXR_readv`, answered like `kXR_pgread`: a stream of
 /// `kXR_status` frames whose offsets jump between the extents, one Final
-/// frame for the whole request (`ClientPgReadVRequest`, seeds/002
-/// "Addendum"; negotiation in [`crate::ext`]). Send it only to a server that
+/// frame for the whole request (`ClientPgReadVRequest`, PROTOCOL.md §16;
+/// negotiation in [`crate::ext`]). Send it only to a server that
 /// answered [`crate::ext::PGREADV_CONFIG_KEY`] with `1`.
 ///
 /// The 24-byte header is laid out like `kXR_readv`: `reqflags` at byte 18,

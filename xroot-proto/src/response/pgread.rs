@@ -1,6 +1,5 @@
 //! The `kXR_pgread` answer, and the `kXR_pgreadv` extension's (PROTOCOL.md
-//! §6.5, §15 items 2–3; XrdXrootdProtocol `do_PgRIO`; design note
-//! `seeds/002`).
+//! §6.5, §15 items 2–3, §16; XrdXrootdProtocol `do_PgRIO`).
 //!
 //! Every frame is a `kXR_status` whose info is the file offset of its first
 //! data byte and whose data is `[crc32c][page]…`, pages aligned to absolute

@@ -4,7 +4,7 @@
 //! restart.
 //!
 //! The files are those the stock server takes (`xrd.tls CERT KEY`,
-//! `xrd.tlsca certdir DIR`, SECURITY-FACTS.md "TLS"): the certificate file
+//! `xrd.tlsca certdir DIR`, SECURITY.md "TLS"): the certificate file
 //! holds the host certificate first, then any intermediates; the key file
 //! one unencrypted private key (PKCS#8, PKCS#1 or SEC1). The CA directory is
 //! a hashed grid directory (`/etc/grid-security/certificates`): every PEM
