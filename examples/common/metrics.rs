@@ -40,7 +40,7 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
-use prometheus_client::registry::Registry;
+use prometheus_client::registry::{Metric, Registry};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use xroot::cache::purge::disk_space;
@@ -132,128 +132,55 @@ fn set_total(counter: &Counter, total: u64) {
     counter.inc_by(total.saturating_sub(counter.get()));
 }
 
+/// Registers `metric` under `name` (after the `xroot_` prefix) with `help`;
+/// returns it.
+fn register<M: Metric + Clone>(r: &mut Registry, name: &str, help: &str, metric: M) -> M {
+    r.register(name, help, metric.clone());
+    metric
+}
+
+/// [`register`] with the metric at zero.
+fn add<M: Metric + Clone + Default>(r: &mut Registry, name: &str, help: &str) -> M {
+    register(r, name, help, M::default())
+}
+
 impl Metrics {
     /// Every metric at zero; `cache`: the cache's figures and its directory,
-    /// for `xcache`.
+    /// for `xcache`. The metrics are registered (and written out) in the
+    /// order below.
     pub fn new(cache: Option<(CacheFigures, PathBuf)>) -> Arc<Metrics> {
         let mut registry = Registry::with_prefix("xroot");
-        let requests = Family::<Labels, Counter>::default();
-        registry.register("requests", "Requests answered", requests.clone());
+        let r = &mut registry;
         let durations = Family::<Labels, Histogram>::new_with_constructor(|| {
             Histogram::new(exponential_buckets(0.0001, 2.0, 18))
         });
-        registry.register(
-            "request_duration_seconds",
-            "From decoding a request to queueing its last frame",
-            durations.clone(),
-        );
-        let read_bytes = Counter::default();
-        registry.register(
-            "read_bytes",
-            "Bytes of file data sent to clients",
-            read_bytes.clone(),
-        );
-        let written_bytes = Counter::default();
-        registry.register(
-            "written_bytes",
-            "Payload bytes of write requests",
-            written_bytes.clone(),
-        );
-        let in_flight = Family::<Labels, Gauge>::default();
-        registry.register(
-            "requests_in_flight",
-            "Requests being served now",
-            in_flight.clone(),
-        );
-        let vector_reads = Gauge::default();
-        registry.register(
-            "vector_reads_in_flight",
-            "Vector reads (kXR_readv, kXR_pgreadv) being served now",
-            vector_reads.clone(),
-        );
-        let links = Gauge::default();
-        registry.register("links", "TCP links open now", links.clone());
-        let connections = Counter::default();
-        registry.register(
-            "connections",
-            "TCP connections accepted",
-            connections.clone(),
-        );
-        let cache = cache.map(|(figures, dir)| {
-            let c = CacheMetrics {
+        #[rustfmt::skip]
+        let metrics = Metrics {
+            requests:      add(r, "requests", "Requests answered"),
+            durations:     register(r, "request_duration_seconds", "From decoding a request to queueing its last frame", durations),
+            read_bytes:    add(r, "read_bytes", "Bytes of file data sent to clients"),
+            written_bytes: add(r, "written_bytes", "Payload bytes of write requests"),
+            in_flight:     add(r, "requests_in_flight", "Requests being served now"),
+            vector_reads:  add(r, "vector_reads_in_flight", "Vector reads (kXR_readv, kXR_pgreadv) being served now"),
+            links:         add(r, "links", "TCP links open now"),
+            connections:   add(r, "connections", "TCP connections accepted"),
+            cache: cache.map(|(figures, dir)| CacheMetrics {
                 figures,
                 dir,
-                asked: Counter::default(),
-                fetched: Counter::default(),
-                from_disk: Counter::default(),
-                client_requests: Counter::default(),
-                origin_requests: Counter::default(),
-                per_client_request: FloatGauge::default(),
-                hit_ratio: FloatGauge::default(),
-                disk_used: Gauge::default(),
-                disk_size: Gauge::default(),
-            };
-            let r = &mut registry;
-            r.register(
-                "cache_asked_bytes",
-                "Bytes clients asked the cache for",
-                c.asked.clone(),
-            );
-            r.register(
-                "cache_fetched_bytes",
-                "Bytes fetched from the origin",
-                c.fetched.clone(),
-            );
-            r.register(
-                "cache_disk_bytes",
-                "Bytes served from blocks already on disk",
-                c.from_disk.clone(),
-            );
-            r.register(
-                "cache_client_requests",
-                "Client reads and vector reads served",
-                c.client_requests.clone(),
-            );
-            r.register(
-                "cache_origin_requests",
-                "Requests sent to the origin",
-                c.origin_requests.clone(),
-            );
-            r.register(
-                "cache_origin_requests_per_client_request",
-                "Origin requests per client request, since the start",
-                c.per_client_request.clone(),
-            );
-            r.register(
-                "cache_hit_ratio",
-                "Bytes served from disk / bytes asked, since the start",
-                c.hit_ratio.clone(),
-            );
-            r.register(
-                "cache_disk_used_bytes",
-                "Bytes used on the cache directory's file system",
-                c.disk_used.clone(),
-            );
-            r.register(
-                "cache_disk_size_bytes",
-                "Size of the cache directory's file system, in bytes",
-                c.disk_size.clone(),
-            );
-            c
-        });
-        Arc::new(Metrics {
-            registry,
-            requests,
-            durations,
-            read_bytes,
-            written_bytes,
-            in_flight,
-            vector_reads,
-            links,
-            connections,
-            cache,
+                asked:              add(r, "cache_asked_bytes", "Bytes clients asked the cache for"),
+                fetched:            add(r, "cache_fetched_bytes", "Bytes fetched from the origin"),
+                from_disk:          add(r, "cache_disk_bytes", "Bytes served from blocks already on disk"),
+                client_requests:    add(r, "cache_client_requests", "Client reads and vector reads served"),
+                origin_requests:    add(r, "cache_origin_requests", "Requests sent to the origin"),
+                per_client_request: add(r, "cache_origin_requests_per_client_request", "Origin requests per client request, since the start"),
+                hit_ratio:          add(r, "cache_hit_ratio", "Bytes served from disk / bytes asked, since the start"),
+                disk_used:          add(r, "cache_disk_used_bytes", "Bytes used on the cache directory's file system"),
+                disk_size:          add(r, "cache_disk_size_bytes", "Size of the cache directory's file system, in bytes"),
+            }),
             scrape: Mutex::new(()),
-        })
+            registry,
+        };
+        Arc::new(metrics)
     }
 
     fn count(&self, r: &RequestRecord<'_>) {
