@@ -166,6 +166,10 @@ fn run(cmd: &mut Command) -> Output {
     missing_openssl,
     ignore = "needs openssl (scripts/test as root installs it)"
 )]
+#[cfg_attr(
+    missing_sqlite3,
+    ignore = "needs sqlite3 (scripts/test as root installs it)"
+)]
 async fn our_client_against_the_stock_server_with_scitokens() {
     use xroot::client::tls::{ClientTls, TrustStore};
     use xroot::client::{Client, Config, OpenFlags};

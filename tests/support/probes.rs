@@ -39,6 +39,7 @@ pub fn emit() {
         "missing_uproot",
         "missing_scitokens",
         "missing_openssl",
+        "missing_sqlite3",
     ];
     for cfg in probes {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
@@ -76,6 +77,7 @@ pub fn emit() {
         &path_watch,
     );
     missing("missing_openssl", on_path("openssl"), &path_watch);
+    missing("missing_sqlite3", on_path("sqlite3"), &path_watch);
     missing(
         "missing_stock_python",
         imports("/usr/bin/python3", "XRootD.client"),
