@@ -800,7 +800,7 @@ async fn spaceinfo(
     for at in deep_locate(client, fs, path, LocateOptions::COMPRESS).await? {
         let server = server_at(client, fs, &at.address)?;
         let answer = server.query_raw(QueryCode::SPACE, path.as_bytes()).await?;
-        let space = SpaceInfo::parse(&answer).map_err(|e| Failure {
+        let space = SpaceInfo::decode(answer).map_err(|e| Failure {
             code: 53,
             message: format!("[ERROR] Received corrupted data: {e}"),
         })?;

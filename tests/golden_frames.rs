@@ -262,7 +262,7 @@ fn check_open(ex: &Exchange, extra: OpenOptions, path: &str, size: u64) -> FHand
 
 /// The stat text of `body` (PROTOCOL.md §7.1), checked to re-encode exactly.
 fn stat_of(body: &Bytes) -> StatInfo {
-    let stat = StatInfo::parse(body).unwrap();
+    let stat = StatInfo::decode(body.clone()).unwrap();
     assert_eq!(encoded(|b| stat.encode(b)), body);
     stat
 }
@@ -545,7 +545,7 @@ fn checksum_arrives_as_asynresp() {
     let replies = ex.replies();
     let adler = format!("{:08x}", adler32(&pattern(0, BIG as usize)));
     let check_answer = |body: &Bytes| {
-        let answer = ChecksumAnswer::parse(body).unwrap();
+        let answer = ChecksumAnswer::decode(body.clone()).unwrap();
         assert_eq!(
             (&answer.alg[..], &answer.value[..]),
             (&b"adler32"[..], adler.as_bytes())
@@ -589,7 +589,7 @@ fn query_config_lines() {
         assert_eq!(query.args, text(&format!("{keys}\0")), "{name}");
         let body = reply.ok_body();
         assert_eq!(body.last(), Some(&b'\n'), "no NUL");
-        let answer = QconfigAnswer::parse(&body).unwrap();
+        let answer = QconfigAnswer::decode(body.clone()).unwrap();
         let keys: Vec<&str> = keys.split(' ').collect();
         let pairs = answer.with_keys(&keys).unwrap();
         let got: Vec<(&str, Bytes)> = pairs.into_iter().collect();
@@ -628,7 +628,7 @@ fn dirlist_plain_and_with_stat() {
             (want, "*/dir")
         );
         let body = reply.ok_body();
-        let located = LocateResponse::parse(&body).unwrap();
+        let located = LocateResponse::decode(body.clone()).unwrap();
         let entries: Vec<_> = located
             .entries
             .iter()
@@ -652,7 +652,7 @@ fn dirlist_plain_and_with_stat() {
             "{name}"
         );
         let body = reply.ok_body();
-        let list = DirList::parse(&body).unwrap();
+        let list = DirList::decode(body.clone()).unwrap();
         let names: Vec<Bytes> = match &list {
             DirList::Plain(names) => names.clone(),
             DirList::Stat(entries) => {

@@ -188,8 +188,8 @@ fn a_whole_session_against_the_stock_server() {
     );
 
     // stat by path
-    let st = StatInfo::parse(
-        &s.call(Stat {
+    let st = StatInfo::decode(
+        s.call(Stat {
             path: "/big.bin".into(),
             ..Default::default()
         })
@@ -267,7 +267,7 @@ fn a_whole_session_against_the_stock_server() {
             ..Default::default()
         })
         .ok();
-    let ck = ChecksumAnswer::parse(&ck).unwrap();
+    let ck = ChecksumAnswer::decode(ck).unwrap();
     assert_eq!(&ck.alg[..], b"adler32");
     assert_eq!(ck.value_bytes().unwrap(), adler32(&content).to_be_bytes());
     let cfg = s
@@ -277,7 +277,7 @@ fn a_whole_session_against_the_stock_server() {
             ..Default::default()
         })
         .ok();
-    let cfg = QconfigAnswer::parse(&cfg).unwrap();
+    let cfg = QconfigAnswer::decode(cfg).unwrap();
     let values = cfg
         .with_keys(&["readv_iov_max", "readv_ior_max", "xroot.pgreadv"])
         .unwrap();
@@ -328,8 +328,8 @@ fn a_whole_session_against_the_stock_server() {
     })
     .ok();
     assert!(server.data.join("dir/x/y").is_dir());
-    let list = DirList::parse(
-        &s.call(Dirlist {
+    let list = DirList::decode(
+        s.call(Dirlist {
             options: DirlistOptions::DSTAT,
             path: "/dir".into(),
         })

@@ -903,7 +903,7 @@ async fn slow_answers_are_deferred_with_waitresp() {
     let Response::Ok(text) = *response else {
         panic!("{response:?}")
     };
-    assert_eq!(StatInfo::parse(&text).unwrap().size, 77);
+    assert_eq!(StatInfo::decode(text).unwrap().size, 77);
     // our client takes the deferred answer transparently
     let client = Client::new();
     let st = client
@@ -981,7 +981,7 @@ async fn query_config_answers_the_real_keys_and_the_extensions() {
     let (_, Response::Ok(body)) = r.expect().await else {
         panic!("qconfig")
     };
-    let values: Vec<String> = QconfigAnswer::parse(&body)
+    let values: Vec<String> = QconfigAnswer::decode(body)
         .unwrap()
         .values
         .iter()
@@ -1176,7 +1176,7 @@ fn stock_answers(reply: &support::Reply) -> Vec<Response> {
 
 /// The bytes of a stat text that do not depend on the inode or the clock.
 fn stat_gist(text: &Bytes) -> (u64, bool) {
-    let s = StatInfo::parse(text).unwrap();
+    let s = StatInfo::decode(text.clone()).unwrap();
     (s.size, s.is_dir())
 }
 
@@ -1217,7 +1217,7 @@ fn same_answer(name: &str, id: RequestId, ours: &[Response], stock: &[Response])
         RequestId::STAT => assert_eq!(stat_gist(&ob), stat_gist(&sb), "{name}"),
         RequestId::LOCATE => assert_eq!(ob[..2], sb[..2], "{name}: locate entry type"),
         RequestId::DIRLIST => {
-            let gist = |b: &Bytes| match xroot::proto::response::DirList::parse(b).unwrap() {
+            let gist = |b: &Bytes| match xroot::proto::response::DirList::decode(b.clone()).unwrap() {
                 xroot::proto::response::DirList::Plain(n) => (n, Vec::new()),
                 xroot::proto::response::DirList::Stat(e) => (
                     e.iter().map(|e| e.name.clone()).collect(),
@@ -1686,7 +1686,7 @@ async fn the_other_requests() {
         panic!("dcksm")
     };
     let xroot::proto::response::DirList::Stat(entries) =
-        xroot::proto::response::DirList::parse(&body).unwrap()
+        xroot::proto::response::DirList::decode(body).unwrap()
     else {
         panic!("a dstat listing")
     };

@@ -13,7 +13,7 @@ fuzz_target!(|data: &[u8]| {
     let body = Bytes::copy_from_slice(rest);
     match which % 3 {
         0 => {
-            if let Ok(list) = DirList::parse(&body) {
+            if let Ok(list) = DirList::decode(body) {
                 let chunks: Vec<Bytes> = list
                     .responses()
                     .into_iter()
@@ -22,21 +22,21 @@ fuzz_target!(|data: &[u8]| {
                         other => panic!("dirlist encoder wrote {other:?}"),
                     })
                     .collect();
-                assert_eq!(DirList::parse_chunks(&chunks).expect("re-parse"), list);
+                assert_eq!(DirList::decode_chunks(&chunks).expect("re-parse"), list);
             }
         }
         1 => {
-            if let Ok(stat) = StatInfo::parse(&body) {
+            if let Ok(stat) = StatInfo::decode(body) {
                 let mut out = BytesMut::new();
                 stat.encode(&mut out);
-                assert_eq!(StatInfo::parse(&out.freeze()).expect("re-parse"), stat);
+                assert_eq!(StatInfo::decode(out.freeze()).expect("re-parse"), stat);
             }
         }
         _ => {
-            if let Ok(vfs) = StatVfs::parse(&body) {
+            if let Ok(vfs) = StatVfs::decode(body) {
                 let mut out = BytesMut::new();
                 vfs.encode(&mut out);
-                assert_eq!(StatVfs::parse(&out.freeze()).expect("re-parse"), vfs);
+                assert_eq!(StatVfs::decode(out.freeze()).expect("re-parse"), vfs);
             }
         }
     }

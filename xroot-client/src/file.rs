@@ -431,7 +431,7 @@ impl File {
             })
             .await?
             .into_bytes(RequestId::STAT)?;
-        let st = StatInfo::parse(&body)
+        let st = StatInfo::decode(body)
             .map_err(|e| Error::unexpected(RequestId::STAT, e.to_string()))?;
         *self.stat.lock().unwrap() = Some(st.clone());
         Ok(st)

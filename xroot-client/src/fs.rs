@@ -121,7 +121,7 @@ impl FileSystem {
             ..Default::default()
         };
         let body = self.body(&url, req.into()).await?;
-        decoded(RequestId::STAT, StatInfo::parse(&body))
+        decoded(RequestId::STAT, StatInfo::decode(body))
     }
 
     /// Whether `path` exists: a [`FileSystem::stat`] whose `kXR_NotFound` is
@@ -147,7 +147,7 @@ impl FileSystem {
             ..Default::default()
         };
         let body = self.body(&url, req.into()).await?;
-        decoded(RequestId::STAT, StatVfs::parse(&body))
+        decoded(RequestId::STAT, StatVfs::decode(body))
     }
 
     /// The type of each of `paths`, in order, in one request
@@ -200,7 +200,7 @@ impl FileSystem {
             return Err(Error::unexpected(RequestId::DIRLIST, "a kXR_status reply"));
         };
         Ok(
-            match decoded(RequestId::DIRLIST, DirList::parse_chunks(&chunks))? {
+            match decoded(RequestId::DIRLIST, DirList::decode_chunks(&chunks))? {
                 DirList::Plain(names) => names
                     .iter()
                     .map(|n| DirEntry {
@@ -334,7 +334,7 @@ impl FileSystem {
             path: wire(&url),
         };
         let body = self.body(&url, req.into()).await?;
-        Ok(decoded(RequestId::LOCATE, LocateResponse::parse(&body))?.entries)
+        Ok(decoded(RequestId::LOCATE, LocateResponse::decode(body))?.entries)
     }
 
     /// The checksum of file `path` (`kXR_Qcksum`): `(algorithm, value)`,
@@ -356,7 +356,7 @@ impl FileSystem {
             url.cgi.push(("cks.type".into(), alg.into()));
         }
         let body = self.query(&url, QueryCode::CKSUM, wire(&url)).await?;
-        let answer = decoded(RequestId::QUERY, ChecksumAnswer::parse(&body))?;
+        let answer = decoded(RequestId::QUERY, ChecksumAnswer::decode(body))?;
         Ok((text(&answer.alg), text(&answer.value)))
     }
 
@@ -382,7 +382,7 @@ impl FileSystem {
         let body = self
             .query(&self.at("/"), QueryCode::CONFIG, keys.join(" ").into())
             .await?;
-        let answer = decoded(RequestId::QUERY, QconfigAnswer::parse(&body))?;
+        let answer = decoded(RequestId::QUERY, QconfigAnswer::decode(body))?;
         let pairs = decoded(RequestId::QUERY, answer.with_keys(keys))?;
         Ok(pairs.into_iter().map(|(_, v)| text(&v)).collect())
     }
@@ -397,7 +397,7 @@ impl FileSystem {
     pub async fn query_space(&self, path: &str) -> Result<SpaceInfo> {
         let url = self.at(path);
         let body = self.query(&url, QueryCode::SPACE, wire(&url)).await?;
-        decoded(RequestId::QUERY, SpaceInfo::parse(&body))
+        decoded(RequestId::QUERY, SpaceInfo::decode(body))
     }
 
     /// The server's statistics (`kXR_QStats`, `xrdfs HOST query stats

@@ -64,7 +64,7 @@ impl ServerConfig {
     /// echoed key, a wrong number of lines) keeps the default.
     pub(crate) fn parse(body: &Bytes) -> ServerConfig {
         let mut config = ServerConfig::default();
-        let Some(values) = QconfigAnswer::parse(body)
+        let Some(values) = QconfigAnswer::decode(body.clone())
             .ok()
             .and_then(|a| a.with_keys(&KEYS).ok())
         else {

@@ -12,7 +12,7 @@
 //!   (`none` when the value is not available).
 //!
 //! The client concatenates the chunk bodies and parses the whole with
-//! [`DirList::parse`].
+//! [`DirList::decode`].
 
 use bytes::{BufMut, Bytes, BytesMut};
 
@@ -73,13 +73,13 @@ impl DirList {
     ///
     /// Errors: [`DecodeError::Malformed`] for an empty name, a NUL inside
     /// the text, a dstat name without its stat line, a malformed checksum
-    /// suffix, and the errors of [`StatInfo::parse`].
-    pub fn parse(body: &Bytes) -> Result<Self, DecodeError> {
+    /// suffix, and the errors of [`StatInfo::decode`].
+    pub fn decode(body: Bytes) -> Result<Self, DecodeError> {
         let stat_mode = body.starts_with(&SENTINEL[..SENTINEL.len() - 1]);
         let text = if stat_mode {
             body.slice((SENTINEL.len()).min(body.len())..)
         } else {
-            body.clone()
+            body
         };
         let text = strip_nul(&text);
         let text = match text.last() {
@@ -106,11 +106,11 @@ impl DirList {
     }
 
     /// Parses a listing from its chunk bodies, joined first (one chunk is
-    /// parsed in place, without a copy). Errors: as [`DirList::parse`].
-    pub fn parse_chunks(chunks: &[Bytes]) -> Result<Self, DecodeError> {
+    /// parsed in place, without a copy). Errors: as [`DirList::decode`].
+    pub fn decode_chunks(chunks: &[Bytes]) -> Result<Self, DecodeError> {
         match chunks {
-            [one] => Self::parse(one),
-            _ => Self::parse(&chunks.concat().into()),
+            [one] => Self::decode(one.clone()),
+            _ => Self::decode(chunks.concat().into()),
         }
     }
 
@@ -192,7 +192,7 @@ fn stat_entry(name: Bytes, line: Bytes) -> Result<DirStatEntry, DecodeError> {
     };
     Ok(DirStatEntry {
         name,
-        stat: StatInfo::parse(&stat)?,
+        stat: StatInfo::decode(stat)?,
         checksum,
     })
 }
@@ -223,7 +223,7 @@ mod tests {
     fn overlapping_checksum_brackets_are_not_a_checksum() {
         // found by the dirlist_stat fuzz target: " [ " and " ]" overlap
         let body = Bytes::from_static(b".\n0 0 0 0\nf\n1 2 0 4 [ ]\0");
-        assert!(DirList::parse(&body).is_err());
+        assert!(DirList::decode(body).is_err());
     }
 
     #[test]
@@ -238,7 +238,7 @@ mod tests {
         assert_eq!(chunks[0].len(), 4040);
         assert!(chunks[0].ends_with(b"\n") && chunks[1].ends_with(b"\n"));
         assert_eq!(chunks[2].last(), Some(&0));
-        assert_eq!(DirList::parse_chunks(&chunks).unwrap(), list);
+        assert_eq!(DirList::decode_chunks(&chunks).unwrap(), list);
         let responses = list.responses();
         assert!(matches!(responses[0], Response::OkSoFar(_)));
         assert!(matches!(responses[2], Response::Ok(_)));
@@ -249,13 +249,13 @@ mod tests {
         let empty = DirList::Stat(vec![]);
         assert_eq!(bodies(&empty), vec![Bytes::from_static(b".\n0 0 0 0\0")]);
         assert_eq!(
-            DirList::parse(&Bytes::from_static(b".\n0 0 0 0\0")).unwrap(),
+            DirList::decode(Bytes::from_static(b".\n0 0 0 0\0")).unwrap(),
             empty
         );
         let body = Bytes::from_static(
             b".\n0 0 0 0\nf1\n12 100 48 5 6 7 0644 u g [ adler32:091e01de ]\nd\n13 4096 50 5 6 7 0755 u g [ adler32:none ]\0",
         );
-        let DirList::Stat(e) = DirList::parse(&body).unwrap() else {
+        let DirList::Stat(e) = DirList::decode(body.clone()).unwrap() else {
             panic!()
         };
         assert_eq!(e.len(), 2);
@@ -269,7 +269,7 @@ mod tests {
 
     #[test]
     fn dstat_chunk_boundaries() {
-        let stat = StatInfo::parse(&Bytes::from_static(b"1 2 16 3")).unwrap();
+        let stat = StatInfo::decode(Bytes::from_static(b"1 2 16 3")).unwrap();
         let list = DirList::Stat(
             names(200, 40)
                 .into_iter()
@@ -289,7 +289,7 @@ mod tests {
         // each entry is 41 + 9 bytes; a chunk ends where 41 + 160 more would not fit
         assert_eq!(chunks[0].len(), 10 + 50 * 160);
         assert!(!chunks[1].starts_with(b"."));
-        assert_eq!(DirList::parse_chunks(&chunks).unwrap(), list);
+        assert_eq!(DirList::decode_chunks(&chunks).unwrap(), list);
     }
 
     #[test]
@@ -304,7 +304,7 @@ mod tests {
         ] {
             assert!(
                 matches!(
-                    DirList::parse(&Bytes::from_static(bad)),
+                    DirList::decode(Bytes::from_static(bad)),
                     Err(DecodeError::Malformed { .. })
                 ),
                 "{:?}",
@@ -313,7 +313,7 @@ mod tests {
         }
         // the last entry vanished: the final chunk is empty, no NUL
         assert_eq!(
-            DirList::parse(&Bytes::from_static(b"a\nb\n")).unwrap(),
+            DirList::decode(Bytes::from_static(b"a\nb\n")).unwrap(),
             DirList::Plain(vec![Bytes::from_static(b"a"), Bytes::from_static(b"b")])
         );
     }
@@ -374,7 +374,7 @@ mod tests {
                 prop_assert_eq!(c.last(), Some(&b'\n'));
             }
             prop_assert!(last.is_empty() || last.last() == Some(&0));
-            let back = DirList::parse_chunks(&chunks).unwrap();
+            let back = DirList::decode_chunks(&chunks).unwrap();
             prop_assert_eq!(&back, &list);
             prop_assert_eq!(bodies(&back), chunks);
         }
@@ -383,7 +383,7 @@ mod tests {
         fn garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..120), dstat in any::<bool>()) {
             let mut body = if dstat { SENTINEL.to_vec() } else { Vec::new() };
             body.extend(b);
-            let _ = DirList::parse(&Bytes::from(body));
+            let _ = DirList::decode(Bytes::from(body));
         }
     }
 }

@@ -95,9 +95,9 @@ impl LocateResponse {
     /// tolerated). Errors: [`DecodeError::Malformed`] for an entry shorter
     /// than 5 bytes (XrdCl's bound), an unknown type or access letter, or a
     /// NUL inside the text.
-    pub fn parse(body: &Bytes) -> Result<Self, DecodeError> {
+    pub fn decode(body: Bytes) -> Result<Self, DecodeError> {
         const WHAT: &str = "kXR_locate entry";
-        let text = strip_nul(body);
+        let text = strip_nul(&body);
         forbid(&text, 0, WHAT)?;
         let entries = fields(&text)
             .map(|e| {
@@ -143,7 +143,7 @@ mod tests {
     #[test]
     fn stock_answer() {
         let body = Bytes::from_static(b"Sr[::127.0.0.1]:1094 Mwmgr.example.org:1213\0");
-        let l = LocateResponse::parse(&body).unwrap();
+        let l = LocateResponse::decode(body.clone()).unwrap();
         assert_eq!(l.entries.len(), 2);
         assert_eq!(
             (l.entries[0].node, l.entries[0].access),
@@ -155,7 +155,7 @@ mod tests {
         assert_eq!(body_of(|b| l.encode(b)), body);
         for bad in [&b"Xrhost:1"[..], b"Sxhost:1", b"Sr:1", b"Srhost:1\0x"] {
             assert!(
-                LocateResponse::parse(&Bytes::copy_from_slice(bad)).is_err(),
+                LocateResponse::decode(Bytes::copy_from_slice(bad)).is_err(),
                 "{bad:?}"
             );
         }
@@ -186,14 +186,14 @@ mod tests {
         fn roundtrip(entries in proptest::collection::vec(arb_entry(), 0..8)) {
             let l = LocateResponse { entries };
             let body = body_of(|b| l.encode(b));
-            let back = LocateResponse::parse(&ok_roundtrip(body.clone())).unwrap();
+            let back = LocateResponse::decode(ok_roundtrip(body.clone())).unwrap();
             prop_assert_eq!(&back, &l);
             prop_assert_eq!(body_of(|b| back.encode(b)), body);
         }
 
         #[test]
         fn garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..80)) {
-            let _ = LocateResponse::parse(&Bytes::from(b));
+            let _ = LocateResponse::decode(Bytes::from(b));
         }
     }
 }

@@ -40,7 +40,7 @@ impl OpenResponse {
     /// Reads the body.
     ///
     /// Errors: [`DecodeError::Truncated`] for a body under 4 bytes or of 5
-    /// to 11 bytes; the errors of [`StatInfo::parse`] for the stat text.
+    /// to 11 bytes; the errors of [`StatInfo::decode`] for the stat text.
     pub fn decode(body: Bytes) -> Result<Self, DecodeError> {
         let mut r = Reader::new(body, "kXR_open response");
         let fhandle = FHandle(r.array()?);
@@ -59,7 +59,7 @@ impl OpenResponse {
         let stat = if text.is_empty() {
             None
         } else {
-            Some(StatInfo::parse(&text)?)
+            Some(StatInfo::decode(text)?)
         };
         Ok(OpenResponse {
             fhandle,

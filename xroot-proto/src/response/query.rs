@@ -26,8 +26,8 @@ impl QconfigAnswer {
     /// and one trailing NUL is stripped (`xrootd`/`cmsd` alone answer
     /// `"\n\0"`, one empty value). Errors: [`DecodeError::Malformed`] for a
     /// NUL inside the text.
-    pub fn parse(body: &Bytes) -> Result<Self, DecodeError> {
-        let text = strip_nul(body);
+    pub fn decode(body: Bytes) -> Result<Self, DecodeError> {
+        let text = strip_nul(&body);
         forbid(&text, 0, "kXR_Qconfig answer")?;
         let mut values: Vec<Bytes> = text.split(|&b| b == b'\n').map(|l| sub(&text, l)).collect();
         if values.last().is_some_and(|v| v.is_empty()) {
@@ -76,9 +76,9 @@ impl ChecksumAnswer {
     /// Parses the answer (one trailing NUL stripped).
     /// Errors: [`DecodeError::Malformed`] unless it is two non-empty words
     /// separated by one space.
-    pub fn parse(body: &Bytes) -> Result<Self, DecodeError> {
+    pub fn decode(body: Bytes) -> Result<Self, DecodeError> {
         const WHAT: &str = "kXR_Qcksum answer";
-        let text = strip_nul(body);
+        let text = strip_nul(&body);
         forbid(&text, 0, WHAT)?;
         let (alg, value) = split_checksum(&text, b' ', WHAT, "expected `<alg> <value>`")?;
         Ok(ChecksumAnswer { alg, value })
@@ -144,7 +144,7 @@ impl SpaceInfo {
     /// stripped). Unknown keys are ignored; the first of a repeated key wins.
     /// Errors: [`DecodeError::Malformed`] for a piece without `=`, a missing
     /// key or a value that is not a number.
-    pub fn parse(body: &Bytes) -> Result<Self, DecodeError> {
+    pub fn decode(body: Bytes) -> Result<Self, DecodeError> {
         const WHAT: &str = "kXR_Qspace answer";
         const KEYS: [&[u8]; 6] = [
             b"oss.cgroup",
@@ -154,7 +154,7 @@ impl SpaceInfo {
             b"oss.used",
             b"oss.quota",
         ];
-        let text = strip_nul(body);
+        let text = strip_nul(&body);
         forbid(&text, 0, WHAT)?;
         let mut found: [Option<&[u8]>; 6] = [None; 6];
         for piece in text.split(|&b| b == b'&') {
@@ -208,7 +208,7 @@ mod tests {
     #[test]
     fn qconfig_lines() {
         let q =
-            QconfigAnswer::parse(&Bytes::from_static(b"1024\n2097136\nxroot.pgreadv\n")).unwrap();
+            QconfigAnswer::decode(Bytes::from_static(b"1024\n2097136\nxroot.pgreadv\n")).unwrap();
         assert_eq!(q.values, [&b"1024"[..], b"2097136", b"xroot.pgreadv"]);
         let pairs = q
             .with_keys(&["readv_iov_max", "readv_ior_max", "xroot.pgreadv"])
@@ -216,21 +216,21 @@ mod tests {
         assert_eq!(pairs[1].0, "readv_ior_max");
         assert!(q.with_keys(&["one"]).is_err());
         assert_eq!(
-            QconfigAnswer::parse(&Bytes::from_static(b"\n\0"))
+            QconfigAnswer::decode(Bytes::from_static(b"\n\0"))
                 .unwrap()
                 .values,
             [Bytes::new()]
         );
         assert_eq!(
-            QconfigAnswer::parse(&Bytes::new()).unwrap().values,
+            QconfigAnswer::decode(Bytes::new()).unwrap().values,
             Vec::<Bytes>::new()
         );
-        assert!(QconfigAnswer::parse(&Bytes::from_static(b"a\0b\n")).is_err());
+        assert!(QconfigAnswer::decode(Bytes::from_static(b"a\0b\n")).is_err());
     }
 
     #[test]
     fn checksum() {
-        let c = ChecksumAnswer::parse(&Bytes::from_static(b"adler32 091e01de\0")).unwrap();
+        let c = ChecksumAnswer::decode(Bytes::from_static(b"adler32 091e01de\0")).unwrap();
         assert_eq!(&c.alg[..], b"adler32");
         assert_eq!(c.value_bytes().unwrap(), [0x09, 0x1e, 0x01, 0xde]);
         assert_eq!(
@@ -245,13 +245,13 @@ mod tests {
             b"a 1\x002",
         ] {
             assert!(
-                ChecksumAnswer::parse(&Bytes::copy_from_slice(bad)).is_err(),
+                ChecksumAnswer::decode(Bytes::copy_from_slice(bad)).is_err(),
                 "{bad:?}"
             );
         }
-        let odd = ChecksumAnswer::parse(&Bytes::from_static(b"x 123")).unwrap();
+        let odd = ChecksumAnswer::decode(Bytes::from_static(b"x 123")).unwrap();
         assert!(odd.value_bytes().is_err());
-        assert!(ChecksumAnswer::parse(&Bytes::from_static(b"x 1g"))
+        assert!(ChecksumAnswer::decode(Bytes::from_static(b"x 1g"))
             .unwrap()
             .value_bytes()
             .is_err());
@@ -260,18 +260,18 @@ mod tests {
     #[test]
     fn space() {
         let body = Bytes::from_static(b"oss.cgroup=public&oss.space=1000&oss.free=400&oss.maxf=400&oss.used=600&oss.quota=-1\0");
-        let s = SpaceInfo::parse(&body).unwrap();
+        let s = SpaceInfo::decode(body.clone()).unwrap();
         assert_eq!(
             (&s.cgroup[..], s.space, s.free, s.quota),
             (&b"public"[..], 1000, 400, -1)
         );
         assert_eq!(body_of(|b| s.encode(b)), body);
-        assert!(SpaceInfo::parse(&Bytes::from_static(b"oss.cgroup=x&oss.space=1")).is_err());
-        assert!(SpaceInfo::parse(&Bytes::from_static(
+        assert!(SpaceInfo::decode(Bytes::from_static(b"oss.cgroup=x&oss.space=1")).is_err());
+        assert!(SpaceInfo::decode(Bytes::from_static(
             b"oss.cgroup=x&oss.space=1&oss.free=z&oss.maxf=1&oss.used=1&oss.quota=1"
         ))
         .is_err());
-        assert!(SpaceInfo::parse(&Bytes::from_static(b"junk")).is_err());
+        assert!(SpaceInfo::decode(Bytes::from_static(b"junk")).is_err());
     }
 
     fn line() -> impl Strategy<Value = Bytes> {
@@ -287,14 +287,14 @@ mod tests {
         fn qconfig_roundtrip(values in proptest::collection::vec(line(), 0..10)) {
             let q = QconfigAnswer { values };
             let body = body_of(|b| q.encode(b));
-            prop_assert_eq!(QconfigAnswer::parse(&ok_roundtrip(body)).unwrap(), q);
+            prop_assert_eq!(QconfigAnswer::decode(ok_roundtrip(body)).unwrap(), q);
         }
 
         #[test]
         fn checksum_roundtrip(alg in arb_word(16), value in proptest::collection::vec(any::<u8>(), 1..64)) {
             let c = ChecksumAnswer::from_value(alg, &value);
             let body = body_of(|b| c.encode(b));
-            let back = ChecksumAnswer::parse(&ok_roundtrip(body.clone())).unwrap();
+            let back = ChecksumAnswer::decode(ok_roundtrip(body.clone())).unwrap();
             prop_assert_eq!(back.value_bytes().unwrap(), value);
             prop_assert_eq!(body_of(|b| back.encode(b)), body);
         }
@@ -303,7 +303,7 @@ mod tests {
         fn space_roundtrip(cgroup in arb_word(12).prop_filter("no & =", |w| !w.contains(&b'&') && !w.contains(&b'=')), n in any::<[i64; 5]>()) {
             let s = SpaceInfo { cgroup, space: n[0], free: n[1], maxf: n[2], used: n[3], quota: n[4] };
             let body = body_of(|b| s.encode(b));
-            let back = SpaceInfo::parse(&ok_roundtrip(body.clone())).unwrap();
+            let back = SpaceInfo::decode(ok_roundtrip(body.clone())).unwrap();
             prop_assert_eq!(&back, &s);
             prop_assert_eq!(body_of(|b| back.encode(b)), body);
         }
@@ -311,9 +311,9 @@ mod tests {
         #[test]
         fn garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..80)) {
             let b = Bytes::from(b);
-            let _ = QconfigAnswer::parse(&b);
-            let _ = ChecksumAnswer::parse(&b).map(|c| c.value_bytes());
-            let _ = SpaceInfo::parse(&b);
+            let _ = QconfigAnswer::decode(b.clone());
+            let _ = ChecksumAnswer::decode(b.clone()).map(|c| c.value_bytes());
+            let _ = SpaceInfo::decode(b);
         }
     }
 }

@@ -79,9 +79,9 @@ impl StatInfo {
     /// 9, a number that is not wholly a number (`strtoll` base 0: decimal,
     /// `0x` hex, leading-`0` octal; `mode` is octal digits), a negative size
     /// or flags, or a NUL or newline inside the text.
-    pub fn parse(text: &Bytes) -> Result<Self, DecodeError> {
+    pub fn decode(text: Bytes) -> Result<Self, DecodeError> {
         const WHAT: &str = "stat text";
-        let text = strip_nul(text);
+        let text = strip_nul(&text);
         super::text::forbid(&text, 0, WHAT)?;
         super::text::forbid(&text, b'\n', WHAT)?;
         let f: Vec<&[u8]> = fields(&text).take(10).collect();
@@ -163,8 +163,8 @@ impl StatVfs {
     /// Parses the six integers (one trailing NUL stripped).
     /// Errors: [`DecodeError::Malformed`] for another field count or a
     /// field that is not a number.
-    pub fn parse(text: &Bytes) -> Result<Self, DecodeError> {
-        let text = strip_nul(text);
+    pub fn decode(text: Bytes) -> Result<Self, DecodeError> {
+        let text = strip_nul(&text);
         let f: Vec<&[u8]> = fields(&text).take(7).collect();
         let [a, b, c, d, e, g] = f[..] else {
             return Err(DecodeError::malformed(
@@ -218,7 +218,7 @@ pub(crate) mod tests {
     use proptest::prelude::*;
 
     fn parse(s: &str) -> Result<StatInfo, DecodeError> {
-        StatInfo::parse(&Bytes::copy_from_slice(s.as_bytes()))
+        StatInfo::decode(Bytes::copy_from_slice(s.as_bytes()))
     }
 
     #[test]
@@ -281,11 +281,11 @@ pub(crate) mod tests {
 
     #[test]
     fn vfs_and_statx() {
-        let v = StatVfs::parse(&Bytes::from_static(b"1 2048 40 0 0 0\0")).unwrap();
+        let v = StatVfs::decode(Bytes::from_static(b"1 2048 40 0 0 0\0")).unwrap();
         assert_eq!((v.nodes_rw, v.free_rw, v.util_rw), (1, 2048, 40));
         assert_eq!(&body_of(|b| v.encode(b))[..], b"1 2048 40 0 0 0\0");
-        assert!(StatVfs::parse(&Bytes::from_static(b"1 2 3 4 5")).is_err());
-        assert!(StatVfs::parse(&Bytes::from_static(b"1 2 3 4 5 x")).is_err());
+        assert!(StatVfs::decode(Bytes::from_static(b"1 2 3 4 5")).is_err());
+        assert!(StatVfs::decode(Bytes::from_static(b"1 2 3 4 5 x")).is_err());
         let flags = [StatFlags::FILE, StatFlags::IS_DIR, StatFlags::OFFLINE];
         let body = body_of(|b| encode_statx(&flags, b));
         assert_eq!(&body[..], &[0, 2, 8]);
@@ -331,7 +331,7 @@ pub(crate) mod tests {
         #[test]
         fn roundtrip(s in arb_stat()) {
             let body = body_of(|b| s.encode(b));
-            let back = StatInfo::parse(&ok_roundtrip(body.clone())).unwrap();
+            let back = StatInfo::decode(ok_roundtrip(body.clone())).unwrap();
             prop_assert_eq!(&back, &s);
             prop_assert_eq!(body_of(|b| back.encode(b)), body);
         }
@@ -340,7 +340,7 @@ pub(crate) mod tests {
         fn vfs_roundtrip(v in any::<[i64; 6]>()) {
             let v = StatVfs { nodes_rw: v[0], free_rw: v[1], util_rw: v[2], nodes_stage: v[3], free_stage: v[4], util_stage: v[5] };
             let body = body_of(|b| v.encode(b));
-            prop_assert_eq!(StatVfs::parse(&ok_roundtrip(body)).unwrap(), v);
+            prop_assert_eq!(StatVfs::decode(ok_roundtrip(body)).unwrap(), v);
         }
 
         #[test]
@@ -351,8 +351,8 @@ pub(crate) mod tests {
 
         #[test]
         fn garbage_never_panics(b in proptest::collection::vec(any::<u8>(), 0..80)) {
-            let _ = StatInfo::parse(&Bytes::from(b.clone()));
-            let _ = StatVfs::parse(&Bytes::from(b));
+            let _ = StatInfo::decode(Bytes::from(b.clone()));
+            let _ = StatVfs::decode(Bytes::from(b));
         }
     }
 }

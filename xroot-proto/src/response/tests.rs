@@ -240,9 +240,9 @@ fn decoded_payloads_point_into_the_frame() {
     let stat = Bytes::from_static(b"1 2 16 3 4 5 0644 alice users\0");
     let (f, r) = decode_frame(&encode_response(&Response::Ok(stat), sid));
     let Response::Ok(body) = r else { panic!() };
-    let s = StatInfo::parse(&body).unwrap();
+    let s = StatInfo::decode(body.clone()).unwrap();
     assert!(inside(&f, &s.extended.unwrap().owner));
-    let DirList::Plain(names) = DirList::parse(&body).unwrap() else {
+    let DirList::Plain(names) = DirList::decode(body).unwrap() else {
         panic!()
     };
     assert!(inside(&f, &names[0]));
