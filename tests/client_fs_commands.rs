@@ -242,8 +242,8 @@ fn compare_with_the_stock_tool(server: &str, root: &Path) {
     assert_eq!(theirs.out, b"1999\n2000\n");
 
     // changes: each tool on its own file, the same answer and effect (no
-    // write bit for others: the stock server never sets it, its mapMode has
-    // no kXR_ow, where ours sets it)
+    // write bit for others, from either server: the stock server's mapMode
+    // has no kXR_ow, and ours maps modes so; tests/server_modes_stock.rs)
     let mode = |name: &str| {
         std::fs::metadata(root.join(name))
             .unwrap()
@@ -257,6 +257,9 @@ fn compare_with_the_stock_tool(server: &str, root: &Path) {
         let run = xrdfs(program, server, &["chmod", &m, "rwxr-x--x"]);
         assert_eq!((run.code, run.out.len()), (0, 0), "{who} chmod: {run:?}");
         assert_eq!(mode(&m[1..]), 0o751, "{who} chmod");
+        let run = xrdfs(program, server, &["chmod", &m, "rwxrwxrwx"]);
+        assert_eq!(run.code, 0, "{who}: {run:?}");
+        assert_eq!(mode(&m[1..]), 0o775, "{who} chmod rwxrwxrwx");
         let run = xrdfs(program, server, &["chmod", &m, "-w---x--x"]);
         assert_eq!(run.code, 0, "{who}: {run:?}");
         assert_eq!(mode(&m[1..]), 0o211, "{who} chmod");

@@ -10,7 +10,7 @@ use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use xroot_proto::limits::PG_MAX_ERRORS_PER_REQUEST;
 use xroot_proto::page::{wire_len, PAGE_SIZE};
 use xroot_proto::request::{
-    Close, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Request, Sync,
+    Close, Mode, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Request, Sync,
     Truncate, Write, Writev, WritevOptions,
 };
 use xroot_proto::response::{
@@ -23,6 +23,7 @@ use crate::dispatch::{err, offset, ok, ok_with, Ctx, Fail, Out};
 use crate::files::OpenFile;
 use crate::fs::{File, FileRegion, FileSystem, FsError, OpenMode};
 use crate::guard;
+use crate::namespace;
 use crate::order::Ticket;
 use crate::path;
 
@@ -46,7 +47,8 @@ pub(crate) fn open_mode(opts: OpenOptions, mode: u16) -> OpenMode {
         make_path: (create_new || truncate)
             && (opts.contains(OpenOptions::MKPATH) || opts.contains(OpenOptions::ASYNC)),
         append: opts.contains(OpenOptions::APPEND),
-        mode: (u32::from(mode) & 0o777) | 0o600,
+        // as do_Open: mapMode (no write for others) plus owner read-write
+        mode: namespace::posix_mode(Mode(mode)) | 0o600,
     }
 }
 

@@ -8,8 +8,8 @@ use std::net::SocketAddr;
 
 use bytes::Bytes;
 use xroot_proto::request::{
-    Chmod, Dirlist, DirlistOptions, Locate, LocateOptions, Mkdir, MkdirOptions, Mv, Rm, Rmdir, Set,
-    Stat, StatOptions, Statx,
+    Chmod, Dirlist, DirlistOptions, Locate, LocateOptions, Mkdir, MkdirOptions, Mode, Mv, Rm,
+    Rmdir, Set, Stat, StatOptions, Statx,
 };
 use xroot_proto::response::{
     encode_statx, DirList, DirStatEntry, DirlistChecksum, LocateAccess, LocateEntry, LocateNode,
@@ -146,10 +146,20 @@ async fn stat_entry<F: FileSystem>(
     }))
 }
 
-/// `kXR_mkdir`: the mode gets owner rwx; `kXR_mkdirpath` makes the parents.
+/// The POSIX permission bits of a request's mode (`kXR_open`, `kXR_mkdir`,
+/// `kXR_chmod`), as XrdXrootdProtocol's `mapMode` makes them: each bit of
+/// `XOpenRequestMode` becomes its `S_I*` bit, except `kXR_ow`, which the
+/// stock server drops (it never makes a file or directory writable by
+/// others); bits outside `0o777` are dropped too.
+pub(crate) fn posix_mode(mode: Mode) -> u32 {
+    u32::from(mode.without(Mode::OW).0) & 0o777
+}
+
+/// `kXR_mkdir`: the mode gets owner rwx (others never get write, see
+/// [`posix_mode`]); `kXR_mkdirpath` makes the parents.
 pub(crate) async fn mkdir<F: FileSystem>(ctx: &Ctx<F>, r: Mkdir) -> Result<Response, FsError> {
     let t = path::payload_target("Creating", &r.path)?;
-    let mode = (u32::from(r.mode.0) & 0o777) | 0o700;
+    let mode = posix_mode(r.mode) | 0o700;
     let parents = r.options.contains(MkdirOptions::MKDIRPATH);
     ctx.fs()
         .mkdir(ctx.caller(), &t.path, mode, parents)
@@ -184,10 +194,10 @@ pub(crate) async fn mv<F: FileSystem>(ctx: &Ctx<F>, r: Mv) -> Result<Response, F
     Ok(ok())
 }
 
-/// `kXR_chmod`.
+/// `kXR_chmod`: the mode as [`posix_mode`] maps it (no write for others).
 pub(crate) async fn chmod<F: FileSystem>(ctx: &Ctx<F>, r: Chmod) -> Result<Response, FsError> {
     let t = path::payload_target("Modifying", &r.path)?;
-    let mode = u32::from(r.mode.0) & 0o777;
+    let mode = posix_mode(r.mode);
     ctx.fs()
         .chmod(ctx.caller(), &t.path, mode)
         .await
