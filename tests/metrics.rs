@@ -2,6 +2,11 @@
 //! over HTTP agrees with what the test's client did, and the cache's
 //! figures with the cache's own `query stats` answer; `-v` logs one line per
 //! request with client, request, path, status, duration and bytes.
+//!
+//! Hostile ones: requests pipelined on one session and a close while reads
+//! are in flight are counted exactly; a crowd of scrapers (silent ones,
+//! garbage, some gone mid-answer) neither stops the server's clients nor
+//! the well-formed scrapes; a huge request head is refused unread.
 
 mod support;
 
@@ -11,9 +16,14 @@ use std::net::{SocketAddr, TcpStream};
 use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Stdio};
 
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use support::example::example_bin;
+use support::raw::{is_final, Raw, GUARD};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xroot::client::{Client, OpenFlags};
+use xroot::proto::request::{self, Readv, Request, Stat};
+use xroot::proto::response::{ReadvIter, Response};
+use xroot::proto::{ErrorCode, FHandle, ReadListEntry, StreamId};
 
 /// An example (`serve` or `xcache`) run as a process with `--port 0
 /// --metrics 127.0.0.1:0`; killed on drop.
@@ -348,4 +358,384 @@ async fn serve_answers_query_stats_in_the_stock_shape() {
         .await
         .unwrap();
     assert_eq!(sections(&link_only).keys().collect::<Vec<_>>(), ["link"]);
+}
+
+/// The figure of every series of `name` whose labels include each of
+/// `labels` (`kind="read"`), summed; 0 when there is none.
+fn sum(m: &BTreeMap<String, f64>, name: &str, labels: &[&str]) -> f64 {
+    m.iter()
+        .filter(|(series, _)| {
+            let (n, rest) = series.split_once('{').unwrap_or((series, ""));
+            n == name && labels.iter().all(|l| rest.contains(l))
+        })
+        .map(|(_, v)| v)
+        .sum()
+}
+
+/// `xroot_requests_total` of `kind` with `status` (0 when never counted).
+fn requests(m: &BTreeMap<String, f64>, kind: &str, status: &str) -> f64 {
+    let (kind, status) = (format!("kind=\"{kind}\""), format!("status=\"{status}\""));
+    sum(m, "xroot_requests_total", &[&kind, &status])
+}
+
+impl Daemon {
+    /// Scrapes until `done` holds of the figures (within the guard).
+    async fn scrape_until(&self, what: &str, done: impl Fn(&BTreeMap<String, f64>) -> bool) {
+        let wait = async {
+            loop {
+                if done(&self.scrape()) {
+                    return;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            }
+        };
+        tokio::time::timeout(GUARD, wait)
+            .await
+            .unwrap_or_else(|_| panic!("no scrape showed {what}: {:#?}", self.scrape()));
+    }
+}
+
+/// Every request in flight, of every kind, and every vector read.
+fn in_flight(m: &BTreeMap<String, f64>) -> f64 {
+    sum(m, "xroot_requests_in_flight", &[]) + value(m, "xroot_vector_reads_in_flight")
+}
+
+/// `(streamid, data, error)` of each final answer to the requests sent,
+/// reading until all `n` have one: the data of `kXR_ok`/`kXR_oksofar`
+/// frames, vector reads' elements unpacked (`readv`: their streamids).
+async fn answers(
+    raw: &mut Raw,
+    n: usize,
+    readv: &[u16],
+) -> BTreeMap<u16, (Vec<u8>, Option<ErrorCode>)> {
+    let mut out: BTreeMap<u16, (Vec<u8>, Option<ErrorCode>)> = BTreeMap::new();
+    let mut finished = 0;
+    while finished < n {
+        let (sid, r) = raw.expect().await;
+        let sid = sid.to_u16();
+        let last = is_final(&r);
+        let entry = out.entry(sid).or_default();
+        match r {
+            Response::Ok(b) | Response::OkSoFar(b) if readv.contains(&sid) => {
+                for e in ReadvIter::new(b) {
+                    entry.0.extend_from_slice(&e.unwrap().1);
+                }
+            }
+            Response::Ok(b) | Response::OkSoFar(b) => entry.0.extend_from_slice(&b),
+            Response::Error(e) => entry.1 = Some(e.code),
+            other => panic!("{sid}: {other:?}"),
+        }
+        finished += usize::from(last);
+    }
+    out
+}
+
+fn read(fh: FHandle, offset: usize, len: usize) -> Request {
+    Request::from(request::Read {
+        fhandle: fh,
+        offset: offset as i64,
+        rlen: len as i32,
+        args: None,
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pipelined_requests_and_a_close_mid_read_are_counted_exactly() {
+    const READS: usize = 200;
+    const STATS: usize = 20;
+    const READVS: usize = 20;
+    // big reads sent and never read: the server blocks on the full socket
+    const BIG: usize = 48;
+    const BIG_LEN: usize = 1 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_file(dir.path(), "f.bin", 8 << 20);
+    let serve = Daemon::start("serve", &[dir.path().to_str().unwrap()]);
+    let (mut raw, _) = Raw::login(serve.addr).await;
+    let fh = raw.open("/f.bin").await;
+
+    // every request in one write, none waiting for an answer
+    let mut frames = BytesMut::new();
+    let mut expected: BTreeMap<u16, Vec<u8>> = BTreeMap::new();
+    let mut sid = 100u16;
+    let mut put = |r: Request, frames: &mut BytesMut| {
+        r.encode(StreamId::from_u16(sid), frames);
+        sid += 1;
+        sid - 1
+    };
+    for i in 0..READS {
+        let (at, len) = (i * 37_003 % (7 << 20), 1 + i * 311 % 20_000);
+        let s = put(read(fh, at, len), &mut frames);
+        expected.insert(s, data[at..at + len].to_vec());
+    }
+    for i in 0..STATS {
+        let stat = Stat {
+            path: Bytes::from(format!("/missing{i}")),
+            ..Default::default()
+        };
+        put(Request::from(stat), &mut frames);
+    }
+    let mut readvs = Vec::new();
+    for i in 0..READVS {
+        let list: Vec<(usize, usize)> = (0..1 + i % 7)
+            .map(|k| (k * 65_537 + i * 999, 100 + k * i))
+            .collect();
+        let readv = Readv {
+            list: (list.iter())
+                .map(|&(at, len)| ReadListEntry {
+                    fhandle: fh,
+                    rlen: len as i32,
+                    offset: at as i64,
+                })
+                .collect(),
+            ..Default::default()
+        };
+        let s = put(Request::from(readv), &mut frames);
+        readvs.push(s);
+        expected.insert(
+            s,
+            list.iter()
+                .flat_map(|&(at, len)| data[at..at + len].to_vec())
+                .collect(),
+        );
+    }
+    raw.write(&frames).await;
+    let got = answers(&mut raw, READS + STATS + READVS, &readvs).await;
+    let mut data_sent = 0;
+    for (sid, (bytes, error)) in &got {
+        match expected.get(sid) {
+            Some(want) => {
+                assert_eq!((bytes.len(), *error), (want.len(), None), "streamid {sid}");
+                assert!(bytes == want, "streamid {sid}: wrong bytes");
+                data_sent += bytes.len();
+            }
+            None => assert_eq!(*error, Some(ErrorCode::NOT_FOUND), "streamid {sid}"),
+        }
+    }
+    let m = serve.scrape();
+    assert_eq!(requests(&m, "open", "ok"), 1.0);
+    assert_eq!(requests(&m, "read", "ok"), READS as f64);
+    assert_eq!(
+        sum(&m, "xroot_requests_total", &["kind=\"read\""]),
+        READS as f64
+    );
+    assert_eq!(requests(&m, "stat", "NotFound"), STATS as f64);
+    assert_eq!(requests(&m, "readv", "ok"), READVS as f64);
+    assert_eq!(
+        sum(&m, "xroot_requests_total", &[]),
+        (1 + READS + STATS + READVS) as f64,
+        "nothing else counted: {m:#?}"
+    );
+    assert_eq!(value(&m, "xroot_read_bytes_total"), data_sent as f64);
+    assert_eq!(in_flight(&m), 0.0);
+    assert_eq!(value(&m, "xroot_links"), 1.0);
+
+    // big reads pipelined, none read; closed once the server serves one
+    frames.clear();
+    for i in 0..BIG {
+        put(read(fh, i % 7 * BIG_LEN, BIG_LEN), &mut frames);
+    }
+    raw.write(&frames).await;
+    serve
+        .scrape_until("a big read in flight", |m| {
+            sum(m, "xroot_requests_in_flight", &["kind=\"read\""]) >= 1.0
+        })
+        .await;
+    drop(raw);
+    serve
+        .scrape_until("the link closed, nothing in flight", |m| {
+            value(m, "xroot_links") == 0.0 && in_flight(m) == 0.0
+        })
+        .await;
+    let m = serve.scrape();
+    let ok = requests(&m, "read", "ok") - READS as f64;
+    let gone = requests(&m, "read", "gone");
+    // each big read the server took counts once, answered or gone; the
+    // rest were lost with the link, unread
+    assert!(
+        (1.0..=BIG as f64).contains(&(ok + gone)),
+        "{ok} ok, {gone} gone"
+    );
+    assert_eq!(
+        sum(&m, "xroot_requests_total", &["kind=\"read\""]),
+        READS as f64 + ok + gone,
+        "a read ends ok or gone: {m:#?}"
+    );
+    assert_eq!(
+        value(&m, "xroot_read_bytes_total"),
+        data_sent as f64 + ok * BIG_LEN as f64,
+        "{ok} big reads queued whole, {gone} gone with no data queued"
+    );
+    assert_eq!(
+        value(&m, "xroot_request_duration_seconds_count{kind=\"read\"}"),
+        READS as f64 + ok + gone
+    );
+    assert_eq!(value(&m, "xroot_vector_reads_in_flight"), 0.0);
+}
+
+/// What an HTTP exchange on the metrics endpoint got: the answer's first
+/// bytes, or the error that ended it.
+async fn exchange(addr: SocketAddr, send: Vec<u8>, read: bool) -> std::io::Result<Vec<u8>> {
+    let mut s = tokio::net::TcpStream::connect(addr).await?;
+    s.write_all(&send).await?;
+    let mut got = Vec::new();
+    if read {
+        s.read_to_end(&mut got).await?;
+    }
+    Ok(got)
+}
+
+/// A scrape over tokio: the status line and the body, which must be a
+/// whole OpenMetrics text.
+async fn scrape_async(addr: SocketAddr) -> String {
+    let got = exchange(
+        addr,
+        b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".to_vec(),
+        true,
+    )
+    .await
+    .unwrap();
+    let text = String::from_utf8(got).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200 OK"), "{head}");
+    assert!(body.contains("xroot_read_bytes_total") && body.ends_with("# EOF\n"));
+    body.to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_crowd_of_hostile_scrapers_stops_neither_clients_nor_scrapes() {
+    const LEN: usize = 1 << 20;
+    const ROUNDS: usize = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let data = write_file(dir.path(), "f.bin", LEN);
+    let serve = Daemon::start("serve", &[dir.path().to_str().unwrap()]);
+    let at = serve.metrics;
+
+    // a client reading the whole file again and again meanwhile
+    let url = format!("{}//f.bin", serve.url());
+    let reader = tokio::spawn(async move {
+        let client = Client::new();
+        let file = client.open(&url, OpenFlags::READ).await.unwrap();
+        for round in 0..ROUNDS {
+            let got = file.read_at(0, LEN).await.unwrap();
+            assert!(got[..] == data[..], "round {round}: wrong bytes");
+        }
+        file.close().await.unwrap();
+    });
+
+    // silent ones first, held open to the end: a request line begun, or
+    // nothing at all
+    let mut silent = Vec::new();
+    for i in 0..50 {
+        let mut s = tokio::net::TcpStream::connect(at).await.unwrap();
+        if i % 2 == 0 {
+            s.write_all(b"GET /metr").await.unwrap();
+        }
+        silent.push(s);
+    }
+    // then 150 at once: well-formed, garbage, gone before or during the
+    // answer
+    let crowd: Vec<_> = (0..150usize)
+        .map(|i| {
+            tokio::spawn(async move {
+                let garbage: Vec<u8> = (0..i * 13).map(|k| (k * 31 + i) as u8).collect();
+                match i % 5 {
+                    0 => Some(scrape_async(at).await),
+                    1 => {
+                        let mut g = garbage;
+                        g.extend_from_slice(b"\r\n\r\n");
+                        let got = exchange(at, g, true).await.unwrap_or_default();
+                        let status =
+                            String::from_utf8_lossy(&got[..got.len().min(12)]).into_owned();
+                        assert!(
+                            got.is_empty()
+                                || ["HTTP/1.1 400", "HTTP/1.1 405"].contains(&&status[..]),
+                            "{status}"
+                        );
+                        None
+                    }
+                    2 => {
+                        // asks, leaves without reading the answer
+                        let _ =
+                            exchange(at, b"GET /metrics HTTP/1.1\r\n\r\n".to_vec(), false).await;
+                        None
+                    }
+                    3 => {
+                        // reads a few bytes of the answer, then leaves
+                        if let Ok(mut s) = tokio::net::TcpStream::connect(at).await {
+                            let _ = s.write_all(b"GET /metrics HTTP/1.0\r\n\r\n").await;
+                            let _ = s.read(&mut [0u8; 10]).await;
+                        }
+                        None
+                    }
+                    _ => {
+                        // garbage, then gone with it half sent
+                        let _ = exchange(at, garbage, false).await;
+                        None
+                    }
+                }
+            })
+        })
+        .collect();
+    let mut answered = 0;
+    for c in crowd {
+        answered += usize::from(c.await.unwrap().is_some());
+    }
+    assert_eq!(answered, 30);
+    // the silent ones still open, scrapes are answered
+    for _ in 0..10 {
+        scrape_async(at).await;
+    }
+    reader.await.unwrap();
+    let m = serve.scrape();
+    assert_eq!(requests(&m, "read", "ok"), ROUNDS as f64);
+    assert_eq!(value(&m, "xroot_read_bytes_total"), (ROUNDS * LEN) as f64);
+    assert_eq!(in_flight(&m), 0.0);
+    drop(silent);
+    scrape_async(at).await;
+}
+
+/// Writes `head` then `fill` again and again (64 MiB in all), without an
+/// end of head; the bytes written before the server stopped the exchange,
+/// and what it answered.
+fn flood(addr: SocketAddr, head: &[u8], fill: u8) -> (usize, Vec<u8>) {
+    const FLOOD: usize = 64 << 20;
+    let mut s = TcpStream::connect(addr).unwrap();
+    s.set_write_timeout(Some(GUARD)).unwrap();
+    s.set_read_timeout(Some(GUARD)).unwrap();
+    let chunk = vec![fill; 64 << 10];
+    let mut written = 0;
+    let mut ended = s.write_all(head).is_err();
+    while !ended && written < FLOOD {
+        match s.write(&chunk) {
+            Ok(n) => written += n,
+            Err(_) => ended = true,
+        }
+    }
+    let mut answer = Vec::new();
+    let _ = s.read_to_end(&mut answer);
+    (written, answer)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_request_head_is_refused_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Daemon::start("serve", &[dir.path().to_str().unwrap()]);
+    let at = serve.metrics;
+    let cases: [(&[u8], u8); 2] = [
+        (b"GET /", b'a'),
+        (b"GET /metrics HTTP/1.1\r\nX-Long: ", b'b'),
+    ];
+    for (head, fill) in cases {
+        let (written, answer) = tokio::task::spawn_blocking(move || flood(at, head, fill))
+            .await
+            .unwrap();
+        // what the kernels buffer, not 64 MiB: the server stopped reading
+        assert!(written < 32 << 20, "{written} bytes taken");
+        assert!(
+            answer.is_empty() || answer.starts_with(b"HTTP/1.1 431 "),
+            "{}",
+            String::from_utf8_lossy(&answer)
+        );
+        scrape_async(at).await;
+    }
 }

@@ -43,6 +43,7 @@ use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
 use prometheus_client::registry::{Metric, Registry};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::Semaphore;
 use xroot::cache::purge::disk_space;
 use xroot::cache::CacheStatsSnapshot;
 use xroot::proto::RequestId;
@@ -241,10 +242,17 @@ impl Metrics {
     }
 }
 
-/// The most of an HTTP request head read, in bytes; a longer one is refused.
+/// The most of an HTTP request head read, in bytes: a longer request line
+/// or header is answered 431 and the connection closed, the rest unread.
 const MAX_HEAD: usize = 8 << 10;
-/// How long a scraper may take to send its request head.
+/// How long a scraper may take to send its request head; a silent one is
+/// then closed (each scraper has a task of its own: it never holds up
+/// another).
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long writing an answer may take (a scraper that does not read).
+const WRITE_TIMEOUT: Duration = Duration::from_secs(30);
+/// Scrapers served at once; a connection beyond them is closed at once.
+const MAX_SCRAPERS: usize = 512;
 
 /// Binds `addr` for `GET /metrics` and serves scrapes of `metrics` about
 /// `server` on a task of its own; the address bound.
@@ -255,54 +263,125 @@ pub async fn serve(
     metrics: Arc<Metrics>,
     server: ServerHandle,
 ) -> std::io::Result<SocketAddr> {
+    serve_text(addr, move || metrics.render(&server)).await
+}
+
+/// As [`serve`], the text of each scrape being what `render` returns then
+/// (the demo's endpoints render whichever server runs now).
+///
+/// Errors: those of binding `addr`.
+pub async fn serve_text(
+    addr: SocketAddr,
+    render: impl Fn() -> String + Send + Sync + 'static,
+) -> std::io::Result<SocketAddr> {
     let listener = TcpListener::bind(addr).await?;
     let bound = listener.local_addr()?;
+    let render = Arc::new(render);
+    let room = Arc::new(Semaphore::new(MAX_SCRAPERS));
     tokio::spawn(async move {
         loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                continue;
+            let stream = match listener.accept().await {
+                Ok((stream, _)) => stream,
+                // out of descriptors, say: wait instead of spinning
+                Err(_) => {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    continue;
+                }
             };
-            let (metrics, server) = (metrics.clone(), server.clone());
+            let Ok(one) = room.clone().try_acquire_owned() else {
+                continue; // dropping `stream` closes it
+            };
+            let render = render.clone();
             tokio::spawn(async move {
-                let _ = tokio::time::timeout(HEAD_TIMEOUT, scrape(stream, &metrics, &server)).await;
+                let _one = one;
+                let _ = scrape(stream, &*render).await;
             });
         }
     });
     Ok(bound)
 }
 
+/// A request head as read: the request line, or why there is none.
+enum Head {
+    Line(Vec<u8>),
+    /// Longer than [`MAX_HEAD`].
+    TooLarge,
+    /// Closed, or silent for [`HEAD_TIMEOUT`], before its end.
+    Gone,
+}
+
+/// Reads a request head (up to its blank line) into at most [`MAX_HEAD`]
+/// bytes.
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Head> {
+    let mut head = vec![0u8; MAX_HEAD];
+    let mut len = 0;
+    loop {
+        if len == MAX_HEAD {
+            return Ok(Head::TooLarge);
+        }
+        let n = stream.read(&mut head[len..]).await?;
+        if n == 0 {
+            return Ok(Head::Gone);
+        }
+        // the blank line may straddle the previous read
+        let from = len.saturating_sub(3);
+        len += n;
+        if let Some(end) = head[from..len].windows(4).position(|w| w == b"\r\n\r\n") {
+            head.truncate(from + end);
+            let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
+            return Ok(Head::Line(line.to_vec()));
+        }
+    }
+}
+
 /// Answers one HTTP/1.x request on `stream`, then closes it: `GET
-/// /metrics` (or `/`) gets the text; anything else 404 or 405.
+/// /metrics` (or `/`) gets the text; another path 404, another method
+/// 405, a line that is not `METHOD TARGET HTTP/x` 400, a head longer than
+/// [`MAX_HEAD`] 431.
 async fn scrape(
     mut stream: TcpStream,
-    metrics: &Metrics,
-    server: &ServerHandle,
+    render: &(dyn Fn() -> String + Sync),
 ) -> std::io::Result<()> {
-    let mut head = Vec::with_capacity(1024);
-    let mut buf = [0u8; 1024];
-    while !head.windows(4).any(|w| w == b"\r\n\r\n") {
-        let n = stream.read(&mut buf).await?;
-        if n == 0 || head.len() + n > MAX_HEAD {
-            return Ok(());
-        }
-        head.extend_from_slice(&buf[..n]);
-    }
-    let line = head.split(|&b| b == b'\r').next().unwrap_or_default();
-    let mut words = line.split(|&b| b == b' ');
-    let (method, target) = (words.next(), words.next());
-    let (status, kind, body) = match (method, target) {
-        (Some(b"GET"), Some(b"/metrics" | b"/")) => (
-            "200 OK",
-            "application/openmetrics-text; version=1.0.0; charset=utf-8",
-            metrics.render(server),
+    let head = match tokio::time::timeout(HEAD_TIMEOUT, read_head(&mut stream)).await {
+        Ok(head) => head?,
+        Err(_) => Head::Gone,
+    };
+    let line = match head {
+        Head::Line(line) => line,
+        Head::TooLarge => Vec::new(),
+        Head::Gone => return Ok(()),
+    };
+    let words: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
+    let (status, kind, body) = match words[..] {
+        _ if line.is_empty() => (
+            "431 Request Header Fields Too Large",
+            "text/plain",
+            "request head too large\n".into(),
         ),
-        (Some(b"GET"), _) => ("404 Not Found", "text/plain", "not found\n".into()),
-        _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
+        [method, target, version] if version.starts_with(b"HTTP/1.") => match (method, target) {
+            (b"GET", b"/metrics" | b"/") => (
+                "200 OK",
+                "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                render(),
+            ),
+            (b"GET", _) => ("404 Not Found", "text/plain", "not found\n".into()),
+            _ => ("405 Method Not Allowed", "text/plain", "only GET\n".into()),
+        },
+        _ => (
+            "400 Bad Request",
+            "text/plain",
+            "not an HTTP/1 request\n".into(),
+        ),
     };
     let reply = format!(
         "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     );
-    stream.write_all(reply.as_bytes()).await?;
-    stream.shutdown().await
+    let write = async {
+        stream.write_all(reply.as_bytes()).await?;
+        stream.shutdown().await
+    };
+    tokio::time::timeout(WRITE_TIMEOUT, write)
+        .await
+        .unwrap_or(Ok(()))
 }

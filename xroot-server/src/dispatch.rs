@@ -270,10 +270,12 @@ impl Out {
         data: Bytes,
         share: Share,
     ) -> Result<(), Closed> {
-        self.tally.sent(data.len());
+        let len = data.len();
         self.link
             .send_data(self.sid, status, data, Some(share))
-            .await
+            .await?;
+        self.tally.sent(len);
+        Ok(())
     }
 
     /// Whether a read of `len` bytes answered here goes out with
@@ -286,8 +288,10 @@ impl Out {
     /// A `kXR_ok` or `kXR_oksofar` with the bytes of `region`, sent
     /// straight from the file.
     pub(crate) async fn region(&self, status: Status, region: FileRegion) -> Result<(), Closed> {
-        self.tally.sent(region.len);
-        self.link.send_region(self.sid, status, region).await
+        let len = region.len;
+        self.link.send_region(self.sid, status, region).await?;
+        self.tally.sent(len);
+        Ok(())
     }
 
     /// The whole answer to a read of `want` bytes from `region`, if the
@@ -301,20 +305,18 @@ impl Out {
         sent
     }
 
-    /// Counts `bytes` of file data that frames sent with [`Out::parts`]
-    /// carry, for the request's record.
-    pub(crate) fn count_data(&self, bytes: usize) {
-        self.tally.sent(bytes);
-    }
-
-    /// Frames in parts, written one after the other, holding `share`
-    /// (the file data in them is counted with [`Out::count_data`]).
+    /// Frames in parts, written one after the other, holding `share`;
+    /// `data`: the bytes of file data in them, counted for the request's
+    /// record once they are queued.
     pub(crate) async fn parts(
         &self,
         parts: Vec<Bytes>,
+        data: usize,
         share: Option<Share>,
     ) -> Result<(), Closed> {
-        self.link.send_parts(parts, share).await
+        self.link.send_parts(parts, share).await?;
+        self.tally.sent(data);
+        Ok(())
     }
 
     /// Frames already encoded for this streamid, holding `share`.

@@ -342,9 +342,8 @@ async fn pgread_frames<T: File>(file: &T, out: &Out, at: u64, rlen: usize) -> Re
         .buffered(READ_AHEAD);
     while let Some((here, want, data, share)) = parts.try_next().await? {
         let last = data.len() < want || here + want as u64 == end;
-        out.count_data(data.len());
         let parts = encoder.pgread_part_parts(out.sid, here, end - here, &data, last);
-        out.parts(parts, Some(share)).await?;
+        out.parts(parts, data.len(), Some(share)).await?;
         if last {
             break;
         }

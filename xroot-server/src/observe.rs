@@ -97,7 +97,9 @@ pub struct RequestRecord<'a> {
     pub bytes_in: u64,
     /// Bytes of file data the answer carried (reads, pgreads and vector
     /// reads; without frame headers, element headers or page crc32c); 0
-    /// for answers without file data.
+    /// for answers without file data. Counted as each frame is queued: a
+    /// request whose link closed first ([`Outcome::Gone`]) counts the
+    /// frames queued before, not the one that found the link gone.
     pub bytes_out: u64,
 }
 

@@ -103,7 +103,7 @@ async fn readv_frames<F: FileSystem>(
             .skip(frames.start)
         {
             let frame: Vec<(ReadListEntry, Bytes)> = data.by_ref().take(n).collect();
-            out.count_data(frame.iter().map(|(_, d)| d.len()).sum());
+            let bytes = frame.iter().map(|(_, d)| d.len()).sum();
             let parts = encoder.frame_parts(out.sid, &frame, k + 1 == nframes);
             // the batch's share goes with its last frame
             let held = if k + 1 == frames.end {
@@ -111,7 +111,7 @@ async fn readv_frames<F: FileSystem>(
             } else {
                 None
             };
-            out.parts(parts, held).await?;
+            out.parts(parts, bytes, held).await?;
         }
     }
     Ok(())
@@ -267,10 +267,9 @@ async fn pgreadv_frames<F: FileSystem>(
         if done {
             ended = Some(k);
         }
-        out.count_data(data.len());
         let parts = encoder.pgreadv_part_parts(out.sid, here, end - here, &data, done && k == last);
         if !parts.is_empty() {
-            out.parts(parts, Some(share)).await?;
+            out.parts(parts, data.len(), Some(share)).await?;
         }
     }
     Ok(())
