@@ -1217,9 +1217,10 @@ fn same_answer(name: &str, id: RequestId, ours: &[Response], stock: &[Response])
         RequestId::STAT => assert_eq!(stat_gist(&ob), stat_gist(&sb), "{name}"),
         RequestId::LOCATE => assert_eq!(ob[..2], sb[..2], "{name}: locate entry type"),
         RequestId::DIRLIST => {
-            let gist = |b: &Bytes| match xroot::proto::response::DirList::decode(b.clone()).unwrap() {
-                xroot::proto::response::DirList::Plain(n) => (n, Vec::new()),
-                xroot::proto::response::DirList::Stat(e) => (
+            use xroot::proto::response::DirList;
+            let gist = |b: &Bytes| match DirList::decode(b.clone()).unwrap() {
+                DirList::Plain(n) => (n, Vec::new()),
+                DirList::Stat(e) => (
                     e.iter().map(|e| e.name.clone()).collect(),
                     e.iter()
                         .map(|e| {

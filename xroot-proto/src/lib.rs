@@ -14,6 +14,9 @@
 //! - [`request`]: a typed struct for every request id 3000–3032 and the
 //!   `kXR_pgreadv` extension (3033).
 //! - [`response`]: every response status and the request-specific bodies.
+//! - [`exchange`]: pairs responses with their requests by streamid, per
+//!   connection, and decodes each whole answer (multi-frame ones included)
+//!   into a typed body; for tools that read captured streams.
 //! - [`page`]: 4 kB page geometry and crc32c for pgread/pgwrite.
 //! - [`ext`]: this project's two protocol extensions and how they are negotiated.
 //! - [`limits`]: the protocol's limits.
@@ -80,6 +83,7 @@ mod macros;
 pub mod cms;
 pub mod codes;
 pub mod error;
+pub mod exchange;
 pub mod ext;
 pub mod frame;
 pub mod header;
@@ -107,3 +111,8 @@ pub use header::{
     ClientHandshake, FHandle, RequestHeader, ResponseHeader, ServerHandshake, StreamId,
 };
 pub use list::ReadListEntry;
+
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
