@@ -27,3 +27,8 @@ pub use xroot_client as client;
 pub use xroot_proto as proto;
 pub use xroot_sec as sec;
 pub use xroot_server as server;
+
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

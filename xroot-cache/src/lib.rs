@@ -60,3 +60,8 @@ pub use purge::{
 pub use stats::{CacheStats, CacheStatsSnapshot};
 pub use store::{is_full, Checked, Claim, Entry, Store, StoreError, Validators};
 pub use xroot_proto as proto;
+
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

@@ -71,3 +71,8 @@ pub use xroot_proto::ErrorCode;
 /// TLS configuration for [`Config::tls`]: trust store, client certificate,
 /// handshake errors (from `xroot-sec`).
 pub use xroot_sec::tls::client as tls;
+
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

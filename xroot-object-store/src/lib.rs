@@ -970,6 +970,11 @@ impl ObjectStore for XrootStore {
     }
 }
 
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
 #[cfg(test)]
 mod tests {
     use super::*;

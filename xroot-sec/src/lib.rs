@@ -37,3 +37,8 @@ pub mod ztn;
 #[doc = ""]
 #[doc = include_str!("../SECURITY.md")]
 pub mod notes {}
+
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;

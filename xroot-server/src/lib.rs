@@ -127,3 +127,8 @@ pub use xroot_proto::response::{ChecksumAnswer, StatExtended, StatFlags, StatInf
 /// The `kXR_error` numbers of [`FsError::Error`] (XProtocol.hh's `XErrorCode`).
 pub use xroot_proto::ErrorCode;
 pub use xroot_sec::tls::server::{ServerTls, ServerTlsError, ServerTlsFiles};
+
+/// The README's samples, compiled and run as doctests (`cargo test --doc`).
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
