@@ -116,8 +116,3 @@ pub use list::ReadListEntry;
 #[cfg(doctest)]
 #[doc = include_str!("../README.md")]
 pub struct ReadmeDoctests;
-
-/// The README's samples, compiled and run as doctests (`cargo test --doc`).
-#[cfg(doctest)]
-#[doc = include_str!("../README.md")]
-pub struct ReadmeDoctests;
