@@ -91,6 +91,11 @@ use crate::response::{
 /// 2 GiB readv is answered in 2 MiB frames, all of them held until the last).
 pub const DEFAULT_MAX_BUFFERED: usize = 256 << 20;
 
+/// Default [`Conversation::max_outstanding`]: 65,536 requests, as many as
+/// there are streamids (a client cannot have more in flight; a replay that
+/// pushes every request of a capture first may need more).
+pub const DEFAULT_MAX_OUTSTANDING: usize = 1 << 16;
+
 /// Why a response could not be paired or its answer not decoded.
 ///
 /// After [`PairError::Frame`], [`PairError::Body`], [`PairError::Mismatch`],
@@ -175,6 +180,17 @@ pub enum PairError {
         would: u64,
         /// The limit, bytes.
         max: u64,
+    },
+    /// A request pushed while [`Conversation::max_outstanding`] requests
+    /// are outstanding; it is not recorded.
+    #[error("a {request} on streamid {streamid:?} would be over the limit of {max} outstanding requests")]
+    TooManyOutstanding {
+        /// The request's streamid.
+        streamid: StreamId,
+        /// The request's id.
+        request: RequestId,
+        /// The limit.
+        max: usize,
     },
     /// At end of stream ([`Conversation::finish`]), requests still
     /// outstanding: never answered, answered only in part (`kXR_oksofar`
@@ -352,7 +368,10 @@ impl Pending {
 #[derive(Debug)]
 pub struct Conversation {
     outstanding: HashMap<StreamId, VecDeque<Pending>>,
+    /// Requests in `outstanding`, all queues together.
+    count: usize,
     max_buffered: usize,
+    max_outstanding: usize,
     buffered: usize,
 }
 
@@ -368,7 +387,9 @@ impl Conversation {
     pub fn new() -> Self {
         Conversation {
             outstanding: HashMap::new(),
+            count: 0,
             max_buffered: DEFAULT_MAX_BUFFERED,
+            max_outstanding: DEFAULT_MAX_OUTSTANDING,
             buffered: 0,
         }
     }
@@ -379,6 +400,18 @@ impl Conversation {
     pub fn with_max_buffered(mut self, bytes: usize) -> Self {
         self.max_buffered = bytes;
         self
+    }
+
+    /// Sets the most requests outstanding at once (all streamids together);
+    /// a request over it is refused with [`PairError::TooManyOutstanding`].
+    pub fn with_max_outstanding(mut self, requests: usize) -> Self {
+        self.max_outstanding = requests;
+        self
+    }
+
+    /// The limit set by [`Conversation::with_max_outstanding`].
+    pub fn max_outstanding(&self) -> usize {
+        self.max_outstanding
     }
 
     /// The limit set by [`Conversation::with_max_buffered`], in bytes.
@@ -393,14 +426,22 @@ impl Conversation {
 
     /// Requests outstanding now.
     pub fn outstanding(&self) -> usize {
-        self.outstanding.values().map(VecDeque::len).sum()
+        self.count
     }
 
     /// Records `request`, sent on `streamid`. A request on a streamid
     /// still outstanding queues behind it (see the module documentation).
-    /// Never fails; the `Result` is for symmetry with
-    /// [`Conversation::push_request_frame`].
+    /// Errors: [`PairError::TooManyOutstanding`] when
+    /// [`Conversation::max_outstanding`] requests are outstanding already.
     pub fn push_request(&mut self, streamid: StreamId, request: Request) -> Result<(), PairError> {
+        if self.count >= self.max_outstanding {
+            return Err(PairError::TooManyOutstanding {
+                streamid,
+                request: request.id(),
+                max: self.max_outstanding,
+            });
+        }
+        self.count += 1;
         self.outstanding
             .entry(streamid)
             .or_default()
@@ -415,7 +456,8 @@ impl Conversation {
     }
 
     /// Decodes a request frame ([`Request::decode`]) and records it on its
-    /// streamid. Errors: [`PairError::Frame`] when it does not decode.
+    /// streamid. Errors: [`PairError::Frame`] when it does not decode;
+    /// [`PairError::TooManyOutstanding`].
     pub fn push_request_frame(&mut self, frame: RequestFrame) -> Result<(), PairError> {
         let streamid = frame.header.streamid;
         self.push_request(streamid, Request::decode(frame)?)
@@ -479,6 +521,7 @@ impl Conversation {
             self.outstanding.remove(&streamid);
         }
         self.buffered -= p.charged;
+        self.count -= 1;
         p
     }
 

@@ -301,6 +301,38 @@ fn typed_single_bodies() {
 }
 
 #[test]
+fn requests_over_the_outstanding_limit_are_refused() {
+    let mut talk = Conversation::new().with_max_outstanding(3);
+    for i in 1..=3 {
+        talk.push_request(StreamId::from_u16(i), Request::Ping(Default::default()))
+            .unwrap();
+    }
+    // a fourth, on a new streamid or queued behind one, is refused
+    for sid in [4, 1] {
+        let err = talk
+            .push_request(StreamId::from_u16(sid), Request::Ping(Default::default()))
+            .unwrap_err();
+        assert!(
+            matches!(err, PairError::TooManyOutstanding { max: 3, .. }),
+            "{err}"
+        );
+    }
+    assert_eq!(talk.outstanding(), 3);
+    // an answer frees a place
+    let f = encoded(&[Response::Ok(Bytes::new())], StreamId::from_u16(2))
+        .pop()
+        .unwrap();
+    assert!(matches!(
+        talk.push_response(f).unwrap(),
+        Some(Event::Exchange(_))
+    ));
+    assert_eq!(talk.outstanding(), 2);
+    talk.push_request(StreamId::from_u16(4), Request::Ping(Default::default()))
+        .unwrap();
+    assert_eq!(talk.outstanding(), 3);
+}
+
+#[test]
 fn a_body_that_does_not_decode_for_its_request() {
     let mut talk = Conversation::new();
     talk.push_request(SID, Request::Open(Open::default()))
