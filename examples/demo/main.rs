@@ -37,6 +37,13 @@
 //! bytes asked by the client and fetched from the origin; origin read
 //! requests, also per client vector read.
 //!
+//! The origin server and the cache count their requests into the metrics
+//! `serve --metrics` and `xcache --metrics` serve (`examples/common/metrics.rs`),
+//! on an endpoint per role (`--metrics ADDR` to scrape them too). Before and
+//! after each replay the demo scrapes them over HTTP; the table shows what
+//! they counted beside its own figures, and the demo fails when the two
+//! disagree (`scrape.rs` says what agreeing means: equal).
+//!
 //! With `--origin` it reads files of a real server (no local server, no
 //! relay: the WAN is whatever lies between): the files named by `--files`
 //! (relative to the URL's directory), or the first 4 (or `--files N`) files
@@ -47,7 +54,8 @@
 //! side is seen from the cache only ([`CacheStats`]).
 //!
 //! Here: the two modes, the servers and the cache; `replay.rs`: one run
-//! and its counters; `report.rs`: the table and the conclusion.
+//! and its counters; `scrape.rs`: the `/metrics` endpoints, their scrapes
+//! and the check; `report.rs`: the table and the conclusion.
 //!
 //! [`CacheStats`]: xroot::cache::CacheStats
 //! [`File::readv`]: xroot::client::File::readv
@@ -59,11 +67,16 @@ mod common;
 #[allow(dead_code)]
 #[path = "../../tests/support/delay_proxy.rs"]
 mod delay_proxy;
+#[allow(dead_code)] // `serve`, for serve and xcache
+#[path = "../common/metrics.rs"]
+mod metrics;
 mod replay;
 mod report;
+mod scrape;
 #[path = "../../benches/trace/trace.rs"]
 mod trace;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -73,6 +86,7 @@ use clap::Parser;
 use delay_proxy::DelayProxy;
 use replay::{compare, replay, Figures, Probe, Workload};
 use report::{item, mb, print_conclusion, print_table, NB};
+use scrape::Endpoint;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
 use trace::Trace;
@@ -109,6 +123,13 @@ struct Cli {
     /// The cache's directory, empty or absent [default: a temporary one].
     #[arg(long)]
     cache_dir: Option<PathBuf>,
+    /// Serve the origin server's metrics (without --origin) at
+    /// `http://ADDR/metrics` and the cache's on the next port (port 0:
+    /// free ones for both), as `serve --metrics` and `xcache --metrics`
+    /// do; each run's new servers count from zero [default: free ports
+    /// on 127.0.0.1, scraped by the demo only].
+    #[arg(long, value_name = "ADDR")]
+    metrics: Option<SocketAddr>,
 }
 
 fn main() -> ExitCode {
@@ -139,10 +160,17 @@ fn run(cli: &Cli) -> Result<()> {
             temp_cache.path()
         }
     };
+    let origin_metrics = cli.metrics.unwrap_or(SocketAddr::from(([127, 0, 0, 1], 0)));
+    let cache_metrics = match origin_metrics.port() {
+        0 => origin_metrics,
+        port => SocketAddr::new(origin_metrics.ip(), port.wrapping_add(1)),
+    };
     let (source, work) = match &cli.origin {
-        None => local(cli, &trace)?,
+        None => local(cli, &trace, origin_metrics)?,
         Some(url) => remote(&client_rt, url, cli.files.as_deref(), &trace)?,
     };
+    let cache_metrics = (cache_rt.block_on(Endpoint::bind(cache_metrics)))
+        .map_err(|e| format!("cannot serve metrics on {cache_metrics}: {e}"))?;
     let work = Arc::new(work);
     item(
         "reads",
@@ -168,6 +196,19 @@ fn run(cli: &Cli) -> Result<()> {
             cache_dir.display()
         ),
     );
+    if cli.metrics.is_some() {
+        let origin = match source.metrics() {
+            Some(at) => format!("the origin server's at http://{at}/metrics, "),
+            None => String::new(),
+        };
+        item(
+            "metrics",
+            &format!(
+                "{origin}the cache's at http://{}/metrics, the servers of the run under way",
+                cache_metrics.addr
+            ),
+        );
+    }
     println!();
 
     let mut runs: Vec<Figures> = Vec::new();
@@ -180,7 +221,12 @@ fn run(cli: &Cli) -> Result<()> {
         let wan = source.wan()?;
         let origin = source.origin_url(wan.as_ref());
         let cache = match cached {
-            true => Some(Cache::start(&cache_rt, &origin.to_string(), cache_dir)?),
+            true => Some(Cache::start(
+                &cache_rt,
+                &origin.to_string(),
+                cache_dir,
+                &cache_metrics,
+            )?),
             false => None,
         };
         let target = match &cache {
@@ -190,6 +236,8 @@ fn run(cli: &Cli) -> Result<()> {
         let probe = Probe {
             wan: wan.as_ref(),
             cache: cache.as_ref(),
+            origin_metrics: source.metrics(),
+            cache_metrics: cache.as_ref().map(|_| cache_metrics.addr),
         };
         let (figures, digests) =
             client_rt.block_on(replay(name, &target, &work, readers, &probe))?;
@@ -204,6 +252,15 @@ fn run(cli: &Cli) -> Result<()> {
         runs.push(figures);
     }
     print_table(&runs, source.is_local());
+    let wrong: Vec<String> = runs.iter().flat_map(scrape::disagreements).collect();
+    if !wrong.is_empty() {
+        return Err(format!(
+            "/metrics disagrees with the table:\n  {}",
+            wrong.join("\n  ")
+        )
+        .into());
+    }
+    println!("/metrics agree with the table: the same bytes and requests, exactly.");
     print_conclusion(&runs, readers);
     Ok(())
 }
@@ -223,6 +280,8 @@ enum Source {
         dir: tempfile::TempDir,
         rt: Runtime,
         one_way: Duration,
+        /// The origin server's `/metrics`.
+        metrics: Endpoint,
     },
     /// A real server and directory.
     Remote(Url),
@@ -247,15 +306,35 @@ impl Source {
         matches!(self, Source::Local { .. })
     }
 
+    /// The address of our origin server's `/metrics` (local mode).
+    fn metrics(&self) -> Option<SocketAddr> {
+        match self {
+            Source::Local { metrics, .. } => Some(metrics.addr),
+            Source::Remote(_) => None,
+        }
+    }
+
     /// A new origin server and relay (local mode).
     fn wan(&self) -> Result<Option<Wan>> {
-        let Source::Local { dir, rt, one_way } = self else {
+        let Source::Local {
+            dir,
+            rt,
+            one_way,
+            metrics,
+        } = self
+        else {
             return Ok(None);
         };
         rt.block_on(async {
-            let server = Server::bind("127.0.0.1:0", LocalFs::new(dir)?, Config::default()).await?;
+            let counted = metrics::Metrics::new(None);
+            let config = Config {
+                observer: Endpoint::observer(&counted),
+                ..Config::default()
+            };
+            let server = Server::bind("127.0.0.1:0", LocalFs::new(dir)?, config).await?;
             let started = Instant::now();
             let handle = server.handle();
+            metrics.show(counted, handle.clone());
             tokio::spawn(server.serve());
             let relay = DelayProxy::start(handle.local_addr().port(), *one_way).await;
             Ok(Some(Wan {
@@ -279,7 +358,7 @@ impl Source {
 }
 
 /// The default mode: generated files behind an emulated WAN.
-fn local(cli: &Cli, trace: &Trace) -> Result<(Source, Workload)> {
+fn local(cli: &Cli, trace: &Trace, metrics: SocketAddr) -> Result<(Source, Workload)> {
     let count = match cli.files.as_deref().map(str::parse::<usize>) {
         None => DEFAULT_FILES,
         Some(Ok(n)) if n > 0 => n,
@@ -319,10 +398,14 @@ fn local(cli: &Cli, trace: &Trace) -> Result<(Source, Workload)> {
             rtt.as_millis() / 2
         ),
     );
+    let rt = runtime()?;
+    let metrics = (rt.block_on(Endpoint::bind(metrics)))
+        .map_err(|e| format!("cannot serve metrics on {metrics}: {e}"))?;
     let source = Source::Local {
         dir,
-        rt: runtime()?,
+        rt,
         one_way: rtt / 2,
+        metrics,
     };
     Ok((source, Workload::new(files, true)))
 }
@@ -407,14 +490,23 @@ struct Cache {
 
 impl Cache {
     /// A cache of `origin` keeping its blocks in `dir`, with the defaults
-    /// of `examples/xcache.rs` (4 kB blocks, 1 MiB runs, no gap merging).
-    fn start(rt: &Runtime, origin: &str, dir: &Path) -> Result<Cache> {
+    /// of `examples/xcache.rs` (4 kB blocks, 1 MiB runs, no gap merging),
+    /// its metrics those of `xcache --metrics`, served at `endpoint`.
+    fn start(rt: &Runtime, origin: &str, dir: &Path, endpoint: &Endpoint) -> Result<Cache> {
         rt.block_on(async {
             let origin = RemoteOrigin::new(Client::new(), origin)?;
             let fs = CacheFs::new(origin, Store::open(dir)?, CacheConfig::default());
             let started = Instant::now();
-            let server = Server::bind("127.0.0.1:0", fs.clone(), Config::default()).await?;
+            let stats = fs.clone();
+            let figures: metrics::CacheFigures = Box::new(move || stats.stats());
+            let counted = metrics::Metrics::new(Some((figures, dir.to_path_buf())));
+            let config = Config {
+                observer: Endpoint::observer(&counted),
+                ..Config::default()
+            };
+            let server = Server::bind("127.0.0.1:0", fs.clone(), config).await?;
             let handle = server.handle();
+            endpoint.show(counted, handle.clone());
             Ok(Cache {
                 fs,
                 handle,

@@ -1,6 +1,8 @@
 //! One run of the demo: a new client replays the workload with concurrent
-//! readers, checks every byte, and reads the counters on both sides.
+//! readers, checks every byte, and reads the counters on both sides (and
+//! scrapes the servers' `/metrics`).
 
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
@@ -12,6 +14,7 @@ use xroot::client::{ChannelStats, Client, File, OpenFlags, Url};
 use xroot::server::GaugeStats;
 
 use crate::delay_proxy::Traffic;
+use crate::scrape::{scrape, Cached, Scrape, Served};
 use crate::trace::Trace;
 use crate::{common, Cache, Result, Wan};
 
@@ -72,6 +75,10 @@ impl Workload {
 pub struct Probe<'a> {
     pub wan: Option<&'a Wan>,
     pub cache: Option<&'a Cache>,
+    /// The origin's `/metrics` (our origin server, local mode).
+    pub origin_metrics: Option<SocketAddr>,
+    /// The cache's `/metrics`.
+    pub cache_metrics: Option<SocketAddr>,
 }
 
 /// Every counter at one instant.
@@ -92,6 +99,20 @@ impl Probe<'_> {
             cache: self.cache.map(|c| c.fs.stats()),
             at: Instant::now(),
         }
+    }
+
+    /// Both `/metrics` (those there are), over HTTP.
+    async fn scrape(&self) -> Result<[Option<Scrape>; 2]> {
+        let mut out = [None, None];
+        for (at, into) in [self.origin_metrics, self.cache_metrics]
+            .iter()
+            .zip(&mut out)
+        {
+            if let Some(addr) = at {
+                *into = Some(scrape(*addr).await?);
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -132,6 +153,10 @@ pub struct Figures {
     /// Read requests the origin got.
     pub origin_requests: u64,
     pub vector_reads: u64,
+    /// What the origin's `/metrics` counted over the replay.
+    pub scraped_origin: Option<Served>,
+    /// What the cache's `/metrics` counted over the replay.
+    pub scraped_cache: Option<Cached>,
 }
 
 /// One run: a new client opens the files at `target`, then `readers`
@@ -157,6 +182,7 @@ pub async fn replay(
     }
     let files = Arc::new(files);
     let before = probe.snapshot(&client);
+    let [origin_before, cache_before_scrape] = probe.scrape().await?;
     let next = Arc::new(AtomicUsize::new(0));
     let tasks: Vec<_> = (0..readers)
         .map(|_| tokio::spawn(reader(files.clone(), work.clone(), next.clone())))
@@ -168,6 +194,7 @@ pub async fn replay(
         }
     }
     let after = probe.snapshot(&client);
+    let [origin_after, cache_after_scrape] = probe.scrape().await?;
     for f in files.iter() {
         f.close().await?;
     }
@@ -213,6 +240,9 @@ pub async fn replay(
         fetched,
         origin_requests,
         vector_reads: work.jobs.len() as u64,
+        scraped_origin: (origin_before.zip(origin_after)).map(|(a, b)| Served::between(&a, &b)),
+        scraped_cache: (cache_before_scrape.zip(cache_after_scrape))
+            .map(|(a, b)| Cached::between(&a, &b)),
     };
     Ok((figures, digests))
 }

@@ -37,7 +37,7 @@ fn wrap(head: &str, indent: usize, text: &str) {
 pub fn print_table(runs: &[Figures], local: bool) {
     let direct = &runs[0];
     type Cell = fn(&Figures, &Figures) -> Option<String>;
-    let rows: [(&str, Cell); 13] = [
+    let rows: [(&str, Cell); 19] = [
         ("wall time, s", |r, _| Some(format!("{:.2}", r.wall))),
         ("speed-up vs direct", |r, d| {
             Some(format!("{:.2}", d.wall / r.wall))
@@ -78,6 +78,24 @@ pub fn print_table(runs: &[Figures], local: bool) {
                 r.origin_requests as f64 / r.vector_reads as f64
             ))
         }),
+        ("origin /metrics: MB of data sent", |r, _| {
+            r.scraped_origin.map(|o| format!("{:.1}", mb(o.data_bytes)))
+        }),
+        ("origin /metrics: read requests", |r, _| {
+            r.scraped_origin.map(|o| o.reads.to_string())
+        }),
+        ("cache /metrics: MB asked", |r, _| {
+            r.scraped_cache.map(|c| format!("{:.1}", mb(c.asked)))
+        }),
+        ("cache /metrics: MB fetched from the origin", |r, _| {
+            r.scraped_cache.map(|c| format!("{:.1}", mb(c.fetched)))
+        }),
+        ("cache /metrics: origin requests", |r, _| {
+            r.scraped_cache.map(|c| c.origin_requests.to_string())
+        }),
+        ("cache /metrics: vector reads answered", |r, _| {
+            r.scraped_cache.map(|c| c.served.readv.to_string())
+        }),
     ];
     print!("\n{:<42}", "");
     for r in runs {
@@ -113,6 +131,11 @@ pub fn print_table(runs: &[Figures], local: bool) {
     notes.push(
         "cache: its counters (CacheStats); an origin request counts until its answer is in \
          (the WAN included).",
+    );
+    notes.push(
+        "/metrics: what the origin server's and the cache's metrics endpoints (those of serve \
+         and xcache --metrics) answered over HTTP after the replay, less before it; data bytes \
+         without frame headers.",
     );
     for note in notes.into_iter().filter(|n| !n.is_empty()) {
         wrap("", 2, note);
