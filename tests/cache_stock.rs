@@ -20,8 +20,9 @@
 mod support;
 
 use clap::Parser;
-use support::our_cache::{cli_args, content, run_ok, run_tool, RunningCache};
+use support::our_cache::{cli_args, content, RunningCache};
 use support::stock::StockServer;
+use support::tools::{run_ok, run_tool};
 
 /// The example, compiled into this test so that its `start` can be called
 /// (its `main` is unused here).

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use support::example::example_bin;
 use support::ours::ServeProcess;
 use support::stock::{program_available, xrootd_available, StockServer};
+use support::tools;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
@@ -69,17 +70,13 @@ struct Run {
 /// Runs `program SERVER ARGS...` (the stock tool with times in UTC, as
 /// ours prints them).
 fn xrdfs(program: &Path, server: &str, args: &[&str]) -> Run {
-    let out = Command::new(program)
-        .env("TZ", "UTC")
-        .arg(server)
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap_or_else(|e| panic!("run {}: {e}", program.display()));
+    let mut xrdfs = tools::command(program, &[server], &[("TZ", "UTC")]);
+    xrdfs.args(args);
+    let out = tools::run(xrdfs);
     Run {
+        err: tools::stderr(&out).replace('\0', ""),
+        code: tools::code(&out),
         out: out.stdout,
-        err: String::from_utf8_lossy(&out.stderr).replace('\0', ""),
-        code: out.status.code().unwrap_or(-1),
     }
 }
 

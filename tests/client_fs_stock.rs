@@ -13,11 +13,11 @@ mod support;
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser;
 use support::stock::StockServer;
+use support::tools;
 use xroot::client::{Client, Config, Error};
 use xroot::proto::request::PrepareOptions;
 use xroot::proto::response::{LocateAccess, LocateNode, StatFlags, StatInfo};
@@ -300,7 +300,7 @@ async fn queries_locate_prepare_and_ping() {
     );
 
     let version =
-        String::from_utf8(Command::new("xrootd").arg("-v").output().unwrap().stderr).unwrap();
+        String::from_utf8(tools::run(tools::command("xrootd", &["-v"], &[])).stderr).unwrap();
     let keys = [
         "readv_iov_max",
         "readv_ior_max",
@@ -397,16 +397,14 @@ async fn example(fs_url: &str, args: &[&str]) -> Result<String, xrdfs::Failure> 
 /// The stock `xrdfs`'s stdout, stderr and exit status, with times in UTC
 /// like the example's.
 fn stock(fs_url: &str, args: &[&str]) -> (String, String, i32) {
-    let out = Command::new("xrdfs")
-        .env("TZ", "UTC")
-        .arg(fs_url)
-        .args(args)
-        .output()
-        .expect("the stock xrdfs is installed with xrootd");
+    let mut xrdfs = tools::command("xrdfs", &[fs_url], &[("TZ", "UTC")]);
+    xrdfs.args(args);
+    let out = tools::run(xrdfs);
+    let code = tools::code(&out);
     (
         String::from_utf8(out.stdout).unwrap(),
         String::from_utf8(out.stderr).unwrap(),
-        out.status.code().unwrap_or(-1),
+        code,
     )
 }
 
@@ -591,8 +589,9 @@ fn xrdfs_usage_errors_exit_as_the_stock_tool_s() {
         (vec![host.as_str(), "stat"], 50),
     ] {
         let run = |program: &std::path::Path| {
-            let out = Command::new(program).args(&args).output().unwrap();
-            out.status.code()
+            tools::run(tools::command(program, &args, &[]))
+                .status
+                .code()
         };
         assert_eq!(
             run(std::path::Path::new("xrdfs")),

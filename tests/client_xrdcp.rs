@@ -19,11 +19,12 @@
 mod support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::OnceLock;
 
 use support::corrupt_proxy::{CorruptProxy, Spoil};
 use support::stock::StockServer;
+use support::tools::{self, stderr};
 use xroot::proto::RequestId;
 
 /// Size of the file copied both ways: 64 MiB, eight 8 MiB blocks.
@@ -44,15 +45,8 @@ fn xrdcp_bin() -> &'static Path {
 
 /// Runs `program` with `args` and `env` (off the async workers).
 async fn run(program: PathBuf, args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
-    tokio::task::spawn_blocking(move || {
-        Command::new(&program)
-            .args(&args)
-            .envs(env)
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
-    })
-    .await
-    .unwrap()
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    tools::run_off_workers(tools::command(program, &args, &env)).await
 }
 
 /// Our xrdcp with `args`, `XRD_CPUSEPGWRTRD=pg`.
@@ -69,10 +63,6 @@ async fn ours(pg: u8, args: &[&str]) -> Output {
         ],
     )
     .await
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
 }
 
 /// The value of the `ALG: VALUE TARGET SIZE` line both tools print.

@@ -14,12 +14,13 @@ mod support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use support::stock::{free_port, program_available, xrootd_available, StockServer};
+use support::tools::{self, stderr};
 use tokio::net::{TcpListener, TcpStream};
 
 /// The two tools compared.
@@ -45,25 +46,7 @@ impl Tool {
 
 /// `tool ARGS` with `env` added (off the async workers).
 async fn xrdcp(tool: Tool, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let program = tool.program();
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    let env: Vec<(String, String)> = env
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    tokio::task::spawn_blocking(move || {
-        Command::new(&program)
-            .args(&args)
-            .envs(env)
-            .output()
-            .unwrap_or_else(|e| panic!("{}: {e}", program.display()))
-    })
-    .await
-    .unwrap()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    tools::run_off_workers(tools::command(tool.program(), args, env)).await
 }
 
 /// Whether the stock server and tools are here (panics under CI=true when
@@ -405,15 +388,8 @@ async fn on_a_terminal(tool: Tool, args: &[&str]) -> String {
         line.push(' ');
         line.push_str(a);
     }
-    let o = tokio::task::spawn_blocking(move || {
-        Command::new("script")
-            .args(["-qec", &line, "/dev/null"])
-            .stdin(std::process::Stdio::null())
-            .output()
-            .expect("script")
-    })
-    .await
-    .unwrap();
+    let script = tools::command("script", &["-qec", &line, "/dev/null"], &[]);
+    let o = tools::run_off_workers(script).await;
     assert!(o.status.success(), "{args:?}: {o:?}");
     String::from_utf8_lossy(&o.stdout).into_owned()
 }

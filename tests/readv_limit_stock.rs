@@ -16,10 +16,10 @@ use xroot::proto::request::Readv;
 use xroot::proto::{ErrorCode, ReadListEntry};
 use xroot::server::LocalFs;
 
-use support::our_cache::run_ok;
 use support::ours::serve;
 use support::raw::Raw;
 use support::stock::stock_python_available;
+use support::tools::run_ok;
 
 const ELEMENT: u64 = 2_097_136;
 

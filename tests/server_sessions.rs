@@ -298,7 +298,7 @@ async fn the_stock_client_recovers_an_upload_whose_write_answer_was_lost() {
         support::cut_proxy::CutProxy::start(addr.port(), xroot::proto::RequestId::WRITE).await;
     let url = format!("root://127.0.0.1:{}//up.bin", proxy.port);
     let args: Vec<String> = ["-c", UPLOAD, &url].iter().map(|s| s.to_string()).collect();
-    let out = support::our_cache::run_ok("/usr/bin/python3", &args).await;
+    let out = support::tools::run_ok("/usr/bin/python3", &args).await;
     assert_eq!(String::from_utf8_lossy(&out).trim(), "ok");
     assert_eq!(proxy.cuts(), 1, "the first write's answer was lost");
     let want: Vec<u8> = (0..3)

@@ -27,6 +27,7 @@ pub mod tls;
 pub mod tls_client;
 pub mod tls_link;
 pub mod tokens;
+pub mod tools;
 pub mod uproot;
 pub mod xcache;
 

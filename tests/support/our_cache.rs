@@ -159,28 +159,3 @@ impl Drop for CacheProcess {
         let _ = self.child.wait();
     }
 }
-
-/// Runs a stock tool (`xrdcp`, `xrdfs`, `python3`) off the runtime's
-/// worker threads, under `timeout 300` as a hang guard, with `TZ=UTC`.
-pub async fn run_tool(program: &str, args: &[String]) -> std::process::Output {
-    let mut cmd = Command::new("timeout");
-    cmd.arg("300").arg(program).args(args).env("TZ", "UTC");
-    let what = format!("{program} {}", args.join(" "));
-    tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .unwrap_or_else(|e| panic!("{what}: {e}"))
-}
-
-/// [`run_tool`], which must exit 0; its stdout.
-pub async fn run_ok(program: &str, args: &[String]) -> Vec<u8> {
-    let out = run_tool(program, args).await;
-    assert!(
-        out.status.success(),
-        "{program} {}: {}\n{}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out.stdout
-}
