@@ -56,10 +56,7 @@ fn scattered(i: u64) -> Vec<(u64, usize)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn killing_the_cache_mid_fill_never_serves_wrong_bytes() {
     let data = tempfile::tempdir().unwrap();
     // one more file than iterations: the last one is open during the

@@ -99,10 +99,7 @@ async fn common(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn stock_origin_pgread_one_run_readv_many() {
     let (dir, data) = populate();
     let Some(server) = StockServer::start(dir.path(), &[]) else {

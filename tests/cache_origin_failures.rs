@@ -85,10 +85,7 @@ fn scattered() -> Vec<(u64, usize)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn an_origin_dying_mid_request_fails_the_read_and_caches_nothing() {
     let data = tempfile::tempdir().unwrap();
     let want = content(7, SIZE);
@@ -174,10 +171,7 @@ async fn an_origin_dying_mid_request_fails_the_read_and_caches_nothing() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn corrupted_origin_pages_are_refetched_and_never_cached() {
     let data = tempfile::tempdir().unwrap();
     let want = content(8, SIZE);

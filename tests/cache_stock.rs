@@ -165,18 +165,9 @@ async fn stack() -> Option<Stack> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_stock_python,
-    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 async fn stock_clients_read_through_the_cache_cold_warm_and_after_a_restart() {
     // every field bound: an unbound TempDir would be deleted here
     let Some(Stack {
@@ -259,18 +250,9 @@ async fn stock_clients_read_through_the_cache_cold_warm_and_after_a_restart() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_stock_python,
-    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 async fn the_cache_answers_the_namespace_and_errors_as_the_origin_does() {
     let Some(Stack {
         data,

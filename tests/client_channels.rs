@@ -94,10 +94,7 @@ async fn logins_in_log(server: &StockServer, n: usize) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn a_connection_per_channel_key() {
     let Some((server, content, _data)) = server_with_file(10_000) else {
         return;
@@ -155,10 +152,7 @@ async fn a_connection_per_channel_key() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn substreams_carry_reads() {
     const CHUNK: usize = 128 * 1024;
     const READS: usize = 12;
@@ -206,10 +200,7 @@ async fn substreams_carry_reads() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn a_quiet_main_stream_is_not_dead_while_substreams_answer() {
     let Some((server, content, _data)) = server_with_file(64 * 1024) else {
         return;
@@ -233,10 +224,7 @@ async fn a_quiet_main_stream_is_not_dead_while_substreams_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn a_dropped_client_closes_its_substreams() {
     let Some((server, _content, _data)) = server_with_file(100) else {
         return;
@@ -274,10 +262,7 @@ async fn a_dropped_client_closes_its_substreams() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn fixed_spread_puts_files_on_separate_channels() {
     let Some((server, content, _data)) = server_with_file(70_000) else {
         return;
@@ -324,10 +309,7 @@ async fn fixed_spread_puts_files_on_separate_channels() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn auto_spread_grows_when_every_channel_is_busy() {
     let Some((server, _content, _data)) = server_with_file(100) else {
         return;
@@ -349,10 +331,7 @@ async fn auto_spread_grows_when_every_channel_is_busy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn stats_of_concurrent_reads_on_one_channel() {
     // Every read is sent before any answer is awaited; a read overlaps the
     // next unless its whole 1 MiB answer arrives between its send and its

@@ -23,10 +23,7 @@ async fn guard<T>(f: impl Future<Output = T>) -> T {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn open_at_the_manager_is_redirected_to_the_data_server_holding_the_file() {
     // ds1 holds /one.bin, ds2 holds /two.bin
     let files = [("one.bin", 1, 300_000), ("two.bin", 2, 70_000)];

@@ -41,10 +41,7 @@ fn ranges(r: usize) -> Vec<(u64, usize)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn concurrent_readv_on_one_channel_across_a_50_ms_round_trip() {
     let dir = tempfile::tempdir().unwrap();
     let content = pattern(FILE_LEN);

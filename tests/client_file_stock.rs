@@ -49,10 +49,7 @@ fn on_disk(server: &StockServer, path: &str) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn readv_splits_and_reassembles() {
     const SIZE: usize = 6_000_000;
     let Some((server, content, _dir)) = serve("v.bin", SIZE) else {
@@ -117,10 +114,7 @@ async fn readv_splits_and_reassembles() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn pgread_and_pgreadv_fallback() {
     const SIZE: usize = 20_000_000;
     let Some((server, content, _dir)) = serve("p.bin", SIZE) else {
@@ -186,10 +180,7 @@ async fn pgread_and_pgreadv_fallback() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn pgwrite_lands_on_disk() {
     let Some((server, _, _dir)) = serve("unused", 0) else {
         return;
@@ -238,10 +229,7 @@ async fn pgwrite_lands_on_disk() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn async_read_and_seek() {
     const SIZE: usize = 3_000_123;
     let Some((server, content, _dir)) = serve("r.bin", SIZE) else {
@@ -292,10 +280,7 @@ async fn async_read_and_seek() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn pgread_refetches_a_spoiled_page() {
     let Some((server, content, _dir)) = serve("c.bin", 1_000_000) else {
         return;
@@ -318,10 +303,7 @@ async fn pgread_refetches_a_spoiled_page() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn pgread_gives_up_on_a_page_that_stays_bad() {
     let Some((server, content, _dir)) = serve("c.bin", 100_000) else {
         return;
@@ -347,10 +329,7 @@ async fn pgread_gives_up_on_a_page_that_stays_bad() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn a_write_whose_answer_is_lost_is_redone_after_ending_the_old_session() {
     use support::cut_proxy::CutProxy;
     let Some((server, _, _dir)) = serve("other.bin", 1) else {

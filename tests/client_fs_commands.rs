@@ -309,14 +309,8 @@ fn compare_with_the_stock_tool(server: &str, root: &Path) {
 }
 
 #[test]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 fn commands_print_what_the_stock_xrdfs_prints_against_the_stock_server() {
     if !xrootd_available() || !stock_xrdfs_available() {
         return;
@@ -330,10 +324,7 @@ fn commands_print_what_the_stock_xrdfs_prints_against_the_stock_server() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 fn commands_print_what_the_stock_xrdfs_prints_against_our_server() {
     if !stock_xrdfs_available() {
         return;
@@ -413,10 +404,7 @@ fn wait_for(seen: &Mutex<Vec<u8>>, want: &[u8], who: &str) {
 /// `tail -f`: the end of the file, then what is appended, as the stock
 /// tool prints it; both are killed at the end.
 #[test]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 fn tail_follow_prints_what_is_appended() {
     if !stock_xrdfs_available() {
         return;

@@ -117,10 +117,7 @@ fn disk_names(dir: &Path) -> Vec<String> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn stat_statx_and_dirlist_match_the_disk() {
     let Some((_data, server)) = start() else {
         return;
@@ -179,10 +176,7 @@ async fn stat_statx_and_dirlist_match_the_disk() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn namespace_changes_show_on_disk() {
     let Some((_data, server)) = start() else {
         return;
@@ -258,10 +252,7 @@ async fn namespace_changes_show_on_disk() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn queries_locate_prepare_and_ping() {
     let Some((_data, server)) = start() else {
         return;
@@ -409,14 +400,8 @@ fn stock(fs_url: &str, args: &[&str]) -> (String, String, i32) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn xrdfs_example_prints_what_the_stock_xrdfs_prints() {
     let Some((_data, server)) = start() else {
         return;
@@ -569,14 +554,8 @@ async fn xrdfs_ls_stats_each_child_when_the_listing_has_no_stat() {
 /// Usage errors exit as the stock `xrdfs`'s: 1 with no arguments, 50 for
 /// an unknown command or a missing argument.
 #[test]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 fn xrdfs_usage_errors_exit_as_the_stock_tool_s() {
     let Some((_data, server)) = start() else {
         return;

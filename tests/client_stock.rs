@@ -12,10 +12,7 @@ fn pattern(len: usize) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn open_read_write_stat_close() {
     let data = tempfile::tempdir().unwrap();
     let content = pattern(300_000);

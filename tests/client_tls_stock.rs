@@ -74,14 +74,8 @@ async fn read_write_stat_list(client: &Client, base: &str, content: &[u8], data:
 const SIZE: usize = 1_000_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn roots_reads_writes_lists_with_tls_substreams() {
     let pki = TestPki::new();
     let content = pattern(SIZE);
@@ -116,14 +110,8 @@ async fn roots_reads_writes_lists_with_tls_substreams() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn root_is_switched_by_the_server_at_each_level() {
     let pki = TestPki::new();
     let content = pattern(SIZE);
@@ -163,14 +151,8 @@ async fn root_is_switched_by_the_server_at_each_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn tls_no_data_keeps_the_data_stream_plain_unless_the_server_requires_tls() {
     let pki = TestPki::new();
     let content = pattern(SIZE);
@@ -199,14 +181,8 @@ async fn tls_no_data_keeps_the_data_stream_plain_unless_the_server_requires_tls(
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn root_stays_plain_where_tls_is_not_asked_for() {
     let pki = TestPki::new();
     let content = pattern(SIZE);
@@ -243,14 +219,8 @@ async fn open_fails(client: &Client, url: &str) -> Error {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn an_untrusted_chain_is_refused() {
     let pki = TestPki::new();
     let Some((server, _data)) =
@@ -279,14 +249,8 @@ async fn an_untrusted_chain_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn a_certificate_for_another_name_is_refused() {
     let pki = TestPki::new();
     // SAN DNS:other.example only (and a CN that would match: not looked at)
@@ -315,14 +279,8 @@ async fn a_certificate_for_another_name_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn an_expired_certificate_is_refused() {
     let pki = TestPki::new();
     let expired = pki.leaf("expired", "localhost", "DNS:localhost,IP:127.0.0.1", 0);
@@ -408,14 +366,8 @@ fn only_protocol_request(sent: &[u8]) -> ProtocolFlags {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn roots_to_a_server_without_tls_stops_after_the_protocol_answer() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("f.bin"), b"x").unwrap();
@@ -437,14 +389,8 @@ async fn roots_to_a_server_without_tls_stops_after_the_protocol_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn a_client_without_tls_told_to_switch_sends_no_login() {
     let pki = TestPki::new();
     // TLS required for everything, of every client
@@ -478,14 +424,8 @@ async fn a_client_without_tls_told_to_switch_sends_no_login() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
     let pki = TestPki::new();
     let content = pattern(300_000);
@@ -547,14 +487,8 @@ async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn the_cache_reads_its_origin_over_roots() {
     use xroot::cache::origin::{Origin, OriginFs, RemoteOrigin};
     let pki = TestPki::new();
@@ -596,14 +530,8 @@ async fn the_cache_reads_its_origin_over_roots() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn a_lost_tls_connection_is_made_again_with_tls() {
     let pki = TestPki::new();
     let content = pattern(SIZE);

@@ -111,14 +111,8 @@ async fn stock_query(port: u16, path: &str, alg: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn copies_both_ways_with_every_checksum_and_io_mode() {
     let Some((server, content, _dir)) = serve(SIZE) else {
         return;
@@ -182,10 +176,7 @@ async fn copies_both_ways_with_every_checksum_and_io_mode() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn an_existing_target_needs_force() {
     let Some((server, content, _dir)) = serve(1_000_000) else {
         return;
@@ -217,10 +208,7 @@ async fn an_existing_target_needs_force() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn several_sources_go_into_a_directory_in_parallel() {
     let Some((server, _, _dir)) = serve(10) else {
         return;
@@ -276,14 +264,8 @@ async fn several_sources_go_into_a_directory_in_parallel() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn a_spoiled_page_is_fetched_again_and_the_checksum_matches() {
     let Some((server, content, _dir)) = serve(20 << 20) else {
         return;
@@ -315,14 +297,8 @@ async fn a_spoiled_page_is_fetched_again_and_the_checksum_matches() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn a_checksum_mismatch_fails_the_copy() {
     let Some((server, _, _dir)) = serve(2_000_000) else {
         return;
@@ -370,10 +346,7 @@ async fn a_checksum_mismatch_fails_the_copy() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn connections_and_streams_spread_a_file() {
     let Some((server, content, _dir)) = serve(40 << 20) else {
         return;
@@ -471,14 +444,8 @@ async fn stock(args: &[&str]) -> Output {
 /// remote one 50, a missing local source 2 (its errno); and `--version`
 /// prints `v` and a version.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn exit_codes_are_the_stock_tool_s() {
     let Some((server, _content, _dir)) = serve(10_000) else {
         return;

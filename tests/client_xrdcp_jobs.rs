@@ -79,14 +79,8 @@ fn data_dir(len: usize) -> (tempfile::TempDir, Vec<u8>) {
 /// exit code 51; and 3 attempts at a refused port take two windows (2 s)
 /// before that 51, for both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn connection_attempts_wait_for_a_late_server() {
     if !stock_here() {
         return;
@@ -184,14 +178,8 @@ async fn dropping_relay(upstream: u16, drop: usize) -> (u16, tokio::task::AbortH
 /// `XRD_STREAMERRORWINDOW` seconds (1800), so that a retry would meet the
 /// same error at once: the window is 0 here, as ours has none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn retry_tries_a_failed_copy_again() {
     if !stock_here() {
         return;
@@ -265,14 +253,8 @@ fn dirs(root: &Path) -> Vec<String> {
 /// local target fails with 2, a missing remote one with 50, a tree
 /// without a file with 2, for both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn recursive_copies_make_the_same_tree() {
     if !stock_here() {
         return;
@@ -400,14 +382,8 @@ async fn on_a_terminal(tool: Tool, args: &[&str]) -> String {
 /// `--version` prints `v` and a version. (`script` from util-linux makes
 /// the terminal.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn the_progress_bar_leaves_its_last_line() {
     if !stock_here()
         || !program_available(
@@ -458,14 +434,8 @@ async fn the_progress_bar_leaves_its_last_line() {
 /// server's `[3011]`, ours says `source URL: ... kXR_NotFound(3011)`), a
 /// refused connection (51), a local target that exists (54).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn an_error_names_its_url_once() {
     if !stock_here() {
         return;

@@ -265,14 +265,8 @@ fn pattern(n: usize, seed: u8) -> Vec<u8> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn our_data_server_beside_a_stock_one_behind_a_stock_manager() {
     let Some(cluster) = Cluster::start(1, |_, dir| {
         std::fs::write(dir.join("stock.dat"), pattern(300_000, 1)).unwrap();
@@ -374,14 +368,8 @@ fn serve_node(port: u16, cms: u16, dir: &Path) -> support::ours::ServeProcess {
 }
 
 #[test]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 fn a_killed_node_is_dropped_by_the_manager_and_rejoins_when_restarted() {
     let Some(cluster) = Cluster::start(0, |_, _| {}) else {
         return;
@@ -414,14 +402,8 @@ fn a_killed_node_is_dropped_by_the_manager_and_rejoins_when_restarted() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 fn two_of_our_caches_share_the_clients_of_a_stock_manager() {
     let origin_dir = tempfile::tempdir().unwrap();
     let names: Vec<String> = (0..24).map(|i| format!("f{i}.dat")).collect();
@@ -492,14 +474,8 @@ fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn a_stock_cmsd_beside_our_server_monitors_it_and_the_cluster_reaches_it() {
     let Some(mut cluster) = Cluster::start(0, |_, _| {}) else {
         return;

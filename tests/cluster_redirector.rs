@@ -50,14 +50,8 @@ fn xrdfs(port: u16, args: &[&str]) -> (bool, String) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn stock_clients_through_our_redirector_as_through_the_stock_manager() {
     let Some(cluster) = Cluster::start(1, |_, dir| {
         std::fs::write(dir.join("stock.dat"), pattern(300_000, 1)).unwrap();

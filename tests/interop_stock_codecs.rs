@@ -150,10 +150,7 @@ fn open(s: &mut Session, path: &str, options: OpenOptions, mode: u16) -> OpenRes
 }
 
 #[test]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 fn a_whole_session_against_the_stock_server() {
     let data_dir = tempfile::tempdir().unwrap();
     let content = pattern(300_000);

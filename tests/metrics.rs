@@ -302,10 +302,7 @@ fn sections(xml: &str) -> BTreeMap<String, Vec<String>> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn serve_answers_query_stats_in_the_stock_shape() {
     let dir = tempfile::tempdir().unwrap();
     write_file(dir.path(), "f.bin", 10_000);

@@ -69,10 +69,7 @@ async fn python_readv(addr: SocketAddr) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_stock_python,
-    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 async fn a_readv_of_exactly_2_gib_is_served_directly_and_through_the_cache() {
     if !stock_python_available() {
         return;

@@ -73,10 +73,7 @@ async fn start_with(dir: &Path, more: &[&str]) -> (SocketAddr, ServerHandle) {
 /// `kXR_NotAuthorized` (the stock xrdcp and xrdfs exit 54), the directory
 /// left as it was.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn read_only_refuses_every_change() {
     if !support::stock::xrootd_client_available() {
         return;
@@ -121,14 +118,8 @@ async fn read_only_refuses_every_change() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_stock_python,
-    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 async fn stock_clients_use_the_example_server() {
     if !support::stock::xrootd_client_available() || !support::stock::stock_python_available() {
         return;

@@ -1308,10 +1308,7 @@ fn frame(sid: u16, req: impl Into<Request>) -> Vec<u8> {
 /// stock server and to ours: the same status and error code come back (or
 /// both close the link). Backend errors (a missing file, …) included.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn errors_match_the_stock_server() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.bin"), pattern(5000)).unwrap();

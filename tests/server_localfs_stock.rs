@@ -127,10 +127,7 @@ const STAT_PATHS: [&str; 17] = [
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn stat_text_and_listings_equal_the_stock_servers() {
     let Some((_data, _server, remote, local)) = start() else {
         return;
@@ -164,10 +161,7 @@ async fn stat_text_and_listings_equal_the_stock_servers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn errors_equal_the_stock_servers() {
     let Some((data, server, remote, local)) = start() else {
         return;
@@ -314,10 +308,7 @@ async fn errors_equal_the_stock_servers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn open_files_answer_as_the_stock_servers() {
     use xroot::server::File as _;
     let Some((_data, server, _, local)) = start() else {
@@ -356,10 +347,7 @@ async fn open_files_answer_as_the_stock_servers() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn checksums_equal_the_stock_servers() {
     let Some((_data, _server, remote, local)) = start() else {
         return;
@@ -408,10 +396,7 @@ fn snapshot(root: &Path) -> Vec<(PathBuf, String, u64, u32, Vec<u8>)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn namespace_changes_equal_the_stock_servers() {
     // twin trees: the stock server changes one, LocalFs the other
     let Some((data, _server, remote, _)) = start() else {
@@ -495,10 +480,7 @@ async fn namespace_changes_equal_the_stock_servers() {
 /// as the stock server does (bytes for space, MiB and percent for vfs). Free
 /// space moves while other tests write, so free figures get a 1 GiB margin.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn space_and_vfs_match_the_stock_server() {
     let dir = tempfile::tempdir().unwrap();
     let Some(server) = StockServer::start(dir.path(), &[]) else {

@@ -97,10 +97,7 @@ async fn changes(url: &str, root: &Path) -> Vec<(&'static str, u32, u32)> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn chmod_mkdir_and_open_leave_the_modes_the_stock_server_leaves() {
     // SAFETY: umask(2) cannot fail and touches no memory; this binary's
     // only test sets it before it creates anything

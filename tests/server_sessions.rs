@@ -284,10 +284,7 @@ print("ok" if st.ok else "close: %s" % st.message)
 /// answers once that session's write is done and its file closed and
 /// unlocked, and opens the file again; the upload completes.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_stock_python,
-    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 async fn the_stock_client_recovers_an_upload_whose_write_answer_was_lost() {
     if !stock_python_available() {
         return;
@@ -388,10 +385,7 @@ async fn locks_answer_as_the_stock_server() {
 /// The stock `xrdcp --posc` killed midway through an upload: the partial
 /// file goes away.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn a_killed_xrdcp_posc_upload_leaves_nothing() {
     if !xrootd_client_available() {
         return;

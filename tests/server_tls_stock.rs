@@ -125,14 +125,8 @@ fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn stock_xrdcp_reads_and_writes_at_every_level() {
     if !support::stock::xrootd_client_available() {
         return;
@@ -173,10 +167,7 @@ async fn stock_xrdcp_reads_and_writes_at_every_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn protocol_answer_flags_and_switch_points_per_level() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -208,10 +199,7 @@ async fn protocol_answer_flags_and_switch_points_per_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn session_level_switches_after_the_login_answer() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -231,10 +219,7 @@ async fn session_level_switches_after_the_login_answer() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn clients_that_cannot_do_tls_get_tls_required() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -284,10 +269,7 @@ async fn clients_that_cannot_do_tls_get_tls_required() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn garbage_instead_of_a_client_hello_closes_only_that_link() {
     let pki = TestPki::new();
     let big = pattern(100_000);
@@ -319,10 +301,7 @@ async fn garbage_instead_of_a_client_hello_closes_only_that_link() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn bytes_pipelined_past_the_switch_close_the_link() {
     let pki = TestPki::new();
     let data = dir_with(&[("f", b"0123456789")]);
@@ -357,10 +336,7 @@ async fn bytes_pipelined_past_the_switch_close_the_link() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn client_certificates_are_verified_against_the_ca_dir() {
     let pki = TestPki::new();
     let other = TestPki::new();
@@ -435,14 +411,8 @@ async fn client_certificates_are_verified_against_the_ca_dir() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_stock_python,
-    ignore = "needs the stock Python client (python3-xrootd; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn python_bindings_read_over_roots() {
     if !support::stock::stock_python_available() {
         return;
@@ -511,10 +481,7 @@ async fn wait_log(mut log: Log, what: &'static str) -> (String, Log) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn serve_reloads_its_certificate_on_sighup() {
     let pki = TestPki::new();
     let (b_cert, b_key) = pki.leaf("second", "localhost", "DNS:localhost,IP:127.0.0.1", 1);
@@ -574,10 +541,7 @@ async fn serve_reloads_its_certificate_on_sighup() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn serve_names_the_tls_file_that_failed() {
     let pki = TestPki::new();
     let data = tempfile::tempdir().unwrap();
@@ -619,10 +583,7 @@ fn serve_names_the_tls_file_that_failed() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn with_authentication_the_session_switches_after_the_final_auth_answer() {
     use xroot::proto::request::Auth;
     use xroot::server::{Config, HostAuth, LocalFs, Server, ServerTls, ServerTlsFiles};

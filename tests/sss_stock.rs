@@ -175,14 +175,8 @@ fn pattern(len: usize) -> Vec<u8> {
 /// gives (the stock client sends the name `nobody`, which a key of user
 /// `anybody` takes, as the stock server does).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn stock_clients_authenticate_to_our_server() {
     if !tools_available() {
         return;
@@ -334,10 +328,7 @@ fn stock_log(server: &StockServer) -> String {
 /// `sec.protocol sss -s FILE` and `sec.protbind * only sss`: it reads and
 /// writes, and the stock server names it by the name it sent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn our_client_authenticates_to_the_stock_server() {
     if !tools_available() {
         return;
@@ -521,10 +512,7 @@ fn bad_credentials(good: &Key, local: SocketAddr) -> Vec<(&'static str, Vec<u8>)
 /// nothing; a session authenticated before keeps reading meanwhile, and
 /// our client reports a wrong key as the server's typed refusal.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn bad_credentials_are_refused_by_our_server() {
     if !tools_available() {
         return;
@@ -605,10 +593,7 @@ async fn bad_credentials_are_refused_by_our_server() {
 /// The stock server refuses the same bad credentials with the same
 /// messages (the reference for (c)).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn bad_credentials_are_refused_alike_by_the_stock_server() {
     if !tools_available() {
         return;
@@ -647,14 +632,8 @@ async fn bad_credentials_are_refused_alike_by_the_stock_server() {
 /// or the file; `ztn` is refused; `--auth unix,sss` serves the stock
 /// `xrdcp` forced to `sss`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn serve_and_xcache_auth_flags() {
     use std::io::{BufRead, BufReader};
     use support::example::example_bin;
@@ -773,14 +752,8 @@ async fn serve_and_xcache_auth_flags() {
 /// OpenSSL's Blowfish takes 1 to 72 key bytes (ignoring the rest), which
 /// our cipher matches both ways.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn keys_of_every_length_interoperate() {
     if !tools_available() {
         return;

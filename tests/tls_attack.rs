@@ -142,10 +142,7 @@ async fn serve(pki: &TestPki, level: TlsRequirement, handshake: Duration) -> Ser
 const HANDSHAKE: Duration = Duration::from_secs(2);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn no_client_hello_or_half_of_one_is_closed_at_the_handshake_timeout() {
     let pki = TestPki::new();
     let srv = serve(&pki, TlsRequirement::Capable, HANDSHAKE).await;
@@ -192,10 +189,7 @@ fn rss() -> u64 {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn a_thousand_links_stalled_mid_handshake() {
     let pki = TestPki::new();
     let srv = serve(&pki, TlsRequirement::Login, Duration::from_secs(5)).await;
@@ -231,10 +225,7 @@ async fn a_thousand_links_stalled_mid_handshake() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn garbage_records_close_notify_and_reset_after_the_handshake() {
     let pki = TestPki::new();
     let srv = serve(&pki, TlsRequirement::Capable, HANDSHAKE).await;
@@ -279,10 +270,7 @@ async fn garbage_records_close_notify_and_reset_after_the_handshake() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn binds_of_tls_and_plain_substreams() {
     let pki = TestPki::new();
 
@@ -339,10 +327,7 @@ async fn binds_of_tls_and_plain_substreams() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn a_session_that_never_switches_after_login_is_closed_and_its_session_ended() {
     let pki = TestPki::new();
     let srv = serve(&pki, TlsRequirement::Session, HANDSHAKE).await;

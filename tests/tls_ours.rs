@@ -56,10 +56,7 @@ const LEVELS: [TlsRequirement; 5] = [
 ];
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn our_client_and_server_over_roots_at_every_level() {
     let pki = TestPki::new();
     let content = pattern(SIZE);
@@ -86,10 +83,7 @@ async fn our_client_and_server_over_roots_at_every_level() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn our_client_and_server_over_root_at_every_level() {
     let pki = TestPki::new();
     let content = pattern(SIZE);
@@ -139,14 +133,8 @@ fn xrdcp_available() -> bool {
 /// serving TLS (`--tls all`) to the stock `xrdcp` over `roots://`: the bytes
 /// arrive whole, twice (the second time from the cache).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn our_cache_over_roots_serves_the_stock_xrdcp_over_roots() {
     use std::io::BufRead;
     use std::process::{Command, Stdio};

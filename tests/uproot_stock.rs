@@ -179,10 +179,7 @@ fn assert_warm(what: &str, cold: &CacheStatsSnapshot, warm: &CacheStatsSnapshot)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 #[cfg_attr(
     missing_uproot,
     ignore = "needs the uproot venv (/opt/xroot-uproot or $XROOT_UPROOT_PYTHON; scripts/test as root makes it)"

@@ -67,10 +67,7 @@ fn env(pki: &TestPki, token: &Path, runtime: &Path) -> Env {
     missing_uproot,
     ignore = "needs the uproot venv (/opt/xroot-uproot or $XROOT_UPROOT_PYTHON; scripts/test as root makes it)"
 )]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn uproot_reads_over_tls_with_a_bearer_token() {
     let Some(python) = python() else { return };
     let data = tempfile::tempdir().unwrap();

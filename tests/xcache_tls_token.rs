@@ -112,14 +112,8 @@ async fn xrdcp(pki: &TestPki, token: &Path, url: &str, dest: &Path) -> Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
     if !support::stock::xrootd_client_available() {
         return;

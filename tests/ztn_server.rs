@@ -113,10 +113,7 @@ fn stat(path: &str) -> Stat {
 }
 
 #[tokio::test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn ztn_is_refused_without_tls() {
     let iss = TestIssuer::new(ISSUER);
     let dir = tempfile::tempdir().unwrap();
@@ -153,10 +150,7 @@ async fn ztn_is_refused_without_tls() {
 }
 
 #[tokio::test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn bad_tokens_are_refused_at_auth() {
     let iss = TestIssuer::new(ISSUER);
     let dir = tempfile::tempdir().unwrap();
@@ -190,10 +184,7 @@ async fn bad_tokens_are_refused_at_auth() {
 }
 
 #[tokio::test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn scopes_are_enforced_on_every_request() {
     let iss = TestIssuer::new(ISSUER);
     let dir = tempfile::tempdir().unwrap();

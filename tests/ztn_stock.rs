@@ -58,14 +58,8 @@ async fn xrdcp(pki: &TestPki, token: &Path, args: &[&str]) -> Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd_client,
-    ignore = "needs the stock xrdcp and xrdfs (xrootd-client; scripts/test as root installs it)"
-)]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     if !support::stock::xrootd_client_available() {
         return;
@@ -154,18 +148,12 @@ fn run(cmd: &mut Command) -> Output {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 #[cfg_attr(
     missing_scitokens,
     ignore = "needs the SciTokens plugin (xrootd-scitokens-plugins, scitokens-cpp; scripts/test as root installs them)"
 )]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 #[cfg_attr(
     missing_sqlite3,
     ignore = "needs sqlite3 (scripts/test as root installs it)"

@@ -23,10 +23,7 @@ fn validator(issuer: &TestIssuer, audiences: &[&str]) -> TokenValidator {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn accepts_es256_and_rs256() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -46,10 +43,7 @@ fn accepts_es256_and_rs256() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn refuses_bad_times() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -76,10 +70,7 @@ fn refuses_bad_times() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn audiences() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -103,10 +94,7 @@ fn audiences() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn refuses_untrusted_issuers_and_signatures() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -163,10 +151,7 @@ fn refuses_untrusted_issuers_and_signatures() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn refuses_alg_none_and_hmac() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -191,10 +176,7 @@ fn refuses_alg_none_and_hmac() {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn scopes_bound_what_a_token_allows() {
     let iss = TestIssuer::new(ISSUER);
     let v = validator(&iss, &[AUDIENCE]);
@@ -259,10 +241,7 @@ impl Https {
 }
 
 #[test]
-#[cfg_attr(
-    missing_openssl,
-    ignore = "needs openssl (scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 fn keys_by_discovery_over_https() {
     let pki = TestPki::new();
     let web = tempfile::tempdir().unwrap();

@@ -65,10 +65,7 @@ async fn object_store_conformance_over_our_server() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn object_store_conformance_over_the_stock_server() {
     let dir = tempfile::tempdir().unwrap();
     let Some(server) = stock::StockServer::start(dir.path(), &[]) else {
@@ -110,7 +107,7 @@ async fn ours_over_tls(pki: &tls::TestPki, dir: &std::path::Path) -> String {
 /// with `xrd.tls` (TLS from the start, as `roots://` asks); each on a fresh
 /// directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(missing_openssl, ignore = "needs openssl for the test PKI")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn object_store_conformance_over_roots() {
     let pki = tls::TestPki::new();
     let dir = tempfile::tempdir().unwrap();
@@ -415,10 +412,7 @@ async fn puts_go_out_as_pgwrites_with_page_checksums() {
 /// on its target before it returns, so that the next get reads what was
 /// put.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn a_get_after_a_put_reads_the_new_object_from_the_stock_server() {
     let dir = tempfile::tempdir().unwrap();
     let Some(server) = stock::StockServer::start(dir.path(), &[]) else {

@@ -184,10 +184,7 @@ fn datafusion_over_our_server_matches_pyarrow() {
     missing_uproot,
     ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
 )]
-#[cfg_attr(
-    missing_xrootd,
-    ignore = "needs the stock xrootd (xrootd-server; scripts/test as root installs it)"
-)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 fn datafusion_over_the_stock_server_matches_pyarrow() {
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
