@@ -176,15 +176,7 @@ struct Tuning {
 
 impl Tuning {
     fn from_env(chunks: Option<u16>) -> Res<Tuning> {
-        fn env(name: &str, default: usize) -> Res<usize> {
-            match std::env::var(name) {
-                Ok(v) => v
-                    .trim()
-                    .parse()
-                    .map_err(|_| format!("{name}={v:?} is not a number").into()),
-                Err(_) => Ok(default),
-            }
-        }
+        let env = env_number::<usize>;
         let chunk = env("XRD_CPCHUNKSIZE", 8 << 20)?;
         if chunk == 0 || chunk > i32::MAX as usize {
             return Err(format!("XRD_CPCHUNKSIZE={chunk} is not 1..2^31").into());
