@@ -42,7 +42,7 @@ bench_args=()
 for b in "${benches[@]}"; do bench_args+=(--bench "$b"); done
 cargo bench --no-run -q "${bench_args[@]}"
 # client_copy, tls_copy and server_load run examples: build them now rather than inside their timing
-cargo build --release -q --example xrdcp --example serve --example xrdload
+cargo build --release -q --workspace --example xrdcp --example serve --example xrdload
 build_s=$(since "$t0" "$(now)")
 
 load_before=$(loadavg)

@@ -1,7 +1,11 @@
-//! Locates the binary of one of the root package's examples for a test or
-//! bench, building it first: `$CARGO build --example NAME` into the target
-//! dir and profile of the running test (a no-op when it is fresh; cargo
-//! holds no lock while tests run, so the nested build does not wait).
+//! Locates the binary of one of the workspace's examples for a test or
+//! bench, building it first: `$CARGO build --workspace --example NAME` into
+//! the target dir and profile of the running test. `--workspace` resolves
+//! features as `scripts/test` (`cargo test --workspace`) does, so after
+//! that command built the examples this build is a no-op; a build for one
+//! package would resolve them differently and rebuild much of the tree
+//! (tokio, DataFusion). Cargo holds no lock while tests run, so the nested
+//! build does not wait.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -14,7 +18,7 @@ pub fn example_bin(name: &str) -> PathBuf {
     let profile_dir = exe.parent().and_then(Path::parent).expect("target dir");
     let mut cargo = Command::new(env!("CARGO"));
     cargo
-        .args(["build", "--example", name, "--manifest-path"])
+        .args(["build", "--workspace", "--example", name, "--manifest-path"])
         .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
         .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap());
     match profile_dir.file_name().and_then(|n| n.to_str()) {
