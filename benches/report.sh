@@ -148,8 +148,8 @@ fi
     client_copy plain 1.0
   copy_row "the same with pgread" client_copy pgread 2.0
   copy_row "bulk copy, 1 GiB with the stock \`xrdcp\`: from our server vs from the stock one, plain reads (stock time ÷ ours)" \
-    server_copy plain 1.0
-  copy_row "the same with pgread" server_copy pgread 1.0
+    server_copy plain 1.2
+  copy_row "the same with pgread" server_copy pgread 1.4
   copy_row "bulk copy over TLS (\`roots://\`), 1 GiB from the stock TLS server: our \`xrdcp\` vs the stock one (stock time ÷ ours)" \
     tls_copy client 1.0
   copy_row "bulk copy over TLS, 1 GiB with the stock \`xrdcp\`: from our TLS server vs from the stock one (stock time ÷ ours)" \

@@ -9,7 +9,8 @@
 //! stock `xrdcp` copies it to `/dev/null` with plain `kXR_read`
 //! (`XRD_CPUSEPGWRTRD=0`) and with `kXR_pgread` (its default); best of
 //! [`RUNS`] wall times, runs interleaved after one untimed warm-up of each
-//! server. The ratio is stock time / our time (target: at least 1.0 each).
+//! server. The ratio is stock time / our time (targets, issue 12: at least
+//! 1.2 for plain reads, 1.4 for pgread).
 //! The CPU time each server spent during its fastest run is shown too (ours
 //! is this process's, which does nothing else meanwhile).
 //!
@@ -96,14 +97,17 @@ fn main() {
         "{:<46} {:>7} {:>6} {:>11} {:>8} {:>13}",
         "", "time s", "GB/s", "stock/ours", "target", "server CPU s"
     );
-    for (mode, row) in ["plain read (XRD_CPUSEPGWRTRD=0)", "pgread (default)"]
-        .iter()
-        .zip(&best)
+    for ((mode, goal), row) in [
+        ("plain read (XRD_CPUSEPGWRTRD=0)", ">= 1.2x"),
+        ("pgread (default)", ">= 1.4x"),
+    ]
+    .iter()
+    .zip(&best)
     {
         for (i, ((name, _, _), (t, cpu))) in servers.iter().zip(row).enumerate() {
             let secs = t.as_secs_f64();
             let (ratio, target) = if i == 1 {
-                (format!("{:.2}x", row[0].0.as_secs_f64() / secs), ">= 1.0x")
+                (format!("{:.2}x", row[0].0.as_secs_f64() / secs), *goal)
             } else {
                 (String::new(), "")
             };
