@@ -4,16 +4,24 @@
 //! Each probe below that fails sets a `missing_*` cfg for this package's
 //! targets (the tests put `#[cfg_attr(missing_xrootd, ignore = "...")]` on
 //! every test that needs the peer), so `cargo test` reports them as ignored,
-//! with the reason, instead of passing them. Under `CI=true` nothing is set:
-//! the tests run and fail on the missing peer, so CI cannot pass by skipping.
+//! with the reason, instead of passing them. Under `CI=true` no peer's cfg
+//! is set: the tests run and fail on the missing peer, so CI cannot pass by
+//! skipping.
+//!
+//! Two probes are of the machine, not of a peer one could install, and hold
+//! under `CI=true` too: `missing_ipv6` (no TCP listener binds `[::1]:0`)
+//! and `missing_user_xattrs` (a file in `std::env::temp_dir()`, where the
+//! tests put the stock server's data, takes no `user.` extended attribute,
+//! in which the stock server keeps the checksums it computed).
 //!
 //! `XROOT_TESTS_WITHOUT=xrootd,uproot` (probe names without `missing_`)
 //! sets those cfgs whatever is installed, to see what a machine without
 //! them reports.
 //!
-//! The probes look at `PATH` and at fixed install locations only. When one
-//! fails, the build script runs again after a directory it would be installed
-//! into changes (e.g. `apt-get install xrootd-server` touching `/usr/bin`).
+//! The peer probes look at `PATH` and at fixed install locations only. When
+//! one fails, the build script runs again after a directory it would be
+//! installed into changes (e.g. `apt-get install xrootd-server` touching
+//! `/usr/bin`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -30,6 +38,7 @@ pub fn emit() {
     println!("cargo::rerun-if-env-changed=PATH");
     println!("cargo::rerun-if-env-changed=XROOT_UPROOT_PYTHON");
     println!("cargo::rerun-if-env-changed=XROOT_TESTS_WITHOUT");
+    println!("cargo::rerun-if-env-changed=TMPDIR");
     let pretend = std::env::var("XROOT_TESTS_WITHOUT").unwrap_or_default();
     let pretend: Vec<&str> = pretend.split(',').map(str::trim).collect();
     let probes = [
@@ -40,6 +49,8 @@ pub fn emit() {
         "missing_scitokens",
         "missing_openssl",
         "missing_sqlite3",
+        "missing_ipv6",
+        "missing_user_xattrs",
     ];
     for cfg in probes {
         println!("cargo::rustc-check-cfg=cfg({cfg})");
@@ -49,9 +60,9 @@ pub fn emit() {
         .map(|p| std::env::split_paths(&p).collect())
         .unwrap_or_default();
     let on_path = |program: &str| path_dirs.iter().any(|d| d.join(program).is_file());
+    let pretended = |cfg: &str| pretend.contains(&cfg.trim_start_matches("missing_"));
     let missing = |cfg: &str, found: bool, watch: &[&Path]| {
-        let pretended = pretend.contains(&cfg.trim_start_matches("missing_"));
-        if ci || (found && !pretended) {
+        if ci || (found && !pretended(cfg)) {
             return;
         }
         println!("cargo::rustc-cfg={cfg}");
@@ -59,6 +70,15 @@ pub fn emit() {
             println!("cargo::rerun-if-changed={}", dir.display());
         }
     };
+    // of the machine: CI=true changes nothing
+    for (cfg, found) in [
+        ("missing_ipv6", ipv6_loopback()),
+        ("missing_user_xattrs", user_xattrs()),
+    ] {
+        if !found || pretended(cfg) {
+            println!("cargo::rustc-cfg={cfg}");
+        }
+    }
     let path_watch: Vec<&Path> = path_dirs.iter().map(PathBuf::as_path).collect();
 
     missing(
@@ -105,4 +125,51 @@ fn imports(python: &str, modules: &str) -> bool {
         .stderr(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Whether a TCP listener binds the IPv6 loopback.
+fn ipv6_loopback() -> bool {
+    std::net::TcpListener::bind("[::1]:0").is_ok()
+}
+
+/// Whether a file in the temp dir takes a `user.` extended attribute (set,
+/// then removed, with the file).
+#[cfg(target_os = "linux")]
+fn user_xattrs() -> bool {
+    use std::ffi::{c_char, c_int, c_void, CString};
+    use std::os::unix::ffi::OsStrExt;
+    extern "C" {
+        fn setxattr(
+            path: *const c_char,
+            name: *const c_char,
+            value: *const c_void,
+            size: usize,
+            flags: c_int,
+        ) -> c_int;
+    }
+    let file = std::env::temp_dir().join(format!("xroot-xattr-probe-{}", std::process::id()));
+    if std::fs::write(&file, b"").is_err() {
+        return false;
+    }
+    let path = CString::new(file.as_os_str().as_bytes()).unwrap();
+    let value = b"1";
+    // SAFETY: NUL-terminated strings and a value of `size` bytes, all alive
+    // for the call
+    let set = unsafe {
+        setxattr(
+            path.as_ptr(),
+            c"user.xroot.probe".as_ptr(),
+            value.as_ptr().cast(),
+            value.len(),
+            0,
+        )
+    };
+    let _ = std::fs::remove_file(&file);
+    set == 0
+}
+
+/// Elsewhere the stock server's tests do not run anyway.
+#[cfg(not(target_os = "linux"))]
+fn user_xattrs() -> bool {
+    true
 }
