@@ -474,12 +474,22 @@ async fn unix_authentication_when_the_login_asks_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
+    // the login of user "many" is answered only once the gate opens, so
+    // that every caller below has joined the one attempt before it fails
+    let (gate, held) = tokio::sync::watch::channel(false);
     let peer = Peer::start_with(
         Options {
             security: vec!["gsi".into()],
             ..Default::default()
         },
-        |call| call.serve(),
+        move |call| match &call.request {
+            Request::Login(l) if l.username() == b"many" => {
+                let mut steps = vec![Step::Gate(held.clone())];
+                steps.extend(call.serve());
+                steps
+            }
+            _ => call.serve(),
+        },
     )
     .await;
     let client = Client::new();
@@ -496,8 +506,14 @@ async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
 
     // callers that waited on the same connection attempt get the same error
     let url = peer.url(Some("many"), "/f");
-    let opens = (0..3).map(|_| client.open(&url, OpenFlags::READ));
-    for r in guard(futures::future::join_all(opens)).await {
+    let mut opens = Box::pin(futures::future::join_all(
+        (0..3).map(|_| client.open(&url, OpenFlags::READ)),
+    ));
+    // one poll: the first caller connects (its login held at the gate),
+    // the other two wait on its attempt
+    assert!(futures::poll!(opens.as_mut()).is_pending());
+    gate.send(true).unwrap();
+    for r in guard(opens).await {
         let err = r.unwrap_err();
         assert!(
             matches!(&err, Error::AuthUnsupported { offered, .. } if offered == &["gsi"]),
