@@ -309,21 +309,33 @@ async fn reads_and_writes_then_close(
     }
 }
 
+/// The random scenarios of [`reads_and_writes_then_close`] on `servers`,
+/// all serving `dir`: with writes, then on read-only handles (what our
+/// server sends from the page cache).
+async fn pipelined_scenarios(dir: &Path, servers: &[(&str, SocketAddr)]) {
+    reads_and_writes_then_close(dir, servers, 0x9e37_79b9_7f4a_7c15, true, false).await;
+    reads_and_writes_then_close(dir, servers, 0x2545_f491_4f6c_dd1d, false, false).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn pipelined_requests_then_close_answer_as_in_arrival_order() {
     let dir = tempfile::tempdir().unwrap();
     let ours = serve(LocalFs::new(dir.path()).unwrap()).await;
-    let stock = StockServer::start(dir.path(), &[]);
-    if stock.is_none() {
-        eprintln!("SKIPPED (stock side only): xrootd is not installed; ours alone");
-    }
-    let mut servers = vec![("ours", ours)];
-    if let Some(s) = &stock {
-        servers.push(("stock", SocketAddr::from(([127, 0, 0, 1], s.port))));
-    }
-    reads_and_writes_then_close(dir.path(), &servers, 0x9e37_79b9_7f4a_7c15, true, false).await;
-    // read-only handles: what our server sends from the page cache
-    reads_and_writes_then_close(dir.path(), &servers, 0x2545_f491_4f6c_dd1d, false, false).await;
+    pipelined_scenarios(dir.path(), &[("ours", ours)]).await;
+}
+
+/// The same scenarios on ours and on the stock server, both serving one
+/// directory: every answer as the model's, so the two alike.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+async fn pipelined_requests_then_close_answer_as_the_stock_server_does() {
+    let dir = tempfile::tempdir().unwrap();
+    let ours = serve(LocalFs::new(dir.path()).unwrap()).await;
+    let Some(server) = StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    let stock = SocketAddr::from(([127, 0, 0, 1], server.port));
+    pipelined_scenarios(dir.path(), &[("ours", ours), ("stock", stock)]).await;
 }
 
 /// Ours keeps arrival order also where the stock server does not: a write

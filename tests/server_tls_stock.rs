@@ -335,14 +335,44 @@ async fn bytes_pipelined_past_the_switch_close_the_link() {
     );
 }
 
+/// Our `serve` example at level `login` on a directory holding `f`,
+/// verifying client certificates against the CA directory of `pki`.
+struct VerifyingServer {
+    pki: TestPki,
+    /// A PKI of another CA.
+    other: TestPki,
+    addr: SocketAddr,
+    _data: tempfile::TempDir,
+    _handle: ServerHandle,
+}
+
+impl VerifyingServer {
+    async fn start() -> VerifyingServer {
+        let pki = TestPki::new();
+        let other = TestPki::new();
+        let data = dir_with(&[("f", b"0123456789")]);
+        let ca_dir = pki.ca_dir.display().to_string();
+        let (addr, handle) = start(&pki, data.path(), "login", &["--tls-ca-dir", &ca_dir]).await;
+        VerifyingServer {
+            pki,
+            other,
+            addr,
+            _data: data,
+            _handle: handle,
+        }
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn client_certificates_are_verified_against_the_ca_dir() {
-    let pki = TestPki::new();
-    let other = TestPki::new();
-    let data = dir_with(&[("f", b"0123456789")]);
-    let ca_dir = pki.ca_dir.display().to_string();
-    let (addr, _handle) = start(&pki, data.path(), "login", &["--tls-ca-dir", &ca_dir]).await;
+    let VerifyingServer {
+        pki,
+        other,
+        addr,
+        _data,
+        _handle,
+    } = VerifyingServer::start().await;
     // none presented: served
     let mut link = tls_link(addr, client_config(&pki, None)).await.unwrap();
     link.login().await;
@@ -380,33 +410,49 @@ async fn client_certificates_are_verified_against_the_ca_dir() {
             );
         }
     }
+}
+
+/// The stock client on the server of
+/// [`client_certificates_are_verified_against_the_ca_dir`]: served without
+/// a proxy; presenting a certificate (`X509_USER_PROXY`, certificate and
+/// key in one file), served when it is from the server's CA, refused when
+/// from another.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+async fn stock_xrdcp_client_certificates_are_verified_against_the_ca_dir() {
+    let VerifyingServer {
+        pki,
+        other,
+        addr,
+        _data,
+        _handle,
+    } = VerifyingServer::start().await;
     // the stock client without a proxy
-    if support::stock::xrootd_client_available() {
-        let got = tempfile::tempdir().unwrap();
-        let got = got.path().join("f");
-        let url = format!("roots://localhost:{}//f", addr.port());
-        xrdcp(&pki, &[&url, got.to_str().unwrap()]).await;
-        assert_eq!(std::fs::read(&got).unwrap(), b"0123456789");
-        // presenting a certificate (X509_USER_PROXY, certificate and key in
-        // one file): from the server's CA it is served, from another refused
-        let args = vec!["-f".to_string(), url, got.display().to_string()];
-        let good = pki.leaf("stock", "stock user", "DNS:stock.example", 1);
-        let bad = (other.host_cert.clone(), other.host_key.clone());
-        for ((cert, key), served) in [(good, true), (bad, false)] {
-            let proxy = got.with_extension(if served { "good.pem" } else { "bad.pem" });
-            let pem = [std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()].concat();
-            std::fs::write(&proxy, pem).unwrap();
-            std::fs::set_permissions(&proxy, std::os::unix::fs::PermissionsExt::from_mode(0o600))
-                .unwrap();
-            let o = stock_as(&pki, Some(&proxy), "xrdcp", args.clone()).await;
-            assert_eq!(
-                o.status.success(),
-                served,
-                "xrdcp presenting {}: {}",
-                cert.display(),
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
+    let got = tempfile::tempdir().unwrap();
+    let got = got.path().join("f");
+    let url = format!("roots://localhost:{}//f", addr.port());
+    xrdcp(&pki, &[&url, got.to_str().unwrap()]).await;
+    assert_eq!(std::fs::read(&got).unwrap(), b"0123456789");
+    // presenting a certificate (X509_USER_PROXY, certificate and key in
+    // one file): from the server's CA it is served, from another refused
+    let args = vec!["-f".to_string(), url, got.display().to_string()];
+    let good = pki.leaf("stock", "stock user", "DNS:stock.example", 1);
+    let bad = (other.host_cert.clone(), other.host_key.clone());
+    for ((cert, key), served) in [(good, true), (bad, false)] {
+        let proxy = got.with_extension(if served { "good.pem" } else { "bad.pem" });
+        let pem = [std::fs::read(&cert).unwrap(), std::fs::read(&key).unwrap()].concat();
+        std::fs::write(&proxy, pem).unwrap();
+        std::fs::set_permissions(&proxy, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
+        let o = stock_as(&pki, Some(&proxy), "xrdcp", args.clone()).await;
+        assert_eq!(
+            o.status.success(),
+            served,
+            "xrdcp presenting {}: {}",
+            cert.display(),
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
 }
 
@@ -582,10 +628,10 @@ fn serve_names_the_tls_file_that_failed() {
     assert_eq!(o.status.code(), Some(2));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
-async fn with_authentication_the_session_switches_after_the_final_auth_answer() {
-    use xroot::proto::request::Auth;
+/// Our server requiring TLS from the session on, with host authentication,
+/// on a directory holding `big.bin` (the bytes returned); the directory
+/// keeps it serving.
+async fn authenticating_at_session_level() -> (TestPki, Vec<u8>, tempfile::TempDir, SocketAddr) {
     use xroot::server::{Config, HostAuth, LocalFs, Server, ServerTls, ServerTlsFiles};
     use xroot::server::{TlsConfig, TlsRequirement};
     let pki = TestPki::new();
@@ -605,6 +651,14 @@ async fn with_authentication_the_session_switches_after_the_final_auth_answer() 
         .unwrap();
     let addr = server.local_addr();
     tokio::spawn(server.serve());
+    (pki, big, data, addr)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+async fn with_authentication_the_session_switches_after_the_final_auth_answer() {
+    use xroot::proto::request::Auth;
+    let (pki, big, _data, addr) = authenticating_at_session_level().await;
 
     // login answered with the security token, no switch yet; kXR_auth in
     // plain, then TLS
@@ -629,12 +683,19 @@ async fn with_authentication_the_session_switches_after_the_final_auth_answer() 
         .unwrap();
     let mut link = Link::new(tls);
     assert_eq!(&link.read("/big.bin", 10, 10).await[..], &big[10..20]);
+}
 
-    if support::stock::xrootd_client_available() {
-        let got = tempfile::tempdir().unwrap();
-        let got = got.path().join("big.bin");
-        let url = format!("root://localhost:{}//big.bin", addr.port());
-        xrdcp(&pki, &[&url, got.to_str().unwrap()]).await;
-        assert!(std::fs::read(&got).unwrap() == big);
-    }
+/// The stock client authenticates to the server of
+/// [`with_authentication_the_session_switches_after_the_final_auth_answer`]
+/// and reads over TLS from the session on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+async fn stock_xrdcp_reads_with_authentication_and_session_tls() {
+    let (pki, big, _data, addr) = authenticating_at_session_level().await;
+    let got = tempfile::tempdir().unwrap();
+    let got = got.path().join("big.bin");
+    let url = format!("root://localhost:{}//big.bin", addr.port());
+    xrdcp(&pki, &[&url, got.to_str().unwrap()]).await;
+    assert!(std::fs::read(&got).unwrap() == big);
 }
