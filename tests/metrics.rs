@@ -18,12 +18,12 @@ use std::process::{Child, ChildStderr, Command, Stdio};
 
 use bytes::{Bytes, BytesMut};
 use support::example::example_bin;
-use support::raw::{is_final, Raw, GUARD};
+use support::raw::{is_final, readv_request, Raw, GUARD};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xroot::client::{Client, OpenFlags};
-use xroot::proto::request::{self, Readv, Request, Stat};
+use xroot::proto::request::{self, Request, Stat};
 use xroot::proto::response::{ReadvIter, Response};
-use xroot::proto::{ErrorCode, FHandle, ReadListEntry, StreamId};
+use xroot::proto::{ErrorCode, FHandle, StreamId};
 
 /// An example (`serve` or `xcache`) run as a process with `--port 0
 /// --metrics 127.0.0.1:0`; killed on drop.
@@ -476,16 +476,7 @@ async fn pipelined_requests_and_a_close_mid_read_are_counted_exactly() {
         let list: Vec<(usize, usize)> = (0..1 + i % 7)
             .map(|k| (k * 65_537 + i * 999, 100 + k * i))
             .collect();
-        let readv = Readv {
-            list: (list.iter())
-                .map(|&(at, len)| ReadListEntry {
-                    fhandle: fh,
-                    rlen: len as i32,
-                    offset: at as i64,
-                })
-                .collect(),
-            ..Default::default()
-        };
+        let readv = readv_request(fh, list.iter().map(|&(at, len)| (at as u64, len)));
         let s = put(Request::from(readv), &mut frames);
         readvs.push(s);
         expected.insert(

@@ -17,14 +17,14 @@ use bytes::{Bytes, BytesMut};
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::{CacheConfig, CacheFs, Store};
 use xroot::client::Client;
-use xroot::proto::request::{Close, OpenOptions, Pgread, Read, Readv, Request, Write};
+use xroot::proto::request::{Close, OpenOptions, Pgread, Read, Request, Write};
 use xroot::proto::response::{PgReadFrame, ReadvIter, Response};
-use xroot::proto::{ErrorCode, FHandle, ReadListEntry, StreamId};
+use xroot::proto::{ErrorCode, FHandle, StreamId};
 use xroot::server::LocalFs;
 
 use support::our_cache::content;
 use support::ours::serve;
-use support::raw::Raw;
+use support::raw::{readv_request, Raw};
 use support::stock::StockServer;
 
 /// Size of each test file.
@@ -153,17 +153,7 @@ fn frames(ops: &[Op], fh: FHandle) -> BytesMut {
             rlen: *len as i32,
             args: None,
         }),
-        Op::Readv(list) => Request::from(Readv {
-            list: list
-                .iter()
-                .map(|&(at, len)| ReadListEntry {
-                    fhandle: fh,
-                    rlen: len as i32,
-                    offset: at as i64,
-                })
-                .collect(),
-            ..Default::default()
-        }),
+        Op::Readv(list) => Request::from(readv_request(fh, list.iter().copied())),
         Op::Write(at, data) => Request::from(Write {
             fhandle: fh,
             offset: *at as i64,

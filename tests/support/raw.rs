@@ -8,10 +8,10 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use xroot::proto::request::{Login, Open, OpenOptions, Protocol, Request};
+use xroot::proto::request::{Login, Open, OpenOptions, Protocol, Readv, Request};
 use xroot::proto::response::{LoginResponse, ProtocolResponse, Response};
 use xroot::proto::{
-    ClientHandshake, ErrorCode, FHandle, ResponseDecoder, ServerHandshake, StreamId,
+    ClientHandshake, ErrorCode, FHandle, ReadListEntry, ResponseDecoder, ServerHandshake, StreamId,
 };
 
 /// Hang guard for every wait on the network.
@@ -153,6 +153,21 @@ pub fn is_final(r: &Response) -> bool {
         Response::OkSoFar(_) | Response::WaitResp(_) | Response::Attn(_) => false,
         Response::Status(s) => s.is_final(),
         _ => true,
+    }
+}
+
+/// A `kXR_readv` of `list`, `(offset, length)` pairs, all on `fhandle`.
+pub fn readv_request(fhandle: FHandle, list: impl IntoIterator<Item = (u64, usize)>) -> Readv {
+    Readv {
+        list: list
+            .into_iter()
+            .map(|(offset, len)| ReadListEntry {
+                fhandle,
+                rlen: len as i32,
+                offset: offset as i64,
+            })
+            .collect(),
+        ..Default::default()
     }
 }
 
