@@ -117,6 +117,37 @@ async fn pipelined_reads_answer_alike_with_sendfile_or_without() {
     assert!(frames[0] == frames[1], "frames differ with sendfile");
 }
 
+/// A `kXR_read` of a local file on a plain link goes out in 512 KiB
+/// `kXR_oksofar` frames (`File::read_chunk` of `LocalFs`), not the
+/// server's 2 MiB `read_chunk`, with sendfile and without; the data is the
+/// file's. (A backend without the hint keeps 2 MiB: `server_core`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn local_reads_go_out_in_512_kib_frames_on_a_plain_link() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("f.bin"), pattern(0, SIZE)).unwrap();
+    let (at, len) = (1000, (3 << 20) + 7);
+    for sendfile_max in [usize::MAX, 0] {
+        let config = Config {
+            sendfile_max,
+            ..Config::default()
+        };
+        let addr = serve_with(LocalFs::new(dir.path()).unwrap(), config).await;
+        let (mut r, _) = Raw::login(addr).await;
+        let fh = r.open("/f.bin").await;
+        r.send(1, read(fh, at, len as i32)).await;
+        let got = answers(&mut r, 1).await.remove(&1).unwrap();
+        let shape: Vec<(Status, usize)> = got.iter().map(|(s, d)| (*s, d.len())).collect();
+        let mut want = vec![(Status::OKSOFAR, 512 << 10); 6];
+        want.push((Status::OK, 7));
+        assert_eq!(shape, want, "sendfile_max {sendfile_max}");
+        let data: Vec<u8> = got.iter().flat_map(|(_, d)| d.iter().copied()).collect();
+        assert!(
+            data == pattern(at as u64, len),
+            "sendfile_max {sendfile_max}"
+        );
+    }
+}
+
 fn shrink(path: &Path, len: u64) {
     std::fs::OpenOptions::new()
         .write(true)

@@ -68,8 +68,10 @@ pub struct Config {
     /// the server holds at most this plus, per link, what such requests
     /// carry.
     pub server_payload_budget: usize,
-    /// Bytes per `kXR_oksofar` chunk of a plain read (2 MiB, the
-    /// reference's `maxBuffsz`).
+    /// Bytes per `kXR_oksofar` chunk of a `kXR_read` answer (2 MiB, the
+    /// reference's `maxBuffsz`); on a plain link a backend may ask for
+    /// smaller ones ([`crate::File::read_chunk`]: 512 KiB for
+    /// [`crate::LocalFs`]).
     pub read_chunk: usize,
     /// `kXR_read` requests of at most this many bytes are answered with
     /// `sendfile(2)`, straight from the page cache, where the backend

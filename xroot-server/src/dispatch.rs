@@ -278,11 +278,16 @@ impl Out {
         Ok(())
     }
 
+    /// Whether the link writes on a plain socket (not TLS).
+    pub(crate) fn is_plain(&self) -> bool {
+        self.link.is_plain()
+    }
+
     /// Whether a read of `len` bytes answered here goes out with
     /// `sendfile(2)` (the link is plain, and `len` is within the server's
     /// [`crate::Config::sendfile_max`]).
     pub(crate) fn zero_copy(&self, len: usize) -> bool {
-        len <= self.sendfile_max && self.link.is_plain()
+        len <= self.sendfile_max && self.is_plain()
     }
 
     /// A `kXR_ok` or `kXR_oksofar` with the bytes of `region`, sent

@@ -160,6 +160,15 @@ pub trait File: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// The most bytes the server reads of this file at a time (one
+    /// `kXR_oksofar` frame each) to answer a `kXR_read` on a plain (not
+    /// TLS) link, where the backend knows a better size than
+    /// [`crate::Config::read_chunk`]; the smaller of the two counts.
+    /// Default: `None` (the server's).
+    fn read_chunk(&self) -> Option<usize> {
+        None
+    }
+
     /// Writes `data` at `offset`.
     fn write_at(&self, offset: u64, data: Bytes) -> impl Future<Output = FsResult<()>> + Send;
 

@@ -130,7 +130,7 @@ pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Respo
 }
 
 /// `kXR_read`: the data in `kXR_oksofar` chunks of at most
-/// [`crate::Config::read_chunk`] bytes, the last one `kXR_ok`; at end of
+/// [`read_chunk`] bytes, the last one `kXR_ok`; at end of
 /// file the data read goes out as `kXR_oksofar`, then an empty `kXR_ok`
 /// (PROTOCOL.md §6.3, tests/vectors/read_eof). Answered on the link of the
 /// `read_args` pathid; pre-read entries are only checked. Each chunk is read
@@ -162,7 +162,7 @@ pub(crate) async fn read<F: FileSystem>(ctx: &Ctx<F>, r: Read) -> Result<(), Fai
 /// that does not hold (nothing was sent: [`read`] answers it then).
 pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
     let want = r.rlen as usize;
-    if r.rlen <= 0 || r.offset < 0 || want > ctx.config().read_chunk {
+    if r.rlen <= 0 || r.offset < 0 {
         return false;
     }
     let Ok(f) = ctx.file(r.fhandle, "read") else {
@@ -181,7 +181,7 @@ pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
     let Ok(out) = ctx.out(r.pathid()) else {
         return false;
     };
-    if !out.zero_copy(want) || !allowed() {
+    if want > read_chunk(ctx, &f.file, &out) || !out.zero_copy(want) || !allowed() {
         return false;
     }
     match f.file.region(r.offset as u64, want) {
@@ -190,6 +190,17 @@ pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
             out.try_read(region, want)
         }
         _ => false,
+    }
+}
+
+/// Bytes per frame of a `kXR_read` of `file` answered on `out`: the
+/// server's [`crate::Config::read_chunk`], or on a plain link the
+/// backend's [`File::read_chunk`] where that is smaller.
+fn read_chunk<F: FileSystem>(ctx: &Ctx<F>, file: &F::File, out: &Out) -> usize {
+    let chunk = ctx.config().read_chunk;
+    match (out.is_plain(), file.read_chunk()) {
+        (true, Some(backend)) => backend.min(chunk),
+        _ => chunk,
     }
 }
 
@@ -222,7 +233,7 @@ async fn read_chunks<F: FileSystem>(
     len: usize,
 ) -> Result<(), Fail> {
     let end = at + len as u64;
-    let quantum = ctx.config().read_chunk.clamp(1, out.budget.largest());
+    let quantum = read_chunk(ctx, &f.file, out).clamp(1, out.budget.largest());
     // not for a file open for writing: the kernel sends the page cache's
     // bytes as they are when they leave, possibly after a later write on
     // the same handle ran (which must not change what an earlier read

@@ -684,6 +684,10 @@ pub struct LocalFile {
 /// back to buffers already mapped.
 const IDLE_READ_BUFFERS: usize = 16 << 20;
 
+/// Bytes per `kXR_oksofar` frame of a `kXR_read` of a local file answered
+/// on a plain link (`File::read_chunk`).
+const LOCAL_READ_CHUNK: usize = 512 << 10;
+
 /// Whether a read may wait for the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Wait {
@@ -855,6 +859,17 @@ impl File for LocalFile {
 
     fn readv_concurrency(&self) -> ReadvConcurrency {
         self.readv
+    }
+
+    /// 512 KiB. Each piece is copied twice, from the page cache into a
+    /// buffer and from there into the socket; a piece this size is still
+    /// in the CPU's cache for the second copy, where one of the server's
+    /// 2 MiB has left it. With the stock `xrdcp` copying 1 GiB in 8 MiB
+    /// reads on a machine of two cores, this made the copy 6% faster
+    /// (0.42 s against 0.445 s, `benches/server_copy.rs`). TLS links keep
+    /// the server's chunk: there the smaller pieces measured slower.
+    fn read_chunk(&self) -> Option<usize> {
+        Some(LOCAL_READ_CHUNK)
     }
 
     /// `fsync`.
