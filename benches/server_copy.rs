@@ -43,6 +43,9 @@ const SIZE: u64 = 1 << 30;
 /// Timed runs of each copy.
 const RUNS: usize = 5;
 
+/// One copy: its wall time and the server's CPU time meanwhile.
+type Run = (Duration, Option<Duration>);
+
 fn main() {
     if !stock::xrootd_available() {
         println!("server_copy: skipped (the stock xrootd is not installed)");
@@ -79,7 +82,7 @@ fn main() {
         xrdcp(url, false);
     }
     // every (time, server CPU) per [plain, pgread] × [stock, ours]
-    let mut runs: [[Vec<(Duration, Option<Duration>)>; 2]; 2] = Default::default();
+    let mut runs: [[Vec<Run>; 2]; 2] = Default::default();
     for _ in 0..RUNS {
         for (mode, row) in runs.iter_mut().enumerate() {
             for ((_, url, pid), cell) in servers.iter().zip(row.iter_mut()) {
@@ -164,12 +167,12 @@ fn main() {
 }
 
 /// The fastest of sorted runs, in seconds.
-fn best(sorted: &[(Duration, Option<Duration>)]) -> f64 {
+fn best(sorted: &[Run]) -> f64 {
     sorted[0].0.as_secs_f64()
 }
 
 /// The median of sorted runs, in seconds.
-fn median(sorted: &[(Duration, Option<Duration>)]) -> f64 {
+fn median(sorted: &[Run]) -> f64 {
     sorted[sorted.len() / 2].0.as_secs_f64()
 }
 
