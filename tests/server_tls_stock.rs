@@ -366,27 +366,23 @@ impl VerifyingServer {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn client_certificates_are_verified_against_the_ca_dir() {
-    let VerifyingServer {
-        pki,
-        other,
-        addr,
-        _data,
-        _handle,
-    } = VerifyingServer::start().await;
+    let server = VerifyingServer::start().await;
+    let VerifyingServer { pki, other, .. } = &server;
+    let addr = server.addr;
     // none presented: served
-    let mut link = tls_link(addr, client_config(&pki, None)).await.unwrap();
+    let mut link = tls_link(addr, client_config(pki, None)).await.unwrap();
     link.login().await;
     assert_eq!(&link.read("/f", 0, 4).await[..], b"0123");
     // one from the server's CA: served
     let (cert, key) = pki.leaf("user", "xroot user", "DNS:user.example", 1);
-    let mut link = tls_link(addr, client_config(&pki, Some((&cert, &key))))
+    let mut link = tls_link(addr, client_config(pki, Some((&cert, &key))))
         .await
         .unwrap();
     link.login().await;
     assert_eq!(&link.read("/f", 4, 4).await[..], b"4567");
     // one from another CA: the handshake fails (TLS 1.3: the client learns
     // it on its first read) and the login is never answered
-    let refused = client_config(&pki, Some((&other.host_cert, &other.host_key)));
+    let refused = client_config(pki, Some((&other.host_cert, &other.host_key)));
     match tls_link(addr, refused).await {
         Err(_) => {}
         Ok(mut link) => {
@@ -400,7 +396,7 @@ async fn client_certificates_are_verified_against_the_ca_dir() {
     }
     // an expired one from the right CA: refused too
     let (cert, key) = pki.leaf("old", "old user", "DNS:old.example", 0);
-    match tls_link(addr, client_config(&pki, Some((&cert, &key)))).await {
+    match tls_link(addr, client_config(pki, Some((&cert, &key)))).await {
         Err(_) => {}
         Ok(mut link) => {
             let _ = link.send(0, login_request()).await;
@@ -421,18 +417,14 @@ async fn client_certificates_are_verified_against_the_ca_dir() {
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn stock_xrdcp_client_certificates_are_verified_against_the_ca_dir() {
-    let VerifyingServer {
-        pki,
-        other,
-        addr,
-        _data,
-        _handle,
-    } = VerifyingServer::start().await;
+    let server = VerifyingServer::start().await;
+    let VerifyingServer { pki, other, .. } = &server;
+    let addr = server.addr;
     // the stock client without a proxy
     let got = tempfile::tempdir().unwrap();
     let got = got.path().join("f");
     let url = format!("roots://localhost:{}//f", addr.port());
-    xrdcp(&pki, &[&url, got.to_str().unwrap()]).await;
+    xrdcp(pki, &[&url, got.to_str().unwrap()]).await;
     assert_eq!(std::fs::read(&got).unwrap(), b"0123456789");
     // presenting a certificate (X509_USER_PROXY, certificate and key in
     // one file): from the server's CA it is served, from another refused
@@ -445,7 +437,7 @@ async fn stock_xrdcp_client_certificates_are_verified_against_the_ca_dir() {
         std::fs::write(&proxy, pem).unwrap();
         std::fs::set_permissions(&proxy, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
-        let o = stock_as(&pki, Some(&proxy), "xrdcp", args.clone()).await;
+        let o = stock_as(pki, Some(&proxy), "xrdcp", args.clone()).await;
         assert_eq!(
             o.status.success(),
             served,
