@@ -1164,3 +1164,57 @@ async fn a_close_abandoned_while_it_waits_leaves_the_file_open() {
     guard(f.close()).await.unwrap();
     assert_eq!(peer.requests_of(RequestId::CLOSE).len(), 1);
 }
+
+/// Awaits `f`, failing the test unless it ends within a second: the bound
+/// on the call after a link the client had to drop, which it must answer
+/// on a new connection at once (on the link left as it was, it waited for
+/// its whole request deadline, or longer). Prints how long it took.
+async fn within_a_second<T>(what: &str, f: impl Future<Output = T>) -> T {
+    let started = std::time::Instant::now();
+    let out = tokio::time::timeout(Duration::from_secs(1), f)
+        .await
+        .unwrap_or_else(|_| panic!("{what}: no answer within 1 s"));
+    eprintln!("{what}: {:?}", started.elapsed());
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frame_longer_than_its_request_can_get_drops_the_link() {
+    use xroot::proto::header::ResponseHeader;
+    use xroot::proto::Status;
+    let data = content(1000);
+    // on the first connection, a read of 100 bytes is answered with a
+    // kXR_ok announcing 1 MiB, of which the 100 bytes come and then nothing
+    // (the connection stays open); later connections answer as they should
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(r) if call.conn == 0 => {
+            let mut frame = bytes::BytesMut::new();
+            ResponseHeader {
+                streamid: call.streamid,
+                status: Status::OK,
+                dlen: 1 << 20,
+            }
+            .encode(&mut frame);
+            frame.extend_from_slice(&call.slice(r.offset, r.rlen as i64));
+            vec![Step::Raw(frame.freeze())]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(5));
+    let f = open(&client, &peer.url(None, "/f")).await;
+    // refused at the frame's header, not after its deadline
+    let err = within_a_second("the over-long read", f.read_at(0, 100))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, Error::Protocol { source, .. } if source.to_string().contains("1048576")),
+        "{err:?}"
+    );
+    assert_eq!(err.kind(), ErrorKind::InvalidData);
+    // the link is dropped: the next read reconnects, re-opens and is answered
+    let got = within_a_second("the next read", f.read_at(0, 100)).await;
+    assert_eq!(got.unwrap(), data.slice(..100));
+    assert_eq!(peer.logins().len(), 2, "logged in again");
+    eventually(|| peer.client_closes() == 1).await;
+}

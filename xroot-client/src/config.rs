@@ -53,7 +53,11 @@ pub struct Config {
     /// over all its frames: 256 MiB, a listing of some two million entries.
     /// A read-type answer is bounded by what it asked instead. An answer
     /// past its bound fails its call with
-    /// [`Error::UnexpectedResponse`](crate::Error::UnexpectedResponse) at once.
+    /// [`Error::UnexpectedResponse`](crate::Error::UnexpectedResponse) at once;
+    /// one frame past it by more than 64 KiB (what a status body, an error
+    /// message or a redirect's URL may add) is refused at its header with
+    /// [`Error::Protocol`](crate::Error::Protocol), and the connection is
+    /// dropped.
     pub max_answer_len: usize,
     /// Most frames (`kXR_oksofar` chunks and the final one) of such an
     /// answer: 65,536, which at the stock server's 4 KiB listing chunks is

@@ -242,7 +242,7 @@ impl Answer {
 /// handled here (same link, same streamid). The answer is refused as soon
 /// as it passes `limit`.
 async fn exchange(link: &Arc<Link>, req: &Request, from: &Url, limit: AnswerLimit) -> Result<Step> {
-    let mut flight: InFlight = link.send(req)?;
+    let mut flight: InFlight = link.send(req, limit.bytes)?;
     let mut answer = Answer::new(req.id(), limit);
     loop {
         let frame = flight.next().await?;

@@ -30,7 +30,17 @@ pub enum Error {
         source: io::Error,
     },
 
-    /// The server sent bytes that do not decode.
+    /// The server sent bytes that do not decode, or a frame longer than
+    /// its request can get: over [`Config::max_response_dlen`], or more
+    /// than 64 KiB over the data the request asked for (a read's `rlen`,
+    /// [`Config::max_answer_len`] for an answer the request does not
+    /// size), refused at its header. Either way the connection can no
+    /// longer be trusted to be at a frame boundary: it is dropped, every
+    /// request waiting on it fails with this error, and the next request
+    /// connects anew.
+    ///
+    /// [`Config::max_response_dlen`]: crate::Config::max_response_dlen
+    /// [`Config::max_answer_len`]: crate::Config::max_answer_len
     #[error("protocol violation from {endpoint}: {source}")]
     Protocol {
         /// `host:port` of the server.

@@ -17,6 +17,11 @@
 //! ([`Silence`]). Times are tokio's clock. A dead link fails every waiting request
 //! with a typed error, stops its tasks and closes its sockets, so the
 //! server sees the session end.
+//!
+//! A frame is refused as soon as its length is known if it is longer than
+//! its request can get ([`Link::admit`]): the link is dead then, with an
+//! [`Error::Protocol`], rather than waiting for, or reading, a body that
+//! would be refused anyway and that holds back every answer behind it.
 
 use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -135,9 +140,10 @@ impl Link {
         self.streams.lock().unwrap().in_flight()
     }
 
-    /// Sends `req` on a new streamid. Errors: [`Error::ConnectionLost`] if
-    /// the connection is gone, [`Error::StreamIdsExhausted`].
-    pub(crate) fn send(self: &Arc<Self>, req: &Request) -> Result<InFlight> {
+    /// Sends `req`, whose answer holds at most `bound` bytes of data, on a
+    /// new streamid. Errors: [`Error::ConnectionLost`] if the connection is
+    /// gone, [`Error::StreamIdsExhausted`].
+    pub(crate) fn send(self: &Arc<Self>, req: &Request, bound: u64) -> Result<InFlight> {
         let (tx, rx) = mpsc::unbounded_channel();
         let sid = {
             let mut streams = self.streams.lock().unwrap();
@@ -145,7 +151,7 @@ impl Link {
                 return Err(self.lost());
             }
             streams
-                .register(tx)
+                .register(tx, bound)
                 .ok_or_else(|| Error::StreamIdsExhausted {
                     endpoint: self.endpoint.clone(),
                 })?
@@ -211,6 +217,27 @@ impl Link {
     /// when none holds).
     fn held_off_until(&self) -> Instant {
         self.epoch + Duration::from_nanos(self.barrier.load(Ordering::Acquire))
+    }
+
+    /// Checks a frame's body length (for `kXR_status`, status body and
+    /// data) against what its request can get, as soon as the header says
+    /// it: the request's bound on data ([`Streams::frame_data_bound`]) plus
+    /// [`FRAME_SLACK`]. A frame longer than that is never part of a
+    /// well-formed answer, and its body may never come: the stream can no
+    /// longer be trusted to be at a frame boundary. Errors:
+    /// [`DecodeError::LengthTooLarge`].
+    fn admit(&self, header: &ResponseHeader, body: usize) -> Result<(), DecodeError> {
+        let id = header.streamid.to_u16();
+        let data = self.streams.lock().unwrap().frame_data_bound(id);
+        let max = data.saturating_add(FRAME_SLACK);
+        if body as u64 > max {
+            return Err(DecodeError::LengthTooLarge {
+                what: "response body (more than its request can get)",
+                value: body as u64,
+                max,
+            });
+        }
+        Ok(())
     }
 
     /// Routes one frame from the wire.
@@ -416,6 +443,11 @@ impl fmt::Display for End {
     }
 }
 
+/// What a frame may carry beyond the data its request can get: a
+/// `kXR_status` body, an error or wait message, a redirect's URL with its
+/// CGI (tokens included), the `kXR_attn` wrapper of an asynresp.
+pub(crate) const FRAME_SLACK: u64 = 64 << 10;
+
 /// A body of at least this many bytes (and at most 16 MiB) is read into a
 /// buffer of its own (from the link's pool), straight from the socket.
 const LARGE_BODY: usize = 128 << 10;
@@ -449,6 +481,8 @@ async fn reader(
     let mut dead = link.dead.subscribe();
     let mut check_at = link.last_activity() + stream_timeout;
     let mut body: Option<Body> = None;
+    // whether the frame being read has passed `Link::admit`
+    let mut admitted = false;
     let end = loop {
         match body.take() {
             Some(b) if b.filled == b.buf.len() => {
@@ -457,15 +491,31 @@ async fn reader(
                     header: b.header,
                     body: b.buf.freeze(len),
                 });
+                admitted = false;
                 continue;
             }
             Some(b) => body = Some(b),
             None => match dec.decode(&mut buf) {
                 Ok(Some(frame)) => {
+                    if !admitted {
+                        if let Err(e) = link.admit(&frame.header, frame.body.len()) {
+                            break End::Undecodable(e);
+                        }
+                    }
+                    admitted = false;
                     link.route(frame);
                     continue;
                 }
                 Ok(None) => {
+                    // the frame's length is known: checked before its body is awaited
+                    if let (Some(total), false) = (dec.pending_len(), admitted) {
+                        let checked = ResponseHeader::decode(&buf)
+                            .and_then(|h| link.admit(&h, total - ResponseHeader::LEN));
+                        if let Err(e) = checked {
+                            break End::Undecodable(e);
+                        }
+                        admitted = true;
+                    }
                     let large = match dec.pending_len() {
                         // larger bodies grow in `buf` as they arrive
                         Some(total) if total <= 16 << 20 => {
@@ -594,7 +644,7 @@ impl Link {
     /// Errors: [`Error::ConnectionLost`], [`Error::UnexpectedResponse`] for
     /// an answer other than `kXR_ok`.
     pub(crate) async fn ping(self: &Arc<Self>) -> Result<()> {
-        let frame = self.send(&Ping {}.into())?.next().await?;
+        let frame = self.send(&Ping {}.into(), 0)?.next().await?;
         match frame.header.status {
             Status::OK => Ok(()),
             other => Err(Error::unexpected(RequestId::PING, other.to_string())),
