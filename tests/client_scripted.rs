@@ -1178,6 +1178,13 @@ async fn within_a_second<T>(what: &str, f: impl Future<Output = T>) -> T {
     out
 }
 
+/// The first `n` bytes of the frame answering `call` with `response`.
+fn cut_frame(call: &support::scripted::Call, response: Response, n: usize) -> Step {
+    let mut frame = bytes::BytesMut::new();
+    response.encode(call.streamid, &mut frame);
+    Step::Raw(frame.freeze().slice(..n))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_frame_longer_than_its_request_can_get_drops_the_link() {
     use xroot::proto::header::ResponseHeader;
@@ -1215,6 +1222,69 @@ async fn a_frame_longer_than_its_request_can_get_drops_the_link() {
     // the link is dropped: the next read reconnects, re-opens and is answered
     let got = within_a_second("the next read", f.read_at(0, 100)).await;
     assert_eq!(got.unwrap(), data.slice(..100));
+    assert_eq!(peer.logins().len(), 2, "logged in again");
+    eventually(|| peer.client_closes() == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_request_deadline_inside_a_frame_drops_the_link() {
+    let data = content(10_000);
+    // the first read gets half the frame answering it, then nothing (the
+    // connection stays open); the peer answers every later request as it
+    // should, on this connection or another
+    let peer = Peer::start_with(Options::serving(data.clone()), |call| match &call.request {
+        Request::Read(r) if call.nth == 0 => {
+            let answer = Response::Ok(call.slice(r.offset, r.rlen as i64));
+            vec![cut_frame(call, answer, 8 + r.rlen as usize / 2)]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(2));
+    let f = open(&client, &peer.url(None, "/f")).await;
+    let err = guard(f.read_at(0, 5000)).await.unwrap_err();
+    assert_timed_out(&err, "request");
+    // the frame cannot end: the link is dropped at the deadline, and the
+    // next read reconnects, re-opens and is answered
+    let got = within_a_second("the read after the stalled frame", f.read_at(0, 5000)).await;
+    assert_eq!(got.unwrap(), data.slice(..5000));
+    assert_eq!(peer.logins().len(), 2, "logged in again");
+    eventually(|| peer.client_closes() == 1).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_behind_an_abandoned_requests_stalled_frame_drops_the_link() {
+    use std::sync::Mutex;
+    // on the first connection, the first stat is not answered; the second
+    // is answered with half a frame for the first one's streamid, then
+    // nothing
+    let first = Arc::new(Mutex::new(None));
+    let peer = Peer::start(move |call| match &call.request {
+        Request::Stat(_) if call.conn == 0 && call.nth == 0 => {
+            *first.lock().unwrap() = Some(call.streamid);
+            vec![]
+        }
+        Request::Stat(_) if call.conn == 0 => {
+            let mut frame = bytes::BytesMut::new();
+            let sid = first.lock().unwrap().expect("the first stat came first");
+            Response::Ok(Bytes::from_static(b"42 100 0 1700000000\0")).encode(sid, &mut frame);
+            vec![Step::Raw(frame.freeze().slice(..12))]
+        }
+        _ => call.serve(),
+    })
+    .await;
+    let client = config(|c| c.request_timeout = Duration::from_secs(2));
+    let fs = client.fs(&peer.url(None, "/")).unwrap();
+    // no byte of an answer: the link's framing is intact and it stays
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert_timed_out(&err, "request");
+    // the second stat's deadline passes inside the abandoned stat's frame,
+    // which nothing waits for: the link is dropped then
+    let err = guard(fs.stat("/f")).await.unwrap_err();
+    assert_timed_out(&err, "request");
+    assert_eq!(peer.logins().len(), 1);
+    let st = within_a_second("the stat after the stalled frame", fs.stat("/f")).await;
+    assert!(st.is_ok(), "{st:?}");
     assert_eq!(peer.logins().len(), 2, "logged in again");
     eventually(|| peer.client_closes() == 1).await;
 }

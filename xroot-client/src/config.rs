@@ -12,7 +12,14 @@ use xroot_sec::tls::client::{default_cert_dir, ClientTls};
 #[derive(Debug, Clone)]
 pub struct Config {
     /// Deadline for one request, redirects and waits included
-    /// (`XRD_REQUESTTIMEOUT`, 1800 s).
+    /// (`XRD_REQUESTTIMEOUT`, 1800 s); past it the call fails with
+    /// [`Error::Timeout`](crate::Error::Timeout) of `"request"`. When it
+    /// passes inside a frame no other request waits for (the request's own
+    /// answer cut off mid-frame, the answer to a request given up, a
+    /// partial header), no later answer could be read from that
+    /// connection: it is dropped, the requests still waiting on it fail
+    /// with [`Error::ConnectionLost`](crate::Error::ConnectionLost), and
+    /// the next request connects anew.
     pub request_timeout: Duration,
     /// With requests outstanding, a connection silent this long is declared
     /// dead (`XRD_STREAMTIMEOUT`, 60 s).

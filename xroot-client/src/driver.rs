@@ -5,13 +5,19 @@
 //! `kXR_redirect` (to another channel whenever the channel key differs) up
 //! to the hop limit, retries at the load balancer with `tried=` and
 //! `triedrc=` after the errors the reference retries, and turns `kXR_error` into
-//! [`Error::Server`]. The whole exchange runs under the request deadline.
+//! [`Error::Server`]. The whole exchange runs under the request deadline
+//! ([`Deadline`]); when it passes while an answer is awaited, the link
+//! hears of it ([`InFlight::expire`]), and drops itself if a frame it can
+//! no longer finish blocks its stream.
 
+use std::future::Future;
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
+// tokio's clock, as the links' timers
+use tokio::time::Instant;
 use xroot_proto::limits::READ_LIST_LEN;
 use xroot_proto::request::{OpenOptions, QueryCode, Request};
 use xroot_proto::response::{RedirectMode, Response, StatusResponse};
@@ -76,6 +82,43 @@ pub(crate) struct Answered {
     /// The load balancer met on the way (the first `kXR_isManager` server),
     /// as the request was sent to it.
     pub(crate) load_balancer: Option<Url>,
+}
+
+/// A request's deadline ([`Config::request_timeout`] from its start),
+/// covering its redirects, waits and connections.
+#[derive(Debug, Clone, Copy)]
+struct Deadline {
+    at: Instant,
+    /// The timeout it ends, for the error.
+    after: Duration,
+}
+
+impl Deadline {
+    /// `timeout` from now (a timeout too long for the clock never passes).
+    fn after(timeout: Duration) -> Deadline {
+        let now = Instant::now();
+        let at = now
+            .checked_add(timeout)
+            .unwrap_or_else(|| now + Duration::from_secs(100 * 365 * 86_400));
+        Deadline { at, after: timeout }
+    }
+
+    /// The error of a request past its deadline: [`Error::Timeout`] of
+    /// `"request"`.
+    fn passed(&self) -> Error {
+        Error::Timeout {
+            what: "request",
+            after: self.after,
+        }
+    }
+
+    /// `f`'s outcome if it ends before the deadline. Errors: `f`'s;
+    /// [`Error::Timeout`] once the deadline passes (`f` is dropped).
+    async fn bound<T>(&self, f: impl Future<Output = Result<T>>) -> Result<T> {
+        tokio::time::timeout_at(self.at, f)
+            .await
+            .map_err(|_| self.passed())?
+    }
 }
 
 /// What one exchange on one link ended in.
@@ -238,14 +281,37 @@ impl Answer {
     }
 }
 
-/// Runs one request on one link until its final response; `kXR_wait` is
-/// handled here (same link, same streamid). The answer is refused as soon
-/// as it passes `limit`.
-async fn exchange(link: &Arc<Link>, req: &Request, from: &Url, limit: AnswerLimit) -> Result<Step> {
+/// Runs one request on one link until its final response, or until
+/// `deadline`; `kXR_wait` is handled here (same link, same streamid). The
+/// answer is refused as soon as it passes `limit`. At the deadline the
+/// link hears that the request expired ([`InFlight::expire`]): a frame
+/// left unfinished on it makes it drop itself. Errors:
+/// [`Error::Timeout`] of `"request"` at the deadline; the link's;
+/// [`Error::Protocol`] for a frame that does not decode as a response;
+/// [`Error::UnexpectedResponse`] for one that does not fit the request
+/// or an answer past `limit`.
+async fn exchange(
+    link: &Arc<Link>,
+    req: &Request,
+    from: &Url,
+    limit: AnswerLimit,
+    deadline: Deadline,
+) -> Result<Step> {
     let mut flight: InFlight = link.send(req, limit.bytes)?;
     let mut answer = Answer::new(req.id(), limit);
+    // one timer for the whole exchange, not one per frame
+    let expiry = tokio::time::sleep_until(deadline.at);
+    tokio::pin!(expiry);
     loop {
-        let frame = flight.next().await?;
+        let frame = tokio::select! {
+            // a frame that is there is taken, even at the deadline
+            biased;
+            frame = flight.next() => frame?,
+            _ = &mut expiry => {
+                flight.expire();
+                return Err(deadline.passed());
+            }
+        };
         let resp = Response::decode(frame).map_err(|source| Error::Protocol {
             endpoint: link.endpoint.clone(),
             source,
@@ -265,7 +331,14 @@ async fn exchange(link: &Arc<Link>, req: &Request, from: &Url, limit: AnswerLimi
             }
             Response::Error(e) => return Ok(Step::Failed(crate::channel::login::server_error(e))),
             Response::Wait(w) => {
-                tokio::time::sleep(Duration::from_secs(w.seconds.max(0) as u64)).await;
+                let wait = Duration::from_secs(w.seconds.max(0) as u64);
+                tokio::select! {
+                    _ = tokio::time::sleep(wait) => {}
+                    _ = &mut expiry => {
+                        flight.expire();
+                        return Err(deadline.passed());
+                    }
+                }
                 flight.resend(req)?;
                 // the whole answer comes again
                 answer = Answer::new(req.id(), limit);
@@ -476,18 +549,22 @@ pub(crate) fn tried_reason(code: ErrorCode) -> Option<&'static str> {
 }
 
 /// Runs a path-based request at `url`: redirects, waits and load-balancer
-/// retries included, under the request deadline.
+/// retries included, under the request deadline. Errors: as [`run`].
 pub(crate) async fn execute(client: &Client, url: &Url, req: Request) -> Result<Answered> {
-    let deadline = client.config().request_timeout;
-    tokio::time::timeout(deadline, run(client, url.clone(), req))
-        .await
-        .map_err(|_| Error::Timeout {
-            what: "request",
-            after: deadline,
-        })?
+    let deadline = Deadline::after(client.config().request_timeout);
+    run(client, url.clone(), req, deadline).await
 }
 
-async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered> {
+/// [`execute`]'s work: each connection and exchange under `deadline`.
+/// Errors: [`Error::Timeout`] of `"request"` at the deadline; those of
+/// connecting a channel and of [`exchange`]; [`Error::RedirectLimit`];
+/// the server's last error after the load-balancer retries.
+async fn run(
+    client: &Client,
+    mut url: Url,
+    mut req: Request,
+    deadline: Deadline,
+) -> Result<Answered> {
     let limit = client.config().redirect_limit;
     let bound = AnswerLimit::of(&req, client.config());
     let mut hops = 0u32;
@@ -498,7 +575,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
     let mut reasons: Vec<&str> = Vec::new();
     loop {
         let channel = client.channel(&ChannelKey::of(&url));
-        let link = channel.link().await?;
+        let link = deadline.bound(channel.link()).await?;
         if link
             .info
             .flags
@@ -507,7 +584,7 @@ async fn run(client: &Client, mut url: Url, mut req: Request) -> Result<Answered
         {
             load_balancer = Some(url.clone());
         }
-        match exchange(&link, &req, &url, bound).await? {
+        match exchange(&link, &req, &url, bound, deadline).await? {
             Step::Done(reply) => {
                 return Ok(Answered {
                     reply,
@@ -578,15 +655,9 @@ pub(crate) async fn execute_on(
     url: &Url,
     req: &Request,
 ) -> Result<Reply> {
-    let deadline = client.config().request_timeout;
+    let deadline = Deadline::after(client.config().request_timeout);
     let bound = AnswerLimit::of(req, client.config());
-    let step = tokio::time::timeout(deadline, exchange(link, req, url, bound))
-        .await
-        .map_err(|_| Error::Timeout {
-            what: "request",
-            after: deadline,
-        })??;
-    match step {
+    match exchange(link, req, url, bound, deadline).await? {
         Step::Done(reply) => Ok(reply),
         Step::Failed(e) => Err(e),
         Step::Redirect(to) => Err(Error::unexpected(

@@ -60,7 +60,10 @@ pub enum Error {
         detail: String,
     },
 
-    /// The connection dropped while the request was in flight.
+    /// The connection dropped while the request was in flight: closed or
+    /// failed, or dropped by the client because another request's deadline
+    /// passed inside a frame that blocked it
+    /// ([`Config::request_timeout`](crate::Config::request_timeout)).
     #[error("connection to {endpoint} lost")]
     ConnectionLost {
         /// `host:port` of the server.

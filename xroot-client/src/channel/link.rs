@@ -22,9 +22,12 @@
 //! its request can get ([`Link::admit`]): the link is dead then, with an
 //! [`Error::Protocol`], rather than waiting for, or reading, a body that
 //! would be refused anyway and that holds back every answer behind it.
+//! Likewise a request whose deadline passes while a reader is stuck
+//! inside a frame nobody within a deadline waits for ([`Link::expire`]):
+//! no later answer could be read from that stream.
 
 use std::fmt;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -68,6 +71,9 @@ pub(crate) struct Link {
     pub(crate) stats: LinkStats,
     /// Buffers of large bodies, back once the caller drops the data.
     bodies: BufferPool,
+    /// Where each reader is in its stream (a packed [`Position`]), the
+    /// main stream's first.
+    positions: Mutex<Vec<Arc<AtomicU32>>>,
 }
 
 impl Link {
@@ -89,6 +95,7 @@ impl Link {
             path_tls: Mutex::new(Vec::new()),
             stats: LinkStats::default(),
             bodies: BufferPool::new(IDLE_BODY_BUFFERS),
+            positions: Mutex::new(Vec::new()),
         });
         let (read, write) = setup.sock.into_split();
         tokio::spawn(writer(
@@ -167,6 +174,31 @@ impl Link {
         Ok(flight)
     }
 
+    /// What a request's deadline passing before its final response means
+    /// for the link (the request is `sid`'s): if a reader is stuck inside
+    /// a frame that no request within its deadline waits for — this
+    /// request's answer, an answer whose caller gave up or that no request
+    /// holds, a frame whose header has not all arrived — no later answer on
+    /// that stream can be read until the frame ends, which may be never.
+    /// The link is killed then: every request waiting on it fails with
+    /// [`Error::ConnectionLost`], and the next request connects anew. A
+    /// stream at a frame boundary, or inside a frame another request still
+    /// waits for (its own deadline decides), is left as it is.
+    pub(crate) fn expire(&self, sid: StreamId) {
+        let sid = sid.to_u16();
+        let stuck = {
+            let positions = self.positions.lock().unwrap();
+            let streams = self.streams.lock().unwrap();
+            positions
+                .iter()
+                .map(|p| Position::unpack(p.load(Ordering::Acquire)))
+                .find(|p| p.blocks_after(sid, |id| streams.awaited(id)))
+        };
+        if let Some(at) = stuck {
+            self.kill(End::Stalled(at));
+        }
+    }
+
     fn lost(&self) -> Error {
         Error::ConnectionLost {
             endpoint: self.endpoint.clone(),
@@ -181,7 +213,7 @@ impl Link {
             tracing::debug!(endpoint = %self.endpoint, why = %end, "connection closed");
         }
         self.streams.lock().unwrap().close(|| match &end {
-            End::Lost(_) => self.lost(),
+            End::Lost(_) | End::Stalled(_) => self.lost(),
             End::Silent(after) => Error::Timeout {
                 what: "stream",
                 after: *after,
@@ -313,6 +345,12 @@ impl InFlight {
             .map_err(|_| self.link.lost())
     }
 
+    /// This request's deadline passed before its final response: see
+    /// [`Link::expire`].
+    pub(crate) fn expire(&self) {
+        self.link.expire(self.sid);
+    }
+
     /// The next frame for this request. Errors: [`Error::ConnectionLost`]
     /// when the connection drops first.
     pub(crate) async fn next(&mut self) -> Result<ResponseFrame> {
@@ -431,6 +469,9 @@ enum End {
     Silent(Duration),
     /// A frame that does not decode: [`Error::Protocol`].
     Undecodable(DecodeError),
+    /// A request's deadline passed with a reader stuck here ([`Link::expire`]):
+    /// [`Error::ConnectionLost`].
+    Stalled(Position),
 }
 
 impl fmt::Display for End {
@@ -439,6 +480,66 @@ impl fmt::Display for End {
             End::Lost(why) => f.write_str(why),
             End::Silent(after) => write!(f, "no data for {after:?} with requests outstanding"),
             End::Undecodable(e) => write!(f, "undecodable frame: {e}"),
+            End::Stalled(Position::InFrame(id)) => write!(
+                f,
+                "a request deadline passed inside a frame for streamid {id} that cannot end"
+            ),
+            End::Stalled(_) => f.write_str("a request deadline passed inside a frame header"),
+        }
+    }
+}
+
+/// Where a reader is in its stream, as [`Link::expire`] sees it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Position {
+    /// At a frame boundary: nothing of the next frame has arrived.
+    Between,
+    /// Inside a frame whose header has not all arrived.
+    InHeader,
+    /// Inside a frame on this streamid (0: a `kXR_attn`).
+    InFrame(u16),
+}
+
+impl Position {
+    /// Where a reader is with `buf` left after decoding (less than a
+    /// frame) and `body` being collected.
+    fn of(buf: &[u8], body: Option<&Body>) -> Position {
+        match body {
+            Some(b) => Position::InFrame(b.header.streamid.to_u16()),
+            None if buf.len() >= ResponseHeader::LEN => {
+                Position::InFrame(StreamId([buf[0], buf[1]]).to_u16())
+            }
+            None if !buf.is_empty() => Position::InHeader,
+            None => Position::Between,
+        }
+    }
+
+    /// Whether a reader here blocks its stream for good once the request
+    /// on `expired` has passed its deadline: inside a frame header, or
+    /// inside a frame for that request or for one nobody `awaited` (a
+    /// caller that gave up, no request at all, a `kXR_attn`). Inside the
+    /// frame of a request still waiting, that request's deadline decides.
+    fn blocks_after(self, expired: u16, awaited: impl Fn(u16) -> bool) -> bool {
+        match self {
+            Position::Between => false,
+            Position::InHeader => true,
+            Position::InFrame(id) => id == expired || !awaited(id),
+        }
+    }
+
+    fn pack(self) -> u32 {
+        match self {
+            Position::Between => 0,
+            Position::InHeader => 1,
+            Position::InFrame(id) => 1 << 16 | id as u32,
+        }
+    }
+
+    fn unpack(v: u32) -> Position {
+        match v {
+            0 => Position::Between,
+            1 => Position::InHeader,
+            v => Position::InFrame(v as u16),
         }
     }
 }
@@ -479,6 +580,8 @@ async fn reader(
     stream_timeout: Duration,
 ) {
     let mut dead = link.dead.subscribe();
+    let position = Arc::new(AtomicU32::new(Position::Between.pack()));
+    link.positions.lock().unwrap().push(Arc::clone(&position));
     let mut check_at = link.last_activity() + stream_timeout;
     let mut body: Option<Body> = None;
     // whether the frame being read has passed `Link::admit`
@@ -548,6 +651,7 @@ async fn reader(
                 buf.reserve(want);
             }
         }
+        position.store(Position::of(&buf, body.as_ref()).pack(), Ordering::Release);
         tokio::select! {
             read = read_some(&mut sock, &mut buf, body.as_mut()) => match read {
                 Ok(0) => break End::Lost("closed by the server".to_string()),
@@ -670,6 +774,34 @@ impl Drop for PathLease {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_deadline_drops_the_link_only_inside_a_frame_nobody_else_awaits() {
+        let positions = [
+            Position::Between,
+            Position::InHeader,
+            Position::InFrame(0),
+            Position::InFrame(7),
+            Position::InFrame(u16::MAX),
+        ];
+        for p in positions {
+            assert_eq!(Position::unpack(p.pack()), p);
+        }
+        // request 7 expires; 8 still waits; 9 was given up
+        let awaited = |id| id == 7 || id == 8;
+        let blocks = |p: Position| p.blocks_after(7, awaited);
+        assert!(!blocks(Position::Between));
+        assert!(blocks(Position::InHeader));
+        assert!(blocks(Position::InFrame(7)), "its own answer");
+        assert!(!blocks(Position::InFrame(8)), "8's deadline decides");
+        assert!(blocks(Position::InFrame(9)), "given up");
+        assert!(blocks(Position::InFrame(0)), "kXR_attn");
+
+        let header = [0, 7, 0, 0, 0, 0, 1, 0];
+        assert_eq!(Position::of(&[], None), Position::Between);
+        assert_eq!(Position::of(&header[..5], None), Position::InHeader);
+        assert_eq!(Position::of(&header, None), Position::InFrame(7));
+    }
 
     #[test]
     fn silence_is_counted_from_the_last_activity_not_from_a_check() {

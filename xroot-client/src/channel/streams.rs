@@ -104,6 +104,12 @@ impl Streams {
         }
     }
 
+    /// Whether a request still waits for frames on `id`: held, and its
+    /// caller has not given up.
+    pub(crate) fn awaited(&self, id: u16) -> bool {
+        self.waiting.get(&id).is_some_and(|w| !w.tx.is_closed())
+    }
+
     /// Requests waiting for a response.
     pub(crate) fn in_flight(&self) -> usize {
         self.waiting.len()
@@ -167,9 +173,12 @@ mod tests {
         assert_eq!(s.frame_data_bound(0), 5000);
         // an id nobody holds gets no data
         assert_eq!(s.frame_data_bound(999), 0);
-        // a caller that gave up keeps its id and its bound
+        assert!(s.awaited(a.to_u16()) && !s.awaited(999) && !s.awaited(0));
+        // a caller that gave up keeps its id and its bound, but nothing
+        // awaits its frames
         drop((tx, rx));
         assert_eq!(s.frame_data_bound(a.to_u16()), 100);
+        assert!(!s.awaited(a.to_u16()));
         s.deliver(frame(b, Status::OK), true);
         assert_eq!(s.frame_data_bound(b.to_u16()), 0, "freed");
     }
