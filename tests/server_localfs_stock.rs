@@ -160,6 +160,46 @@ async fn stat_text_and_listings_equal_the_stock_servers() {
     }
 }
 
+/// A path exactly as long as the kernel takes beneath the root, one byte
+/// longer, one of 2,100 components, and a name past 255 bytes: the stock
+/// server's codes (`kXR_NotFound`, then `kXR_ArgTooLong`), and its message
+/// where it does not cut it (at about 2 KB).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+async fn over_long_paths_are_refused_as_the_stock_server_does() {
+    let Some((data, _server, remote, local)) = start() else {
+        return;
+    };
+    let fits = 4095 - data.path().as_os_str().len();
+    // `/dir/x/x/…y` of exactly `len` bytes
+    let path = |len: usize| format!("/dir/{}y", &"x/".repeat(len / 2)[..len - 6]);
+    let paths = [
+        path(fits),
+        path(fits + 1),
+        format!("/{}", "a/".repeat(2100)),
+        format!("/dir/{}", "n".repeat(300)),
+    ];
+    let mut codes = Vec::new();
+    for p in paths {
+        let want = theirs(remote.stat(&p).await).unwrap_err();
+        let got = ours(local.stat(&Caller::local("test"), &p).await).unwrap_err();
+        assert_eq!(got.0, want.0, "stat of {} bytes", p.len());
+        if want.1.len() < 1000 {
+            assert_eq!(got.1, want.1);
+        }
+        codes.push(got.0);
+    }
+    assert_eq!(
+        codes,
+        [
+            ErrorCode::NOT_FOUND,
+            ErrorCode::ARG_TOO_LONG,
+            ErrorCode::ARG_TOO_LONG,
+            ErrorCode::ARG_TOO_LONG
+        ]
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn errors_equal_the_stock_servers() {

@@ -356,6 +356,162 @@ async fn scopes_are_enforced_on_every_request() {
     ok(&mut r, stat("/data/f")).await;
 }
 
+/// A token's scope holds for what a request reaches, not only for the path
+/// it names: a symlink inside the scope `/a` leading to `/b` (a directory
+/// link and a file link) gives a session scoped to `/a` nothing in `/b`,
+/// for reading and for every modification, and nothing changes on disk.
+/// (The stock 5.5.3 with its SciTokens plugin checks the client's path
+/// only: its reads through such a link succeed.)
+#[tokio::test]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+async fn scopes_hold_for_what_a_symlink_leads_to() {
+    use std::os::unix::fs::symlink;
+    use xroot::proto::request::{Close, Read, Truncate};
+    let iss = TestIssuer::new(ISSUER);
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    std::fs::create_dir_all(&a).unwrap();
+    std::fs::create_dir_all(b.join("sub")).unwrap();
+    std::fs::write(b.join("secret.bin"), b"secret").unwrap();
+    std::fs::write(a.join("mine"), b"mine").unwrap();
+    symlink("../b", a.join("lnk")).unwrap();
+    symlink("../b/secret.bin", a.join("flnk")).unwrap();
+    let addr = serve(dir.path(), Arc::new(AssumeTls(ztn_auth(&iss)))).await;
+    let path = |p: &str| Bytes::copy_from_slice(p.as_bytes());
+
+    // storage.read:/a reads nothing of /b through the links
+    let mut r = session(addr, &iss.es256(&iss.claims("storage.read:/a"))).await;
+    for p in ["/a/lnk/secret.bin", "/a/flnk"] {
+        let need = format!("storage.read:{p}");
+        refused(&mut r, open_request(p, OpenOptions::READ), &need).await;
+        refused(&mut r, stat(p), &need).await;
+    }
+    for p in ["/a/lnk", "/a/lnk/sub"] {
+        let list = Dirlist {
+            path: path(p),
+            ..Default::default()
+        };
+        refused(&mut r, list, &format!("storage.read:{p}")).await;
+    }
+    // a listing of /a names the links but tells nothing of where they lead
+    let listed = ok(
+        &mut r,
+        Dirlist {
+            path: path("/a"),
+            options: xroot::proto::request::DirlistOptions::DSTAT,
+        },
+    )
+    .await;
+    let listed = String::from_utf8_lossy(&listed).into_owned();
+    assert!(listed.contains("mine"), "{listed:?}");
+    assert!(!listed.contains("lnk"), "{listed:?}");
+    // what lies inside the scope still reads
+    let h = r.open("/a/mine").await;
+    r.send(
+        7,
+        Read {
+            fhandle: h,
+            offset: 0,
+            rlen: 4,
+            ..Default::default()
+        },
+    )
+    .await;
+    assert!(matches!(r.expect().await.1, Response::Ok(b) if &b[..] == b"mine"));
+
+    // storage.modify:/a changes nothing in /b through the links
+    let mut m = session(addr, &iss.es256(&iss.claims("storage.modify:/a"))).await;
+    for p in ["/a/lnk/secret.bin", "/a/flnk"] {
+        let need = format!("storage.modify:{p}");
+        for options in [
+            OpenOptions::DELETE,
+            OpenOptions::UPDATE,
+            OpenOptions::APPEND,
+        ] {
+            refused(&mut m, open_request(p, options), &need).await;
+        }
+        let truncate = Truncate {
+            path: path(p),
+            ..Default::default()
+        };
+        refused(&mut m, truncate, &need).await;
+        refused(
+            &mut m,
+            xroot::proto::request::Chmod {
+                path: path(p),
+                mode: Mode(0o777),
+            },
+            &need,
+        )
+        .await;
+    }
+    refused(
+        &mut m,
+        Rm {
+            path: path("/a/lnk/secret.bin"),
+        },
+        "storage.modify:/a/lnk/secret.bin",
+    )
+    .await;
+    refused(
+        &mut m,
+        Mv::new(b"/a/lnk/secret.bin", b"/a/stolen"),
+        "storage.modify:/a/lnk/secret.bin",
+    )
+    .await;
+    refused(
+        &mut m,
+        Mv::new(b"/a/mine", b"/a/lnk/planted"),
+        "storage.modify:/a/lnk/planted",
+    )
+    .await;
+    refused(
+        &mut m,
+        open_request("/a/lnk/new", OpenOptions::NEW),
+        "storage.create:/a/lnk/new",
+    )
+    .await;
+    refused(
+        &mut m,
+        Mkdir {
+            path: path("/a/lnk/d"),
+            mode: Mode(0o755),
+            ..Default::default()
+        },
+        "storage.create:/a/lnk/d",
+    )
+    .await;
+    refused(
+        &mut m,
+        xroot::proto::request::Rmdir {
+            path: path("/a/lnk/sub"),
+        },
+        "storage.modify:/a/lnk/sub",
+    )
+    .await;
+    assert_eq!(std::fs::read(b.join("secret.bin")).unwrap(), b"secret");
+    let mut in_b: Vec<_> = std::fs::read_dir(&b)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    in_b.sort();
+    assert_eq!(in_b, ["secret.bin", "sub"]);
+    assert_eq!(std::fs::read(a.join("mine")).unwrap(), b"mine");
+
+    // the links themselves lie in the scope: removing one removes only it
+    ok(
+        &mut m,
+        Rm {
+            path: path("/a/flnk"),
+        },
+    )
+    .await;
+    assert!(!a.join("flnk").exists() && b.join("secret.bin").exists());
+    let h = m.open_with("/a/new", OpenOptions::NEW).await;
+    m.send(8, Close { fhandle: h }).await;
+    assert!(matches!(m.expect().await.1, Response::Ok(_)));
+}
+
 #[tokio::test]
 async fn xcache_origin_token_file_must_be_private() {
     use std::os::unix::fs::PermissionsExt;

@@ -10,6 +10,10 @@
 
 use std::fmt;
 
+use xroot_proto::ErrorCode;
+
+use crate::fs::FsError;
+
 /// What an operation does to the namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -100,6 +104,63 @@ pub fn allowed(scopes: &[Scope], action: Action, path: &str) -> bool {
     scopes.iter().any(|s| s.allows(action, path))
 }
 
+/// What one operation asks of a token's scopes on one path, as the stock
+/// server's SciTokens plugin decides it (the table in `guard.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Want {
+    /// `action` on the path.
+    Act(Action),
+    /// A look at its metadata (stat, locate): any of read, create or
+    /// modify on it, or a scope of one of them beneath it.
+    Look,
+    /// Making it a directory: create on it, or a create or modify scope
+    /// beneath it.
+    Mkdir,
+}
+
+/// The actions that let a session look at a path's metadata.
+const LOOK: [Action; 3] = [Action::Read, Action::Create, Action::Modify];
+
+/// Whether `path` is a directory above a scope of one of `actions`.
+fn above(scopes: &[Scope], actions: &[Action], path: &str) -> bool {
+    scopes.iter().any(|s| {
+        actions.contains(&s.action)
+            && (path == "/"
+                || (s.path.starts_with(path) && s.path.as_bytes().get(path.len()) == Some(&b'/')))
+    })
+}
+
+/// Whether `scopes` grant `want` on `path` (absolute, normalized); `Err`
+/// with the action to name in the refusal when they do not.
+pub(crate) fn grants(scopes: &[Scope], want: Want, path: &str) -> Result<(), Action> {
+    let ok = match want {
+        Want::Act(action) => allowed(scopes, action, path),
+        Want::Look => LOOK.iter().any(|&a| allowed(scopes, a, path)) || above(scopes, &LOOK, path),
+        Want::Mkdir => {
+            allowed(scopes, Action::Create, path)
+                || above(scopes, &[Action::Create, Action::Modify], path)
+        }
+    };
+    match (ok, want) {
+        (true, _) => Ok(()),
+        (false, Want::Act(action)) => Err(action),
+        (false, Want::Look) => Err(Action::Read),
+        (false, Want::Mkdir) => Err(Action::Create),
+    }
+}
+
+/// `Ok` when `scopes` grant `want` on `path`, else `kXR_NotAuthorized`
+/// "missing scope `<scope>`:`<path>`" (`shown` is the path to name: the
+/// client's, where it was resolved to another).
+pub(crate) fn check(scopes: &[Scope], want: Want, path: &str, shown: &str) -> Result<(), FsError> {
+    grants(scopes, want, path).map_err(|action| {
+        FsError::new(
+            ErrorCode::NOT_AUTHORIZED,
+            format!("missing scope {}:{shown}", action.wlcg_name()),
+        )
+    })
+}
+
 /// A scope path made absolute and without a trailing `/`; `None` when it
 /// climbs with `..`.
 fn normalize(path: &str) -> Option<String> {
@@ -147,6 +208,26 @@ mod tests {
             ]
         );
         assert!(Scope::parse("storage.read:/a/../b").is_empty());
+    }
+
+    #[test]
+    fn parents_of_a_scope() {
+        let s = Scope::parse_claim("storage.create:/a/b/c storage.read:/r");
+        assert!(above(&s, &[Action::Create], "/a/b"));
+        assert!(above(&s, &[Action::Create], "/a"));
+        assert!(above(&s, &[Action::Create], "/"));
+        assert!(!above(&s, &[Action::Create], "/a/b/c"));
+        assert!(!above(&s, &[Action::Create], "/a/bb"));
+        assert!(!above(&s, &[Action::Create], "/r"));
+        assert_eq!(grants(&s, Want::Mkdir, "/a/b"), Ok(()));
+        assert_eq!(grants(&s, Want::Look, "/a"), Ok(()));
+        assert_eq!(grants(&s, Want::Look, "/r/x"), Ok(()));
+        assert_eq!(grants(&s, Want::Look, "/x"), Err(Action::Read));
+        assert_eq!(grants(&s, Want::Mkdir, "/r/d"), Err(Action::Create));
+        assert_eq!(
+            grants(&s, Want::Act(Action::Modify), "/a/b/c/f"),
+            Err(Action::Modify)
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ mod confine;
 mod meta;
 mod policy;
 mod resident;
+mod walk;
 
 pub use policy::{Access, AccessPolicy};
 
@@ -44,7 +45,9 @@ use xroot_proto::ErrorCode;
 use self::confine::{fail, os_error, resolve, Op};
 use self::meta::{Meta, User};
 use self::resident::Residency;
+use self::walk::Walk;
 use crate::auth::Caller;
+use crate::authz::{self, Want};
 use crate::checksum::{Algorithm, ALGORITHMS};
 use crate::fs::{
     DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
@@ -201,28 +204,49 @@ impl LocalFs {
     }
 
     /// Where `path` is on disk (see `confine.rs`), once the policy (if
-    /// any) grants `caller` `need` on it there: the path as resolved,
-    /// symlinks followed (all but a final one for an operation that acts
-    /// on the link itself), relative to the root. A symlink in a writable
-    /// area leading into a read-only one gives no more than the latter.
+    /// any) and the caller's token scopes (if any) grant `caller` `need`
+    /// on it there: the path as resolved, symlinks followed (all but a
+    /// final one for an operation that acts on the link itself). Both are
+    /// judged on the path relative to the root as resolved, not only as
+    /// the client spelled it: a symlink in a writable area leading into a
+    /// read-only one gives no more than the latter, and one inside a
+    /// token's scope leading out of it gives nothing (`kXR_NotAuthorized`
+    /// "missing scope …" naming the client's path).
     fn resolve(&self, caller: &Caller, path: &str, op: Op, need: Access) -> FsResult<PathBuf> {
         let real = resolve(&self.root, path, op)?;
+        let scopes = caller.identity.scopes.as_deref();
+        if self.policy.is_none() && scopes.is_none() {
+            return Ok(real);
+        }
+        let resolved = self.inside(&real);
         if let Some(policy) = &self.policy {
-            let inside = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
-            let resolved = format!("/{}", inside.to_string_lossy());
             policy.check_resolved(caller, path, &resolved, need)?;
+        }
+        if let Some(scopes) = scopes {
+            let want = op.want(need, || std::fs::symlink_metadata(&real).is_ok());
+            authz::check(scopes, want, &resolved, path)?;
         }
         Ok(real)
     }
 
-    /// Whether the policy (if any) lets `caller` read `real` (canonical,
-    /// beneath the root).
-    fn may_read(&self, caller: &Caller, real: &Path) -> bool {
-        let Some(policy) = &self.policy else {
-            return true;
-        };
+    /// `real` (canonical, beneath the root) as a client path: `/` and what
+    /// follows the root.
+    fn inside(&self, real: &Path) -> String {
         let inside = real.strip_prefix(&self.root).unwrap_or(Path::new(""));
-        policy.access(caller, &format!("/{}", inside.to_string_lossy())) >= Access::ReadOnly
+        format!("/{}", inside.to_string_lossy())
+    }
+
+    /// Whether the policy (if any) lets `caller` read `real` (canonical,
+    /// beneath the root), and the caller's token scopes (if any) let it
+    /// look there.
+    fn may_read(&self, caller: &Caller, real: &Path) -> bool {
+        let resolved = self.inside(real);
+        let policy = self
+            .policy
+            .as_ref()
+            .is_none_or(|p| p.access(caller, &resolved) >= Access::ReadOnly);
+        let scopes = caller.identity.scopes.as_deref();
+        policy && scopes.is_none_or(|s| authz::grants(s, Want::Look, &resolved).is_ok())
     }
 
     /// Metadata of `path` following symlinks, as an `op` error on failure.
@@ -234,7 +258,13 @@ impl LocalFs {
 
     fn open_sync(&self, caller: &Caller, path: &str, mode: OpenMode) -> FsResult<LocalFile> {
         let creating = mode.create_new || mode.truncate;
-        let op = if creating { Op::Create } else { Op::Open };
+        let op = match mode {
+            OpenMode {
+                create_new: true, ..
+            } => Op::CreateNew,
+            OpenMode { truncate: true, .. } => Op::Create,
+            _ => Op::Open,
+        };
         let real = self.resolve(caller, path, op, open_need(mode))?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         // Opening a FIFO would block, a directory would open read-only:
@@ -260,11 +290,7 @@ impl LocalFs {
         if creating && mode.make_path {
             if let Some(parent) = real.parent() {
                 // the reference makes missing directories 0775 (less umask)
-                DirBuilder::new()
-                    .recursive(true)
-                    .mode(0o775)
-                    .create(parent)
-                    .map_err(err)?;
+                walk::create_dir_all(parent, 0o775).map_err(err)?;
             }
         }
         let file = OpenOptions::new()
@@ -313,28 +339,41 @@ impl LocalFs {
         let op = Op::List;
         let dir = self.resolve(caller, path, op, op.need())?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
+        let entries = std::fs::read_dir(&dir).map_err(err)?;
+        // symlinks are followed from the directory, not from the root
+        let walk = match with_stat {
+            true => Some(Walk::at(&dir).map_err(err)?),
+            false => None,
+        };
         let mut out = Vec::new();
-        for entry in std::fs::read_dir(&dir).map_err(err)? {
+        for entry in entries {
             let entry = entry.map_err(err)?;
             let name = entry.file_name().to_string_lossy().into_owned();
-            if !with_stat {
+            let Some(walk) = &walk else {
                 out.push(DirEntry { name, stat: None });
                 continue;
-            }
+            };
             // As the reference (fstatat following symlinks), an entry whose
             // stat finds nothing is left out; so is a symlink leading
-            // outside the root.
-            // So is one the policy does not let the caller read: its stat
-            // would tell what lies there.
-            let target = entry.path();
-            if entry.file_type().is_ok_and(|t| t.is_symlink()) {
-                match std::fs::canonicalize(&target) {
-                    Ok(t) if t.starts_with(&self.root) && self.may_read(caller, &t) => {}
-                    Ok(_) => continue,
-                    Err(_) => {}
+            // outside the root, and one the policy or the token's scopes
+            // do not let the caller read or look at: its stat would tell
+            // what lies there.
+            let md = if entry.file_type().is_ok_and(|t| t.is_symlink()) {
+                let mut to = walk.try_clone().map_err(err)?;
+                match to.enter(&entry.file_name()) {
+                    Ok(()) if to.real().starts_with(&self.root) => {
+                        if !self.may_read(caller, to.real()) {
+                            continue;
+                        }
+                        to.metadata()
+                    }
+                    Ok(()) => continue,
+                    Err(e) => Err(e),
                 }
-            }
-            match std::fs::metadata(&target) {
+            } else {
+                entry.metadata()
+            };
+            match md {
                 Ok(md) => out.push(DirEntry {
                     name,
                     stat: Some(self.meta.stat_info(&md)),
@@ -357,11 +396,9 @@ impl LocalFs {
         let err = |e: io::Error| os_error(op.action(), path, &e);
         match DirBuilder::new().mode(mode).create(&target) {
             Ok(()) => Ok(()),
-            Err(e) if e.kind() == io::ErrorKind::NotFound && parents => DirBuilder::new()
-                .recursive(true)
-                .mode(mode)
-                .create(&target)
-                .map_err(err),
+            Err(e) if e.kind() == io::ErrorKind::NotFound && parents => {
+                walk::create_dir_all(&target, mode).map_err(err)
+            }
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 match std::fs::symlink_metadata(&target) {
                     Ok(md) if md.is_dir() && md.mode() & 0o777 == mode => Ok(()),

@@ -44,9 +44,17 @@ pub(crate) fn text(payload: &[u8]) -> Result<&str, FsError> {
         .map_err(|_| FsError::new(ErrorCode::ARG_INVALID, "request argument is not UTF-8"))
 }
 
+/// The longest path a request may name, in bytes once squashed: the
+/// kernel's `PATH_MAX` less its NUL, which also bounds the stock server
+/// (its local path, root and request path together, fails past it with
+/// `kXR_ArgTooLong`). So about 2,000 components at most.
+pub(crate) const MAX_PATH: usize = 4095;
+
 /// Screens one path argument for the operation `op` ("Opening",
-/// "Stating", …). Errors: `kXR_NotAuthorized` for a relative path or a `..`
-/// component, `kXR_ArgInvalid` for text that is not UTF-8.
+/// "Stating", …), in time linear in its length. Errors:
+/// `kXR_NotAuthorized` for a relative path or a `..` component,
+/// `kXR_ArgTooLong` for a path longer than [`MAX_PATH`] once squashed,
+/// `kXR_ArgInvalid` for text that is not UTF-8.
 pub(crate) fn target(op: &str, arg: &str) -> Result<Target, FsError> {
     let (path, cgi) = arg.split_once('?').unwrap_or((arg, ""));
     if !path.starts_with('/') || path.split('/').any(|c| c == "..") {
@@ -59,8 +67,18 @@ pub(crate) fn target(op: &str, arg: &str) -> Result<Target, FsError> {
         .split('/')
         .filter(|c| !c.is_empty() && *c != ".")
         .collect();
+    let path = format!("/{}", parts.join("/"));
+    if path.len() > MAX_PATH {
+        return Err(FsError::new(
+            ErrorCode::ARG_TOO_LONG,
+            format!(
+                "{op} path of {} bytes is too long; at most {MAX_PATH} are allowed.",
+                path.len()
+            ),
+        ));
+    }
     Ok(Target {
-        path: format!("/{}", parts.join("/")),
+        path,
         cgi: cgi.to_string(),
     })
 }
@@ -90,6 +108,23 @@ mod tests {
             assert_eq!(code, ErrorCode::NOT_AUTHORIZED, "{bad:?}");
             assert!(message.starts_with("Stating relative path '"), "{message}");
         }
+        // long paths: squashed first, then measured
+        let longest = format!("/{}bc", "a/".repeat(2046)); // 4095 bytes
+        assert_eq!(target("x", &longest).unwrap().path.len(), MAX_PATH);
+        assert_eq!(
+            target("x", &format!("{longest}////./")).unwrap().path.len(),
+            MAX_PATH
+        );
+        let FsError::Error { code, message } =
+            target("Stating", &format!("{longest}/d")).unwrap_err()
+        else {
+            panic!()
+        };
+        assert_eq!(code, ErrorCode::ARG_TOO_LONG);
+        assert_eq!(
+            message,
+            "Stating path of 4097 bytes is too long; at most 4095 are allowed."
+        );
         // `..` inside a name is fine
         assert_eq!(target("x", "/a..b/c..").unwrap().path, "/a..b/c..");
         assert!(matches!(
