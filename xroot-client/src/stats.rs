@@ -14,6 +14,8 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use xroot_proto::gauge::{time_weighted_mean, Gauge};
+
 /// A snapshot of one channel's counters, over all its connections so far
 /// (see the module docs for units).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -60,26 +62,16 @@ pub struct PathStats {
 
 #[derive(Debug, Default)]
 struct Counters {
+    /// `completed`, the bytes and `latency_max` (the gauge's fields are
+    /// filled in from `in_flight` at a snapshot).
     snapshot: ChannelStats,
-    first: Option<Instant>,
-    last_change: Option<Instant>,
+    /// Requests in flight, from the first request (or snapshot) on.
+    in_flight: Gauge,
     /// Sum of the latencies of `completed` requests, in nanoseconds.
     latency_nanos: u128,
     paths: BTreeMap<u8, PathStats>,
     /// Where the next [`LinkStats::take_path`] scan starts.
     path_cursor: usize,
-}
-
-impl Counters {
-    /// Adds the area under `in_flight` since the last change.
-    fn advance(&mut self, now: Instant) {
-        if let Some(last) = self.last_change {
-            self.snapshot.in_flight_seconds +=
-                self.snapshot.in_flight as f64 * now.saturating_duration_since(last).as_secs_f64();
-        }
-        self.first.get_or_insert(now);
-        self.last_change = Some(now);
-    }
 }
 
 /// The counters of one connection (shared by its tasks and requests).
@@ -94,11 +86,7 @@ impl LinkStats {
     }
 
     fn started_at(&self, now: Instant) {
-        let mut c = self.c.lock().unwrap();
-        c.advance(now);
-        let s = &mut c.snapshot;
-        s.in_flight += 1;
-        s.in_flight_peak = s.in_flight_peak.max(s.in_flight);
+        self.c.lock().unwrap().in_flight.enter(now);
     }
 
     pub(crate) fn request_finished(&self, latency: Duration) {
@@ -107,10 +95,9 @@ impl LinkStats {
 
     fn finished_at(&self, now: Instant, latency: Duration) {
         let mut c = self.c.lock().unwrap();
-        c.advance(now);
+        c.in_flight.leave(now);
         c.latency_nanos += latency.as_nanos();
         let s = &mut c.snapshot;
-        s.in_flight = s.in_flight.saturating_sub(1);
         s.completed += 1;
         s.latency_max = s.latency_max.max(latency);
     }
@@ -159,23 +146,18 @@ impl LinkStats {
 
     fn snapshot_at(&self, now: Instant) -> ChannelStats {
         let mut c = self.c.lock().unwrap();
-        c.advance(now);
+        // the first snapshot starts the clock, as a first request does
+        c.in_flight.advance(now);
+        let g = &c.in_flight;
         let mut s = c.snapshot.clone();
-        s.observed = c
-            .first
-            .map_or(Duration::ZERO, |f| now.saturating_duration_since(f));
-        s.in_flight_mean = mean(s.in_flight_seconds, s.observed);
+        s.in_flight = g.current();
+        s.in_flight_peak = g.peak();
+        s.in_flight_seconds = g.area(now);
+        s.observed = g.observed(now);
+        s.in_flight_mean = g.mean(now);
         s.latency_mean = nanos_over(c.latency_nanos, s.completed);
         s.paths = c.paths.values().copied().collect();
         s
-    }
-}
-
-fn mean(seconds: f64, over: Duration) -> f64 {
-    if over.is_zero() {
-        0.0
-    } else {
-        seconds / over.as_secs_f64()
     }
 }
 
@@ -196,7 +178,7 @@ impl ChannelStats {
         self.in_flight_peak = self.in_flight_peak.max(o.in_flight_peak);
         self.in_flight_seconds += o.in_flight_seconds;
         self.observed += o.observed;
-        self.in_flight_mean = mean(self.in_flight_seconds, self.observed);
+        self.in_flight_mean = time_weighted_mean(self.in_flight_seconds, self.observed);
         self.completed += o.completed;
         self.latency_mean = nanos_over(latency_nanos, self.completed);
         self.latency_max = self.latency_max.max(o.latency_max);

@@ -19,6 +19,8 @@
 //!   into a typed body; for tools that read captured streams.
 //! - [`page`]: 4 kB page geometry and crc32c for pgread/pgwrite.
 //! - [`ext`]: this project's two protocol extensions and how they are negotiated.
+//! - [`gauge`]: a count in flight integrated over time (not a wire fact: the
+//!   arithmetic the server's and the client's statistics share).
 //! - [`limits`]: the protocol's limits.
 //! - [`list`]: the 16-byte `read_list` element and the readv limit checks.
 //! - [`url`]: `root://` URL parsing (pure, shared by client and server).
@@ -86,6 +88,7 @@ pub mod error;
 pub mod exchange;
 pub mod ext;
 pub mod frame;
+pub mod gauge;
 pub mod header;
 pub mod limits;
 pub mod list;

@@ -19,23 +19,15 @@
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use xroot_proto::gauge::Gauge;
 use xroot_proto::RequestId;
 
-/// One gauge: how many requests are in flight now, at most and on average.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct GaugeStats {
-    /// In flight now.
-    pub current: u64,
-    /// The most ever in flight at once.
-    pub peak: u64,
-    /// The count averaged over time (the integral of the count over the
-    /// observed interval divided by its length).
-    pub mean: f64,
-    /// Requests counted since the start.
-    pub total: u64,
-}
+/// One gauge: how many requests are in flight now, at most and on average
+/// (the reading of a [`xroot_proto::gauge::Gauge`], whose arithmetic the
+/// client's statistics share).
+pub use xroot_proto::gauge::GaugeStats;
 
 /// Gauges for all requests and for each request kind seen.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -85,61 +77,6 @@ impl ServerStats {
     }
 }
 
-/// A count integrated over time, at explicit instants (the clock is read by
-/// [`TimeGauge`]).
-#[derive(Debug, Clone, Copy)]
-struct Gauge {
-    current: u64,
-    peak: u64,
-    total: u64,
-    /// Sum of `current × seconds` up to `last`.
-    area: f64,
-    last: Instant,
-}
-
-impl Gauge {
-    fn new(now: Instant) -> Gauge {
-        Gauge {
-            current: 0,
-            peak: 0,
-            total: 0,
-            area: 0.0,
-            last: now,
-        }
-    }
-
-    fn advance(&mut self, now: Instant) {
-        let dt = now.saturating_duration_since(self.last).as_secs_f64();
-        self.area += self.current as f64 * dt;
-        self.last = self.last.max(now);
-    }
-
-    fn add(&mut self, now: Instant, up: bool) {
-        self.advance(now);
-        if up {
-            self.current += 1;
-            self.total += 1;
-            self.peak = self.peak.max(self.current);
-        } else {
-            self.current = self.current.saturating_sub(1);
-        }
-    }
-
-    fn snapshot(&self, start: Instant, now: Instant) -> GaugeStats {
-        let mut g = *self;
-        g.advance(now);
-        let span = now
-            .saturating_duration_since(start)
-            .max(Duration::from_micros(1));
-        GaugeStats {
-            current: g.current,
-            peak: g.peak,
-            mean: g.area / span.as_secs_f64(),
-            total: g.total,
-        }
-    }
-}
-
 /// A count of things in flight, integrated over time: how many now, the
 /// peak and the time-weighted mean since the gauge was made. Each
 /// [`enter`](TimeGauge::enter) counts one until its [`GaugeGuard`] drops.
@@ -176,7 +113,7 @@ impl TimeGauge {
     pub(crate) fn since(start: Instant) -> TimeGauge {
         TimeGauge {
             start,
-            gauge: Arc::new(Mutex::new(Gauge::new(start))),
+            gauge: Arc::new(Mutex::new(Gauge::since(start))),
         }
     }
 
@@ -192,7 +129,7 @@ impl TimeGauge {
     /// The count now, its peak, its time-weighted mean since the start and
     /// how many were ever counted.
     pub fn snapshot(&self) -> GaugeStats {
-        lock(&self.gauge).snapshot(self.start, Instant::now())
+        lock(&self.gauge).stats(Instant::now())
     }
 }
 
@@ -216,7 +153,12 @@ fn lock(gauge: &Mutex<Gauge>) -> MutexGuard<'_, Gauge> {
 }
 
 fn add(gauge: &Mutex<Gauge>, up: bool) {
-    lock(gauge).add(Instant::now(), up);
+    let mut gauge = lock(gauge);
+    let now = Instant::now();
+    match up {
+        true => gauge.enter(now),
+        false => gauge.leave(now),
+    }
 }
 
 /// The gauges of one scope (a link, or the whole server): all requests
@@ -280,7 +222,7 @@ impl InFlight {
         ];
         let now = Instant::now();
         for g in &gauges {
-            lock(g).add(now, true);
+            lock(g).enter(now);
         }
         InFlight { gauges }
     }
@@ -290,7 +232,7 @@ impl Drop for InFlight {
     fn drop(&mut self) {
         let now = Instant::now();
         for g in &self.gauges {
-            lock(g).add(now, false);
+            lock(g).leave(now);
         }
     }
 }
@@ -322,14 +264,15 @@ mod tests {
 
     #[test]
     fn mean_is_time_weighted() {
+        use std::time::Duration;
         let t0 = Instant::now();
-        let mut g = Gauge::new(t0);
-        g.add(t0, true);
-        g.add(t0 + Duration::from_secs(1), true);
-        g.add(t0 + Duration::from_secs(2), false);
-        g.add(t0 + Duration::from_secs(3), false);
+        let mut g = Gauge::since(t0);
+        g.enter(t0);
+        g.enter(t0 + Duration::from_secs(1));
+        g.leave(t0 + Duration::from_secs(2));
+        g.leave(t0 + Duration::from_secs(3));
         // 1 for 1 s, 2 for 1 s, 1 for 1 s, 0 for 1 s → mean 1.0 over 4 s
-        let s = g.snapshot(t0, t0 + Duration::from_secs(4));
+        let s = g.stats(t0 + Duration::from_secs(4));
         assert!((s.mean - 1.0).abs() < 1e-9, "{}", s.mean);
         assert_eq!((s.peak, s.current, s.total), (2, 0, 2));
     }
