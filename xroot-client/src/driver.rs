@@ -11,7 +11,6 @@
 //! no longer finish blocks its stream.
 
 use std::future::Future;
-use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,8 +19,8 @@ use bytes::{Bytes, BytesMut};
 use tokio::time::Instant;
 use xroot_proto::limits::READ_LIST_LEN;
 use xroot_proto::request::{OpenOptions, QueryCode, Request};
-use xroot_proto::response::{RedirectMode, Response, StatusResponse};
-use xroot_proto::url::{parse_cgi, Url, DEFAULT_PORT};
+use xroot_proto::response::{Redirect, RedirectError, Response, StatusResponse};
+use xroot_proto::url::Url;
 use xroot_proto::{page, DecodeError, ErrorCode, RequestId};
 
 use crate::channel::{InFlight, Link};
@@ -354,133 +353,20 @@ async fn exchange(
     }
 }
 
-/// The URL a redirect points at, keeping the original's user and the
-/// `xrdcl.*` CGI (which select the channel), and `roots` when the redirect
-/// says `root` (PROTOCOL.md §8.3). The host field takes every form a
-/// server sends: with a port in the port field, a host name, an IPv4
-/// address or an IPv6 address bare or in brackets; with port 0, the same
-/// or any of them followed by `:port` (bare IPv6 takes none), the default
-/// port 1094 when there is none; with port −1 (or flags), a URL. As in
-/// XrdCl's URL parser, `[::a.b.c.d]` (IPv4 in IPv6 notation, not
-/// `::ffff:`) is the IPv4 address. Errors: [`Error::Protocol`] (naming
-/// `endpoint`, the server that sent it) for a host field of none of these
-/// forms; [`Error::ForeignRedirect`] for a URL of another scheme.
-fn redirect_target(r: &xroot_proto::response::Redirect, from: &Url, endpoint: &str) -> Result<Url> {
-    let field = String::from_utf8_lossy(&r.host).into_owned();
-    let malformed = |detail: String| Error::Protocol {
-        endpoint: endpoint.to_string(),
-        source: DecodeError::malformed("kXR_redirect host", detail),
-    };
-    let at = |(host, port): (String, u16)| Url {
-        host,
-        port,
-        ..from.clone()
-    };
-    let mut url = match r.mode() {
-        RedirectMode::HostPort(port) => {
-            let port = u16::try_from(port)
-                .map_err(|_| malformed(format!("port {port} is not 1..65535")))?;
-            at(host_and_port(&field, Some(port)).map_err(malformed)?)
-        }
-        RedirectMode::HostAsIs => at(host_and_port(&field, None).map_err(malformed)?),
-        RedirectMode::Url | RedirectMode::Flags(_) => {
-            let scheme = field.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-            let mut u = match scheme.as_deref() {
-                // no scheme: XrdCl's URL reads it as root://
-                None => at(host_and_port(&field, None).map_err(malformed)?),
-                Some("root" | "roots" | "xroot" | "xroots") => {
-                    Url::parse(&field).map_err(|e| malformed(e.to_string()))?
-                }
-                Some(_) => return Err(Error::ForeignRedirect(field)),
-            };
-            if from.is_tls() && !u.is_tls() {
-                u.scheme = "roots".into();
-            }
-            if u.user.is_none() {
-                u.user = from.user.clone();
-            }
-            if u.path == "/" {
-                u.path = from.path.clone();
-            }
-            u
-        }
-    };
-    for (k, v) in from.cgi.iter().filter(|(k, _)| k.starts_with("xrdcl.")) {
-        if url.cgi_value(k).is_none() {
-            url.cgi.push((k.clone(), v.clone()));
-        }
-    }
-    // the redirect's CGI replaces a key already there (a map, as XrdCl
-    // keeps it): hop after hop, a key is sent once, with its latest value
-    for part in [&r.opaque, &r.token].into_iter().flatten() {
-        for (k, v) in parse_cgi(&String::from_utf8_lossy(part)) {
-            match url.cgi.iter_mut().find(|(key, _)| *key == k) {
-                Some(kv) => kv.1 = v,
-                None => url.cgi.push((k, v)),
-            }
-        }
-    }
-    Ok(url)
-}
-
-/// The host and port a redirect's host `field` names: `host`, `[v6]` or a
-/// bare IPv6 address, and when `port` (the port field) is `None`, any of
-/// them but the bare IPv6 one followed by `:port`; the port is `port`, else
-/// the field's, else 1094. The host comes without brackets, and
-/// `::a.b.c.d` (IPv4 in IPv6 notation, not `::ffff:`) as `a.b.c.d`, as
-/// XrdCl's URL parser reads it. Errors: what is wrong, for any other form.
-fn host_and_port(field: &str, port: Option<u16>) -> Result<(String, u16), String> {
-    let (host, field_port) = if let Some(rest) = field.strip_prefix('[') {
-        let (host, after) = rest
-            .split_once(']')
-            .ok_or_else(|| format!("{field:?}: '[' without ']'"))?;
-        if host.parse::<Ipv6Addr>().is_err() {
-            return Err(format!("{field:?}: {host:?} is not an IPv6 address"));
-        }
-        match after {
-            "" => (host, None),
-            _ => match after.strip_prefix(':') {
-                Some(p) => (host, Some(p)),
-                None => return Err(format!("{field:?}: {after:?} after ']'")),
-            },
-        }
-    } else if field.matches(':').count() > 1 {
-        if field.parse::<Ipv6Addr>().is_err() {
-            return Err(format!(
-                "{field:?} is neither host:port nor an IPv6 address"
-            ));
-        }
-        (field, None)
-    } else {
-        match field.split_once(':') {
-            Some((host, p)) => (host, Some(p)),
-            None => (field, None),
-        }
-    };
-    if host.is_empty()
-        || host.chars().any(|c| {
-            c.is_whitespace() || c.is_control() || matches!(c, '/' | '?' | '@' | '[' | ']')
-        })
-    {
-        return Err(format!("{field:?}: {host:?} is not a host"));
-    }
-    let port = match (port, field_port) {
-        (Some(_), Some(_)) => {
-            return Err(format!("{field:?} has a port and the port field another"))
-        }
-        (Some(p), None) => p,
-        (None, None) => DEFAULT_PORT,
-        (None, Some(p)) => p
-            .parse::<u16>()
-            .ok()
-            .filter(|&p| p != 0)
-            .ok_or_else(|| format!("{field:?}: port {p:?} is not 1..65535"))?,
-    };
-    let host = match host.strip_prefix("::") {
-        Some(v4) if v4.parse::<Ipv4Addr>().is_ok() => v4,
-        _ => host,
-    };
-    Ok((host.to_string(), port))
+/// The URL a redirect sent by `endpoint` points at, for a request sent
+/// to `from` ([`Redirect::target`], which reads every form of the host
+/// field and keeps `from`'s user, path and `xrdcl.*` CGI: PROTOCOL.md
+/// §8.3). Errors: [`Error::Protocol`] (naming `endpoint`) for a host field
+/// of none of the forms; [`Error::ForeignRedirect`] for a URL of another
+/// scheme.
+fn redirect_target(r: &Redirect, from: &Url, endpoint: &str) -> Result<Url> {
+    r.target(from).map_err(|e| match e {
+        RedirectError::Foreign { url } => Error::ForeignRedirect(url),
+        e => Error::Protocol {
+            endpoint: endpoint.to_string(),
+            source: DecodeError::malformed("kXR_redirect host", e.to_string()),
+        },
+    })
 }
 
 /// The path field of a request that names a path, for rewriting on redirect.
@@ -670,7 +556,6 @@ pub(crate) async fn execute_on(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use xroot_proto::response::Redirect;
 
     fn from() -> Url {
         Url::parse("root://alice@mgr:1094//store/f.root?xrdcl.intent=a&x=1").unwrap()

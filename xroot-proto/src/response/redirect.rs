@@ -35,7 +35,8 @@ pub enum RedirectMode {
 }
 
 /// A `kXR_redirect`: where to go, with the host field split at its first
-/// and second `?`. The parts are slices of the frame.
+/// and second `?`. The parts are slices of the frame; [`Redirect::target`]
+/// reads them into the URL to go to.
 #[doc(alias = "kXR_redirect")]
 #[doc(alias = "ServerResponseBody_Redirect")]
 #[derive(Debug, Clone, PartialEq, Eq)]
