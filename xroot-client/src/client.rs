@@ -1,18 +1,18 @@
 //! The client: a set of channels keyed by [`ChannelKey`], shared by every
 //! [`File`] and [`FileSystem`] made from it.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use xroot_proto::url::Url;
 
 use crate::channel::Channel;
 use crate::config::Config;
+use crate::dialer::Dialer;
 use crate::error::{Error, Result};
 use crate::file::{File, OpenFlags};
 use crate::fs::FileSystem;
 use crate::key::ChannelKey;
-use crate::spread::{Spread, SpreadEntry, Spreader};
+use crate::spread::{Spread, Spreader};
 use crate::stats::ChannelStats;
 
 /// The CGI key that selects a channel without changing what the server sees.
@@ -32,16 +32,12 @@ const INTENT: &str = "xrdcl.intent";
 #[derive(Clone, Debug)]
 pub struct Client {
     inner: Arc<Inner>,
-    /// The spread entry of the file this handle was made for (see
-    /// [`Client::open`]): a [`File`] keeps a clone of the `Client` it was
-    /// opened with, so the entry stays pending until the file is dropped.
-    _entry: Option<Arc<SpreadEntry>>,
 }
 
 #[derive(Debug)]
 struct Inner {
-    config: Arc<Config>,
-    channels: Mutex<HashMap<ChannelKey, Arc<Channel>>>,
+    /// The channels and settings, which files and file systems share.
+    dialer: Arc<Dialer>,
     spreader: Arc<Spreader>,
 }
 
@@ -61,40 +57,25 @@ impl Client {
     pub fn with_config(config: Config) -> Client {
         Client {
             inner: Arc::new(Inner {
-                config: Arc::new(config),
-                channels: Mutex::new(HashMap::new()),
+                dialer: Arc::new(Dialer::new(config)),
                 spreader: Arc::default(),
             }),
-            _entry: None,
         }
     }
 
     /// The settings.
     pub fn config(&self) -> &Config {
-        &self.inner.config
+        self.inner.dialer.config()
     }
 
     /// The channel for `key`, created (not yet connected) if new.
     pub fn channel(&self, key: &ChannelKey) -> Arc<Channel> {
-        let mut map = self.inner.channels.lock().unwrap();
-        Arc::clone(map.entry(key.clone()).or_insert_with(|| {
-            Arc::new(Channel::new(
-                key.clone(),
-                Arc::clone(&self.inner.config),
-                self.inner.config.substreams,
-            ))
-        }))
+        self.inner.dialer.channel(key)
     }
 
     /// Every channel made so far.
     pub fn channels(&self) -> Vec<Arc<Channel>> {
-        self.inner
-            .channels
-            .lock()
-            .unwrap()
-            .values()
-            .cloned()
-            .collect()
+        self.inner.dialer.channels()
     }
 
     /// Counters of every channel made so far, by key (in key order). See
@@ -142,17 +123,27 @@ impl Client {
         if let Some(k) = entry.intent() {
             url.cgi.push((INTENT.to_string(), k));
         }
-        let holder = Client {
-            inner: Arc::clone(&self.inner),
-            _entry: Some(Arc::new(entry)),
-        };
-        File::open(&holder, &url, flags).await
+        // the file keeps the entry: pending until the file is dropped
+        let entry = Some(Arc::new(entry));
+        File::open_with(Arc::clone(&self.inner.dialer), entry, &url, flags).await
     }
 
     /// Namespace and query calls against the server of `url` (its path is
     /// ignored). Errors: [`Error::Url`].
     pub fn fs(&self, url: &str) -> Result<FileSystem> {
-        Ok(FileSystem::new(self.clone(), parse(url)?))
+        Ok(FileSystem::new(Arc::clone(&self.inner.dialer), parse(url)?))
+    }
+}
+
+// Here rather than in file.rs: a file knows nothing of its client but the
+// dialer (and spread entry) it keeps.
+impl File {
+    /// Opens `url` with `flags` on `client`'s channels. Errors:
+    /// [`Error::Server`] (e.g. `kXR_NotFound`), connection errors (among
+    /// them [`Error::Tls`] when TLS is needed and fails),
+    /// [`Error::RedirectLimit`], [`Error::Timeout`].
+    pub async fn open(client: &Client, url: &Url, flags: OpenFlags) -> Result<File> {
+        File::open_with(Arc::clone(&client.inner.dialer), None, url, flags).await
     }
 }
 

@@ -24,8 +24,8 @@ use xroot_proto::url::Url;
 use xroot_proto::{page, DecodeError, ErrorCode, RequestId};
 
 use crate::channel::{InFlight, Link};
-use crate::client::Client;
 use crate::config::Config;
+use crate::dialer::Dialer;
 use crate::error::{Error, Result};
 use crate::key::ChannelKey;
 
@@ -435,10 +435,12 @@ pub(crate) fn tried_reason(code: ErrorCode) -> Option<&'static str> {
 }
 
 /// Runs a path-based request at `url`: redirects, waits and load-balancer
-/// retries included, under the request deadline. Errors: as [`run`].
-pub(crate) async fn execute(client: &Client, url: &Url, req: Request) -> Result<Answered> {
-    let deadline = Deadline::after(client.config().request_timeout);
-    run(client, url.clone(), req, deadline).await
+/// retries included, under the request deadline, on the channels of
+/// `dialer` (a redirect to another channel key takes that channel).
+/// Errors: as [`run`].
+pub(crate) async fn execute(dialer: &Dialer, url: &Url, req: Request) -> Result<Answered> {
+    let deadline = Deadline::after(dialer.config().request_timeout);
+    run(dialer, url.clone(), req, deadline).await
 }
 
 /// [`execute`]'s work: each connection and exchange under `deadline`.
@@ -446,13 +448,13 @@ pub(crate) async fn execute(client: &Client, url: &Url, req: Request) -> Result<
 /// connecting a channel and of [`exchange`]; [`Error::RedirectLimit`];
 /// the server's last error after the load-balancer retries.
 async fn run(
-    client: &Client,
+    dialer: &Dialer,
     mut url: Url,
     mut req: Request,
     deadline: Deadline,
 ) -> Result<Answered> {
-    let limit = client.config().redirect_limit;
-    let bound = AnswerLimit::of(&req, client.config());
+    let limit = dialer.config().redirect_limit;
+    let bound = AnswerLimit::of(&req, dialer.config());
     let mut hops = 0u32;
     let mut load_balancer: Option<Url> = None;
     // the hosts tried and why, comma-separated in the CGI as XrdCl merges
@@ -460,7 +462,7 @@ async fn run(
     let mut tried: Vec<String> = Vec::new();
     let mut reasons: Vec<&str> = Vec::new();
     loop {
-        let channel = client.channel(&ChannelKey::of(&url));
+        let channel = dialer.channel(&ChannelKey::of(&url));
         let link = deadline.bound(channel.link()).await?;
         if link
             .info
@@ -536,13 +538,13 @@ async fn run(
 /// followed, redirects are not (the reference does not redirect stateful
 /// requests).
 pub(crate) async fn execute_on(
-    client: &Client,
+    dialer: &Dialer,
     link: &Arc<Link>,
     url: &Url,
     req: &Request,
 ) -> Result<Reply> {
-    let deadline = Deadline::after(client.config().request_timeout);
-    let bound = AnswerLimit::of(req, client.config());
+    let deadline = Deadline::after(dialer.config().request_timeout);
+    let bound = AnswerLimit::of(req, dialer.config());
     match exchange(link, req, url, bound, deadline).await? {
         Step::Done(reply) => Ok(reply),
         Step::Failed(e) => Err(e),

@@ -25,10 +25,11 @@ use xroot_proto::url::Url;
 use xroot_proto::{FHandle, RequestId};
 
 use crate::channel::Link;
-use crate::client::Client;
+use crate::dialer::Dialer;
 use crate::driver::{self, Reply};
 use crate::error::{Error, Result};
 use crate::qconfig::{ConfigSlot, ReadSupport, ServerConfig};
+use crate::spread::SpreadEntry;
 
 /// How to open a file: the `kXR_open` options and, for a file created, its
 /// permission bits.
@@ -126,7 +127,12 @@ pub(crate) struct Handle {
 /// close waiting.
 #[derive(Debug)]
 pub struct File {
-    pub(crate) client: Client,
+    /// The channels and settings of the client that opened it.
+    pub(crate) dialer: Arc<Dialer>,
+    /// The spread entry it was opened on, if any
+    /// ([`Client::open`](crate::Client::open)): pending until the file is
+    /// dropped.
+    _entry: Option<Arc<SpreadEntry>>,
     /// The URL as opened (before redirects), used to re-open.
     url: Url,
     flags: OpenFlags,
@@ -144,14 +150,18 @@ pub struct File {
 }
 
 impl File {
-    /// Opens `url` with `flags`. Errors: [`Error::Server`] (e.g.
-    /// `kXR_NotFound`), connection errors (among them [`Error::Tls`] when
-    /// TLS is needed and fails), [`Error::RedirectLimit`],
-    /// [`Error::Timeout`].
-    pub async fn open(client: &Client, url: &Url, flags: OpenFlags) -> Result<File> {
-        let (handle, stat) = open_at(client, url, flags).await?;
+    /// Opens `url` with `flags` through `dialer`, keeping `entry` (see
+    /// [`File::open`]). Errors: those of [`File::open`].
+    pub(crate) async fn open_with(
+        dialer: Arc<Dialer>,
+        entry: Option<Arc<SpreadEntry>>,
+        url: &Url,
+        flags: OpenFlags,
+    ) -> Result<File> {
+        let (handle, stat) = open_at(&dialer, url, flags).await?;
         Ok(File {
-            client: client.clone(),
+            dialer,
+            _entry: entry,
             url: url.clone(),
             flags,
             handle: Mutex::new(Some(handle)),
@@ -228,7 +238,7 @@ impl File {
         let mut server = lost.url.clone();
         server.cgi.retain(|(k, _)| k != "tried" && k != "triedrc");
         tracing::debug!(url = %server, "connection lost: re-opening at the data server");
-        let err = match open_at(&self.client, &server, flags).await {
+        let err = match open_at(&self.dialer, &server, flags).await {
             Err(e) if self.flags.read_only() => e,
             done => return done,
         };
@@ -252,14 +262,14 @@ impl File {
             back.cgi.push(("triedrc".into(), reason.into()));
         }
         tracing::debug!(error = %err, url = %back, "re-opening at the load balancer");
-        open_at(&self.client, &back, flags).await
+        open_at(&self.dialer, &back, flags).await
     }
 
     /// What the server holding the handle says about its readv limits and
     /// the `kXR_pgreadv` extension (one `kXR_Qconfig` per connection).
     pub(crate) async fn server_config(&self) -> Result<ServerConfig> {
         let h = self.handle().await?;
-        self.server.get(&self.client, &h).await
+        self.server.get(&self.dialer, &h.link, &h.url).await
     }
 
     /// What the server holding the handle offers for reads: `kXR_pgread`,
@@ -301,13 +311,13 @@ impl File {
     ) -> Result<(Reply, FHandle)> {
         let h = self.handle().await?;
         let (req, _path) = h.link.route_read(make(h.fhandle));
-        match driver::execute_on(&self.client, &h.link, &h.url, &req).await {
+        match driver::execute_on(&self.dialer, &h.link, &h.url, &req).await {
             // the connection died under the request (dropped, or silent past
             // the stream timeout): re-open on a new one and retry once
             Err(Error::ConnectionLost { .. } | Error::Timeout { what: "stream", .. }) => {
                 let h = self.handle().await?;
                 let (req, _path) = h.link.route_read(make(h.fhandle));
-                let reply = driver::execute_on(&self.client, &h.link, &h.url, &req).await?;
+                let reply = driver::execute_on(&self.dialer, &h.link, &h.url, &req).await?;
                 Ok((reply, h.fhandle))
             }
             other => other.map(|reply| (reply, h.fhandle)),
@@ -465,7 +475,7 @@ impl File {
             return Ok(()); // the server closed it with the connection
         }
         driver::execute_on(
-            &self.client,
+            &self.dialer,
             &h.link,
             &h.url,
             &Close { fhandle: h.fhandle }.into(),
@@ -502,7 +512,7 @@ impl Drop for Closing<'_> {
 }
 
 async fn open_at(
-    client: &Client,
+    dialer: &Dialer,
     url: &Url,
     flags: OpenFlags,
 ) -> Result<(Handle, Option<StatInfo>)> {
@@ -512,7 +522,7 @@ async fn open_at(
         path: Bytes::from(url.path_with_cgi()),
         ..Default::default()
     };
-    let answered = driver::execute(client, url, req.into()).await?;
+    let answered = driver::execute(dialer, url, req.into()).await?;
     let body = answered.reply.into_bytes(RequestId::OPEN)?;
     let open = OpenResponse::decode(body)
         .map_err(|e| Error::unexpected(RequestId::OPEN, e.to_string()))?;

@@ -18,6 +18,8 @@
 //! and may carry CGI (`/f.root?cks.type=crc32c`), which is merged with the
 //! CGI of the file system's URL.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use xroot_proto::request::{
     Chmod, Dirlist, DirlistOptions, Locate, LocateOptions, Mkdir, MkdirOptions, Mode, Mv, Ping,
@@ -31,17 +33,18 @@ use xroot_proto::response::{
 use xroot_proto::url::{parse_cgi, Url};
 use xroot_proto::{DecodeError, RequestId};
 
-use crate::client::Client;
+use crate::dialer::Dialer;
 use crate::driver::{self, Reply};
 use crate::error::{Error, Result};
 use crate::file::to_offset;
 
 /// Namespace and query calls against the server of one URL. Paths are
 /// absolute paths on that server; redirects are followed. Made by
-/// [`Client::fs`]; cheap to clone.
+/// [`Client::fs`](crate::Client::fs); cheap to clone.
 #[derive(Debug, Clone)]
 pub struct FileSystem {
-    client: Client,
+    /// The channels and settings of the client that made it.
+    dialer: Arc<Dialer>,
     url: Url,
 }
 
@@ -57,8 +60,8 @@ pub struct DirEntry {
 }
 
 impl FileSystem {
-    pub(crate) fn new(client: Client, url: Url) -> FileSystem {
-        FileSystem { client, url }
+    pub(crate) fn new(dialer: Arc<Dialer>, url: Url) -> FileSystem {
+        FileSystem { dialer, url }
     }
 
     /// The server's URL (its path is not used).
@@ -94,7 +97,7 @@ impl FileSystem {
     /// Runs `req`, a request about the path of `url`, through the driver
     /// (`url` also names the server and is what a redirect rewrites).
     async fn run(&self, url: &Url, req: Request) -> Result<Reply> {
-        Ok(driver::execute(&self.client, url, req).await?.reply)
+        Ok(driver::execute(&self.dialer, url, req).await?.reply)
     }
 
     /// Runs `req` and returns its `kXR_ok` body (the `kXR_oksofar` chunks
@@ -524,6 +527,7 @@ fn wire(url: &Url) -> Bytes {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Client;
 
     #[test]
     fn paths_get_a_slash_and_merge_their_cgi_with_the_urls() {

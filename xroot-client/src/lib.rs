@@ -35,6 +35,7 @@
 mod channel;
 mod client;
 mod config;
+mod dialer;
 mod driver;
 mod error;
 mod file;

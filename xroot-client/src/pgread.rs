@@ -205,7 +205,7 @@ impl File {
     /// the good data in place. Errors: [`Error::PageChecksum`] with every
     /// page still bad after the retries; those of the requests.
     pub(crate) async fn repair(&self, extents: &mut [Extent]) -> Result<()> {
-        let retries = self.client.config().pgread_retries;
+        let retries = self.dialer.config().pgread_retries;
         let mut failed = Vec::new();
         for extent in extents {
             for page in std::mem::take(&mut extent.bad) {

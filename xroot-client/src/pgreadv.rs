@@ -10,7 +10,6 @@
 //! current extent or starts a later one.
 
 use bytes::{Bytes, BytesMut};
-use xroot_proto::limits::MAX_READV_ELEMENTS;
 use xroot_proto::request::PgReadv;
 use xroot_proto::response::StatusResponse;
 use xroot_proto::{FHandle, ReadListEntry, RequestId};
@@ -18,17 +17,8 @@ use xroot_proto::{FHandle, ReadListEntry, RequestId};
 use crate::error::{Error, Result};
 use crate::file::File;
 use crate::pgread::{frames, Extent};
-use crate::piece::{assemble, plan_vectors, run_all, Element, VectorLimits, MAX_PIECE};
+use crate::piece::{assemble, plan_vectors, run_all, Element, PGREADV_LIMITS as LIMITS};
 use crate::readv::vector_prologue;
-
-/// One `kXR_pgreadv` carries at most 1024 extents (`maxRvecsz`) and, here,
-/// 8 MiB of data (the extension itself does not cap an element).
-pub(crate) const LIMITS: VectorLimits = VectorLimits {
-    elements: MAX_READV_ELEMENTS,
-    element_len: MAX_PIECE,
-    total: MAX_PIECE as u64,
-    element_overhead: 0,
-};
 
 impl File {
     /// Reads every `(offset, len)` of `ranges` with page checksums and
@@ -113,6 +103,7 @@ mod tests {
     use super::*;
     use crate::pgread::tests::{file, statuses};
     use crate::pgread::BadPage;
+    use crate::piece::MAX_PIECE;
     use xroot_proto::frame::{ClientMessage, RequestDecoder};
     use xroot_proto::request::Request;
     use xroot_proto::response::{PgReadEncoder, PgReadExtent};

@@ -55,7 +55,7 @@ impl File {
     /// One `kXR_pgwrite` of at most 8 MiB, then the retries of its bad pages.
     async fn pgwrite_piece(&self, offset: u64, data: Bytes) -> Result<()> {
         let bad = self.pgwrite_once(offset, &data, PgReqFlags::EMPTY).await?;
-        let retries = self.client.config().pgread_retries;
+        let retries = self.dialer.config().pgread_retries;
         let mut failed = Vec::new();
         for page in bad_pages(offset, data.len(), &bad)? {
             let at = (page.offset - offset) as usize;

@@ -15,6 +15,7 @@ use std::future::Future;
 
 use bytes::{Bytes, BytesMut};
 use futures::stream::{self, StreamExt, TryStreamExt};
+use xroot_proto::limits::MAX_READV_ELEMENTS;
 
 use crate::error::Result;
 
@@ -55,6 +56,15 @@ pub(crate) struct VectorLimits {
     /// Bytes each element adds to the total (16 for readv's element header).
     pub(crate) element_overhead: u64,
 }
+
+/// One `kXR_pgreadv` carries at most 1024 extents (`maxRvecsz`) and, here,
+/// 8 MiB of data (the extension itself does not cap an element).
+pub(crate) const PGREADV_LIMITS: VectorLimits = VectorLimits {
+    elements: MAX_READV_ELEMENTS,
+    element_len: MAX_PIECE,
+    total: MAX_PIECE as u64,
+    element_overhead: 0,
+};
 
 /// One element of a planned vector request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

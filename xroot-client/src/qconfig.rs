@@ -14,13 +14,13 @@ use xroot_proto::request::{Query, QueryCode, Request};
 use xroot_proto::response::QconfigAnswer;
 use xroot_proto::RequestId;
 
+use xroot_proto::url::Url;
+
 use crate::channel::Link;
-use crate::client::Client;
+use crate::dialer::Dialer;
 use crate::driver;
 use crate::error::{Error, Result};
-use crate::file::Handle;
-use crate::pgreadv::LIMITS as PGREADV_LIMITS;
-use crate::piece::{plan_vectors, split, VectorLimits, MAX_PIECE};
+use crate::piece::{plan_vectors, split, VectorLimits, MAX_PIECE, PGREADV_LIMITS};
 
 /// The keys asked, in this order.
 const KEYS: [&str; 3] = ["readv_iov_max", "readv_ior_max", PGREADV_CONFIG_KEY];
@@ -199,34 +199,39 @@ pub(crate) struct ConfigSlot {
 type ForLink = (Weak<Link>, Arc<OnceCell<ServerConfig>>);
 
 impl ConfigSlot {
-    /// The configuration of the server behind `h`. A server that refuses
-    /// the query ([`Error::Server`]) gets the defaults, kept; other errors
-    /// (a lost connection, a timeout) are returned and the query is asked
-    /// again next time.
-    pub(crate) async fn get(&self, client: &Client, h: &Handle) -> Result<ServerConfig> {
+    /// The configuration of the server `url` that holds a file's handle on
+    /// `link`. A server that refuses the query ([`Error::Server`]) gets the
+    /// defaults, kept; other errors (a lost connection, a timeout) are
+    /// returned and the query is asked again next time.
+    pub(crate) async fn get(
+        &self,
+        dialer: &Dialer,
+        link: &Arc<Link>,
+        url: &Url,
+    ) -> Result<ServerConfig> {
         let cell = {
             let mut slot = self.slot.lock().unwrap();
             match &*slot {
-                Some((link, cell)) if Weak::as_ptr(link) == Arc::as_ptr(&h.link) => {
-                    Arc::clone(cell)
-                }
+                Some((held, cell)) if Weak::as_ptr(held) == Arc::as_ptr(link) => Arc::clone(cell),
                 _ => {
                     let cell = Arc::new(OnceCell::new());
-                    *slot = Some((Arc::downgrade(&h.link), Arc::clone(&cell)));
+                    *slot = Some((Arc::downgrade(link), Arc::clone(&cell)));
                     cell
                 }
             }
         };
-        cell.get_or_try_init(|| ask(client, h)).await.copied()
+        cell.get_or_try_init(|| ask(dialer, link, url))
+            .await
+            .copied()
     }
 }
 
-async fn ask(client: &Client, h: &Handle) -> Result<ServerConfig> {
-    let reply = driver::execute_on(client, &h.link, &h.url, &ServerConfig::request()).await;
+async fn ask(dialer: &Dialer, link: &Arc<Link>, url: &Url) -> Result<ServerConfig> {
+    let reply = driver::execute_on(dialer, link, url, &ServerConfig::request()).await;
     match reply {
         Ok(reply) => Ok(ServerConfig::parse(&reply.into_bytes(RequestId::QUERY)?)),
         Err(e @ Error::Server { .. }) => {
-            tracing::debug!(endpoint = %h.link.endpoint, error = %e, "kXR_Qconfig refused: stock limits");
+            tracing::debug!(endpoint = %link.endpoint, error = %e, "kXR_Qconfig refused: stock limits");
             Ok(ServerConfig::default())
         }
         Err(e) => Err(e),
