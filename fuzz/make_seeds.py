@@ -32,7 +32,7 @@ def write(target, data):
 
 
 MADE_HERE = ["request_frame", "response_frame", "status_pgread", "redirect_url", "readv_body",
-             "dirlist_stat", "exchange"]
+             "dirlist_stat", "exchange", "redirect_target"]
 
 
 def main():
@@ -57,6 +57,7 @@ def main():
                 write("status_pgread", b"\x01" + body[:32 + 8 * 4100])
             if status == 4004:
                 write("redirect_url", body)
+                write("redirect_target", b"\x01" + body)
         if c2s.stem == "readv":
             write("readv_body", max((b for s, b in responses(s2c) if s == 0), key=len))
         if c2s.stem.startswith("dirlist"):
@@ -73,6 +74,17 @@ def main():
     for port, host in [(1094, b"ds1.example?cms.tried=x?tok"), (0, b"host:1"),
                        (-1, b"root://h:1//f?x=1"), (~0x3000, b"root://h//f")]:
         write("redirect_url", struct.pack(">i", port) + host)
+    # redirect_target: a byte choosing the URL redirected from (below 0x80 one
+    # of the target's three, else the length of one given here), then a body
+    for port, host in [(2094, b"[::127.0.0.1]?tried=mgr"), (2094, b"fe80::1:2"),
+                       (0, b"[::1]:2000?x=2&org=b?authz=t"), (0, b"ds1:2000"),
+                       (-1, b"roots://bob@[::1]:2000//other?a=1"), (~0x1000, b"ds4:5"),
+                       (-1, b"http://web/x")]:
+        for choice in (0, 1, 2):
+            write("redirect_target", bytes([choice]) + struct.pack(">i", port) + host)
+    from_url = b"root://u:p@h.example:1//p?xrdcl.intent=k&a=1"
+    write("redirect_target", bytes([0x80 | len(from_url)]) + from_url
+          + struct.pack(">i", 0) + b"ds1?a=2")
     for t in MADE_HERE:
         print(t, len(os.listdir(OUT / t)))
 
