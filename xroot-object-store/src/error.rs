@@ -56,3 +56,12 @@ pub(crate) fn not_implemented(operation: &str) -> Error {
         implementer: STORE.to_string(),
     }
 }
+
+/// The error of a put, copy or rename that may only create its target
+/// and found it there.
+pub(crate) fn already_exists(path: &str) -> Error {
+    Error::AlreadyExists {
+        path: path.to_string(),
+        source: "the target exists".into(),
+    }
+}

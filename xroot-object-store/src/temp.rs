@@ -8,8 +8,8 @@ use bytes::Bytes;
 use object_store::{PutPayload, Result};
 use xroot_client::{File, OpenFlags};
 
-use crate::error::client_error;
-use crate::{already_exists, XrootStore, CHUNK};
+use crate::error::{already_exists, client_error};
+use crate::store::{XrootStore, CHUNK};
 
 /// A temporary file being written: committed onto its target, or
 /// discarded. Dropped before either (its call cancelled, an upload

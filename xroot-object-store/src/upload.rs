@@ -5,8 +5,9 @@
 use async_trait::async_trait;
 use object_store::{MultipartUpload, PutPayload, PutResult, Result, UploadPart};
 
+use crate::error::STORE;
+use crate::store::{e_tag, XrootStore};
 use crate::temp::TempFile;
-use crate::XrootStore;
 
 /// A multipart upload to `target` through a temporary file.
 #[derive(Debug)]
@@ -33,7 +34,7 @@ impl Upload {
         self.temp
             .take()
             .ok_or_else(|| object_store::Error::Generic {
-                store: crate::STORE,
+                store: STORE,
                 source: format!("upload to {} already completed or aborted", self.target).into(),
             })
     }
@@ -50,7 +51,7 @@ impl MultipartUpload for Upload {
             match writer {
                 Some(w) => w.write(offset, &data).await,
                 None => Err(object_store::Error::Generic {
-                    store: crate::STORE,
+                    store: STORE,
                     source: format!("upload to {target} already completed or aborted").into(),
                 }),
             }
@@ -61,7 +62,7 @@ impl MultipartUpload for Upload {
         self.temp()?.commit(&self.target, false).await?;
         let stat = self.store.stat(&self.target).await?;
         Ok(PutResult {
-            e_tag: Some(crate::e_tag(&stat)),
+            e_tag: Some(e_tag(&stat)),
             version: None,
         })
     }
