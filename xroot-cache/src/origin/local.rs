@@ -10,7 +10,8 @@ use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_server::local::LocalFile;
 use xroot_server::{Caller, DirEntry, File as _, FileSystem as _, LocalFs, OpenMode};
 
-use super::{Fetched, Origin, OriginError, OriginFs};
+use super::api::{Fetched, Origin, OriginFs};
+use super::error::OriginError;
 
 /// A local directory as the origin. Paths are confined beneath it (`..`, a
 /// NUL byte or a symlink leading outside are refused with the errors of

@@ -6,7 +6,8 @@ use xroot_client::{Client, File, FileSystem, OpenFlags, Url};
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_server::DirEntry;
 
-use super::{Fetched, Origin, OriginError, OriginFs};
+use super::api::{Fetched, Origin, OriginFs};
+use super::error::OriginError;
 
 /// Reads from an XRootD server.
 impl Origin for File {

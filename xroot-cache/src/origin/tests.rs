@@ -1,7 +1,12 @@
+use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::time::Duration;
 
+use bytes::Bytes;
+use xroot_client::Url;
 use xroot_proto::page::crc32c;
+use xroot_proto::ErrorCode;
+use xroot_server::FsError;
 
 use super::*;
 

@@ -31,7 +31,7 @@ use std::path::Path;
 
 use xroot_proto::page::PAGE_SIZE;
 
-use super::Validators;
+use super::validators::Validators;
 
 const MAGIC: [u8; 8] = *b"xrclive\0";
 const HEADER_LEN: u64 = 32;

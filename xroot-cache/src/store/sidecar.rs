@@ -35,7 +35,7 @@ use std::path::Path;
 
 use xroot_proto::page::{crc32c, PAGE_SIZE};
 
-use super::{Checked, Validators};
+use super::validators::{Checked, Validators};
 
 const MAGIC: [u8; 8] = *b"xrcinfo\0";
 const VERSION: u32 = 2;
