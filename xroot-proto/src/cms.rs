@@ -43,23 +43,9 @@ pub mod frame;
 pub mod message;
 pub mod pup;
 
-pub use codes::{LoginMode, RespCode, RrCode, SelectOpts, YError};
-pub use frame::{CmsDecoder, CmsFrame, CmsHeader};
+pub use codes::{LoginMode, RespCode, RrCode, SelectOpts, YError, RAW, VERSION};
+pub use frame::{CmsDecoder, CmsFrame, CmsHeader, HEADER_LEN, MAX_REQUEST_DLEN};
 pub use message::{
     Avail, CmsRequest, CmsResponse, Forward, Have, Load, Login, PrepAdd, PrepDel, Select, State,
     Status, Try,
 };
-
-/// `kYR_Version`: the protocol version a login carries (3).
-pub const VERSION: u16 = 3;
-
-/// Bytes of the frame header (`CmsRRHdr`).
-pub const HEADER_LEN: usize = 8;
-
-/// The largest request payload a stock manager accepts (`maxReqSize`,
-/// 16384 bytes); it drops a link that sends a larger one.
-pub const MAX_REQUEST_DLEN: usize = 16384;
-
-/// `kYR_raw`: the modifier bit of a request whose payload is a bare
-/// NUL-terminated path rather than Pup fields.
-pub const RAW: u8 = 0x20;

@@ -1,6 +1,6 @@
 //! The codes of the cmsd protocol (`YProtocol.hh`): request codes, response
 //! codes, login modes, select options and error codes, each a newtype that
-//! keeps unknown values.
+//! keeps unknown values; the modifier bits and the protocol version.
 
 wire_newtype! {
     /// A request code (`rrCode` of `CmsRRHdr`, `enum CmsReqCode`).
@@ -149,3 +149,10 @@ pub const ASYNC: u8 = 0x80;
 /// The modifier bit of a `try` that is a permanent redirect to the top
 /// manager (`CmsTryRequest::kYR_permtop`).
 pub const TRY_PERMTOP: u8 = 0x01;
+
+/// `kYR_raw`: the modifier bit of a request whose payload is a bare
+/// NUL-terminated path rather than Pup fields.
+pub const RAW: u8 = 0x20;
+
+/// `kYR_Version`: the protocol version a login carries (3).
+pub const VERSION: u16 = 3;

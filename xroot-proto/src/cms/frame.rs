@@ -8,12 +8,18 @@
 //! Big-endian. `datalen` is 16 bits, so no frame holds more than 64 KiB of
 //! payload; a decoder may be given a lower bound
 //! ([`CmsDecoder::with_max_dlen`]), e.g. the manager's own
-//! [`super::MAX_REQUEST_DLEN`].
+//! [`MAX_REQUEST_DLEN`].
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
-use super::HEADER_LEN;
 use crate::DecodeError;
+
+/// Bytes of the frame header (`CmsRRHdr`).
+pub const HEADER_LEN: usize = 8;
+
+/// The largest request payload a stock manager accepts (`maxReqSize`,
+/// 16384 bytes); it drops a link that sends a larger one.
+pub const MAX_REQUEST_DLEN: usize = 16384;
 
 /// The frame header (`CmsRRHdr`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

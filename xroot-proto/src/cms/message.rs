@@ -10,10 +10,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::codes::{self, LoginMode, RespCode, RrCode, SelectOpts, YError};
+use super::codes::{self, LoginMode, RespCode, RrCode, SelectOpts, YError, RAW, VERSION};
 use super::frame::CmsFrame;
 use super::pup::{strip_nul, PupReader, PupWriter};
-use super::{RAW, VERSION};
 use crate::DecodeError;
 
 /// `kYR_login` (both ways: a node's login and the manager's reply).
