@@ -19,7 +19,7 @@ use bytes::{Buf, Bytes, BytesMut};
 
 use crate::codes::{RequestId, Status};
 use crate::error::DecodeError;
-use crate::header::{ClientHandshake, RequestHeader, ResponseHeader, StreamId};
+use crate::header::{ClientHandshake, RequestHeader, ResponseHeader, StreamId, STATUS_BODY_LEN};
 use crate::limits::{
     MAX_READV_ELEMENTS, MAX_READV_LIST_BYTES, MAX_WRITEV_ELEMENT, MAX_WRITEV_ELEMENTS,
     READ_LIST_LEN,
@@ -374,13 +374,9 @@ impl ResponseDecoder {
                 if header.status != Status::STATUS {
                     ResponseHeader::LEN + dlen
                 } else {
-                    DecodeError::check_len(
-                        "kXR_status body",
-                        crate::response::STATUS_BODY_LEN,
-                        dlen,
-                    )?;
+                    DecodeError::check_len("kXR_status body", STATUS_BODY_LEN, dlen)?;
                     // bdy.dlen is the last field of the 16-byte status body
-                    if buf.len() < ResponseHeader::LEN + crate::response::STATUS_BODY_LEN {
+                    if buf.len() < ResponseHeader::LEN + STATUS_BODY_LEN {
                         return Ok(None);
                     }
                     let at = ResponseHeader::LEN + 12;

@@ -1,7 +1,8 @@
 //! The fixed-size parts of every exchange: the 20-byte client handshake, the
 //! 16-byte server handshake reply, the 24-byte request header and the 8-byte
 //! response header (PROTOCOL.md §1–2; `ClientInitHandShake`,
-//! `ClientRequestHdr`, `ServerResponseHeader` in XProtocol.hh).
+//! `ClientRequestHdr`, `ServerResponseHeader` in XProtocol.hh), and the
+//! 16 bytes a `kXR_status` body starts with.
 
 use bytes::{BufMut, BytesMut};
 use core::fmt;
@@ -202,6 +203,9 @@ impl ResponseHeader {
         buf.put_i32(self.dlen);
     }
 }
+
+/// `kXR_statusBodyLen`: bytes of the `kXR_status` body before its info.
+pub const STATUS_BODY_LEN: usize = 16;
 
 #[cfg(test)]
 mod tests {

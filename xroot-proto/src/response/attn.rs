@@ -10,7 +10,8 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::{frame_from_exact, Response};
+use super::framing::frame_from_exact;
+use super::typed::Response;
 use crate::codes::{AttnAction, Status};
 use crate::error::DecodeError;
 use crate::header::StreamId;

@@ -18,7 +18,7 @@ use bytes::{BufMut, Bytes, BytesMut};
 
 use super::stat::StatInfo;
 use super::text::{forbid, split_checksum};
-use super::Response;
+use super::typed::Response;
 use crate::error::DecodeError;
 use crate::wire::strip_nul;
 

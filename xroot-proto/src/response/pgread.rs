@@ -17,10 +17,9 @@
 use bytes::{BufMut, Bytes, BytesMut};
 
 use super::status::{encode_head, StatusResponse, OFFSET_INFO_LEN};
-use super::STATUS_BODY_LEN;
 use crate::codes::{RequestId, ResponseType};
 use crate::error::DecodeError;
-use crate::header::{ResponseHeader, StreamId};
+use crate::header::{ResponseHeader, StreamId, STATUS_BODY_LEN};
 use crate::limits::PGREAD_FRAME_PAGES;
 use crate::page::{
     crc32c, encode_pages, page_count, pages, verify_pages, wire_len, PageIter, CRC_LEN, PAGE_SIZE,

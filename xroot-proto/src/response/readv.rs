@@ -9,7 +9,7 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::encode_frame;
+use super::framing::encode_frame;
 use crate::codes::Status;
 use crate::error::DecodeError;
 use crate::header::{FHandle, ResponseHeader, StreamId};

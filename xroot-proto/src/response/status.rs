@@ -13,10 +13,9 @@
 
 use bytes::{BufMut, Bytes, BytesMut};
 
-use super::STATUS_BODY_LEN;
 use crate::codes::{RequestId, ResponseType, Status};
 use crate::error::DecodeError;
-use crate::header::{ResponseHeader, StreamId};
+use crate::header::{ResponseHeader, StreamId, STATUS_BODY_LEN};
 use crate::page::{crc32c, crc32c_append};
 use crate::wire::Reader;
 
@@ -247,7 +246,7 @@ mod tests {
         for at in 8..32 {
             let mut bad = BytesMut::from(&wire[..]);
             bad[at] ^= 0x01;
-            let frame = crate::response::frame_from_exact(bad.freeze(), "test frame");
+            let frame = crate::response::framing::frame_from_exact(bad.freeze(), "test frame");
             // flipping a bdy.dlen bit also changes the frame length; either
             // the frame no longer fits or the crc catches it
             if let Ok(frame) = frame {
@@ -272,7 +271,8 @@ mod tests {
             &mut wire,
         );
         wire[0..2].copy_from_slice(&[3, 4]);
-        let frame = crate::response::frame_from_exact(wire.freeze(), "test frame").unwrap();
+        let frame =
+            crate::response::framing::frame_from_exact(wire.freeze(), "test frame").unwrap();
         assert!(matches!(
             Response::decode(frame),
             Err(DecodeError::InvalidValue {

@@ -6,7 +6,8 @@ use proptest::prelude::*;
 
 use super::*;
 use crate::codes::{AttnAction, ErrorCode, RequestId, ResponseType, Status};
-use crate::frame::ResponseDecoder;
+use crate::frame::{ResponseDecoder, ResponseFrame};
+use crate::header::{ResponseHeader, StreamId};
 
 /// The wire bytes of `r` answering `streamid`.
 pub(crate) fn encode_response(r: &Response, streamid: StreamId) -> Bytes {
