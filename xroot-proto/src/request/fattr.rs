@@ -9,8 +9,8 @@ use crate::header::{FHandle, StreamId};
 use crate::limits::{MAX_FATTR_ATTRS, MAX_FATTR_NAME, MAX_FATTR_VALUE};
 use crate::wire::Reader;
 
+use super::body::RequestBody;
 use super::params::{put_header, Params};
-use super::RequestBody;
 
 wire_newtype! {
     /// `ClientFattrRequest::subcode` (byte 8), `xfaSubCode`.

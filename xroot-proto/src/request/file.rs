@@ -10,9 +10,10 @@ use crate::header::{FHandle, RequestHeader, StreamId};
 use crate::limits::{CLONE_LIST_LEN, MAX_CLONE_ELEMENTS};
 use crate::wire::Reader;
 
+use super::body::RequestBody;
 use super::flags::Mode;
 use super::params::{put_header, Params};
-use super::{Request, RequestBody};
+use super::typed::Request;
 
 wire_newtype! {
     /// `ClientOpenRequest::options` (bytes 6-7), `XOpenRequestOption`

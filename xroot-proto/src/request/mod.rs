@@ -33,29 +33,29 @@
 //! (e.g. [`Readv::check_not_empty`]). Reserved bytes are ignored on decode
 //! and written as zero. A payload sent with a request that takes none (ping,
 //! close, bind…) is ignored, as the reference server ignores it.
-
-use bytes::BytesMut;
-
-use crate::codes::RequestId;
-use crate::error::DecodeError;
-use crate::frame::RequestFrame;
-use crate::header::StreamId;
+//!
+//! [`RequestFrame`]: crate::frame::RequestFrame
+//! [`BytesMut`]: bytes::BytesMut
+//! [`DecodeError::Malformed`]: crate::error::DecodeError::Malformed
 
 mod flags;
 #[macro_use]
 pub(crate) mod params;
 
+mod body;
 mod fattr;
 mod file;
 mod namespace;
 mod query;
 mod read;
 mod session;
+mod typed;
 mod write;
 
 #[cfg(test)]
 mod tests;
 
+pub use body::RequestBody;
 pub use fattr::{Fattr, FattrOptions, FattrSubcode};
 pub use file::{
     Chkpoint, ChkpointOp, CloneEntry, CloneRanges, Close, Open, OpenOptionT, OpenOptions, Sync,
@@ -74,128 +74,5 @@ pub use session::{
     Auth, Bind, Capver, Endsess, Expect, Login, LoginAbility, LoginAbility2, Ping, Protocol,
     ProtocolFlags, Set, Sigver, SigverCrypto, SigverFlags,
 };
+pub use typed::Request;
 pub use write::{Pgwrite, Write, WriteSegment, Writev, WritevOptions};
-
-/// A typed request body: the fields of one request id's parameter area and
-/// payload.
-pub trait RequestBody: Sized {
-    /// The request id this type encodes and decodes.
-    const ID: RequestId;
-
-    /// Decodes from a whole frame (as returned by
-    /// [`crate::frame::RequestDecoder`]); payload fields are slices of
-    /// `frame.payload` (or `frame.data` for `kXR_writev`), not copies.
-    ///
-    /// Errors: [`DecodeError::WrongKind`] if `frame.header.requestid` is not
-    /// [`Self::ID`]; otherwise the errors each type documents.
-    fn decode(frame: &RequestFrame) -> Result<Self, DecodeError>;
-
-    /// Appends the whole request to `buf`: the 24-byte header (with `dlen`
-    /// set from the payload), the payload and, for `kXR_writev`, the data
-    /// after the list.
-    ///
-    /// # Panics
-    /// If the payload exceeds `i32::MAX` bytes (it cannot be framed).
-    fn encode(&self, streamid: StreamId, buf: &mut BytesMut);
-}
-
-/// Defines [`Request`] and its conversions from the variant list.
-macro_rules! requests {
-    ($( $(#[$vmeta:meta])* $variant:ident($ty:ty) = $id:ident, )*) => {
-        /// Any request: one variant per request id, or the raw frame for an id
-        /// this crate does not know.
-        #[derive(Debug, Clone, PartialEq, Eq)]
-        pub enum Request {
-            $( $(#[$vmeta])* #[doc = concat!("[`RequestId::", stringify!($id), "`].")] $variant($ty), )*
-            /// A request id outside this list, kept whole; it re-encodes
-            /// byte-identically (with the same stream id).
-            Unknown(RequestFrame),
-        }
-
-        impl Request {
-            /// The request id.
-            pub fn id(&self) -> RequestId {
-                match self {
-                    $( Request::$variant(_) => RequestId::$id, )*
-                    Request::Unknown(f) => f.header.requestid,
-                }
-            }
-
-            /// Decodes a frame by its request id; an unknown id gives
-            /// [`Request::Unknown`]. Errors: those of the matching type's
-            /// [`RequestBody::decode`].
-            pub fn decode(frame: RequestFrame) -> Result<Request, DecodeError> {
-                Ok(match frame.header.requestid {
-                    $( RequestId::$id => Request::$variant(<$ty>::decode(&frame)?), )*
-                    _ => Request::Unknown(frame),
-                })
-            }
-
-            /// Appends the whole request to `buf` (see [`RequestBody::encode`]).
-            /// An unknown request is written as received, with `streamid`
-            /// and a `dlen` of its payload.
-            pub fn encode(&self, streamid: StreamId, buf: &mut BytesMut) {
-                match self {
-                    $( Request::$variant(r) => r.encode(streamid, buf), )*
-                    Request::Unknown(f) => {
-                        params::put_header(
-                            buf,
-                            streamid,
-                            f.header.requestid,
-                            params::Params::from_raw(f.header.params),
-                            f.payload.len(),
-                        );
-                        buf.extend_from_slice(&f.payload);
-                        buf.extend_from_slice(&f.data);
-                    }
-                }
-            }
-        }
-
-        $(
-            impl From<$ty> for Request {
-                fn from(r: $ty) -> Request {
-                    Request::$variant(r)
-                }
-            }
-        )*
-    };
-}
-
-requests! {
-    Auth(Auth) = AUTH,
-    Query(Query) = QUERY,
-    Chmod(Chmod) = CHMOD,
-    Close(Close) = CLOSE,
-    Dirlist(Dirlist) = DIRLIST,
-    Gpfile(Gpfile) = GPFILE,
-    Protocol(Protocol) = PROTOCOL,
-    Login(Login) = LOGIN,
-    Mkdir(Mkdir) = MKDIR,
-    Mv(Mv) = MV,
-    Open(Open) = OPEN,
-    Ping(Ping) = PING,
-    Chkpoint(Chkpoint) = CHKPOINT,
-    Read(Read) = READ,
-    Rm(Rm) = RM,
-    Rmdir(Rmdir) = RMDIR,
-    Sync(Sync) = SYNC,
-    Stat(Stat) = STAT,
-    Set(Set) = SET,
-    Write(Write) = WRITE,
-    Fattr(Fattr) = FATTR,
-    Prepare(Prepare) = PREPARE,
-    Statx(Statx) = STATX,
-    Endsess(Endsess) = ENDSESS,
-    Bind(Bind) = BIND,
-    Readv(Readv) = READV,
-    Pgwrite(Pgwrite) = PGWRITE,
-    Locate(Locate) = LOCATE,
-    Truncate(Truncate) = TRUNCATE,
-    Sigver(Sigver) = SIGVER,
-    Pgread(Pgread) = PGREAD,
-    Writev(Writev) = WRITEV,
-    Clone(CloneRanges) = CLONE,
-    /// **Extension** (not in stock xrootd), see [`crate::ext`].
-    PgReadv(PgReadv) = PGREADV,
-}

@@ -10,8 +10,8 @@ use crate::header::{FHandle, StreamId};
 use crate::limits::MAX_READV_ELEMENTS;
 use crate::list::{validate_readv, ReadListEntry};
 
+use super::body::RequestBody;
 use super::params::{put_header, Params};
-use super::RequestBody;
 
 /// Implements [`RequestBody`] for a request laid out like `kXR_readv`: a
 /// flags byte `$flags` at header byte 18, `pathid` at byte 19 and a

@@ -10,9 +10,9 @@ use crate::limits::MAX_WRITEV_ELEMENTS;
 use crate::list::ReadListEntry;
 use crate::page::{encode_pages, PageIter};
 
+use super::body::RequestBody;
 use super::params::{put_header, Params};
 use super::read::PgReqFlags;
-use super::RequestBody;
 
 simple_request! {
     /// `kXR_write` (3019): `data` at `offset` of an open file; `dlen` is the

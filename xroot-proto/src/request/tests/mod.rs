@@ -7,6 +7,7 @@ use proptest::collection::vec;
 use proptest::prelude::*;
 
 use super::*;
+use crate::codes::RequestId;
 use crate::frame::{ClientMessage, RequestDecoder, RequestFrame};
 use crate::header::{FHandle, RequestHeader, StreamId};
 use crate::limits::MAX_READV_ELEMENT;
