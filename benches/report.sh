@@ -28,7 +28,7 @@ mkdir -p "$(dirname "$out")"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-benches=(server_readv cache_trace client_copy server_copy server_memory tls_copy server_load cluster_open)
+benches=(server_readv cache_trace client_copy server_copy server_memory server_storm tls_copy server_load cluster_open)
 declare -A summary=() took=() status=()
 
 now() { date +%s.%N; }
@@ -163,6 +163,18 @@ fi
     "—" "$(fig server_memory.stock.max_mib 1)" "**$(fig server_memory.ours.max_mib 1)**" \
     "≤ 4 × stock" "$(awk -v o="${summary[server_memory.ours.max_mib]:-}" -v s="${summary[server_memory.stock.max_mib]:-}" \
       'BEGIN { if (o == "" || s == "") print "n/a"; else if (o <= 4 * s) print "yes"; else print "**no**" }')"
+  # a peak of server_storm, MiB, ours against 4 × stock
+  storm_row() { # label, key
+    local o=${summary[server_storm.ours.$2]:-} s=${summary[server_storm.stock.$2]:-}
+    row "$1" "—" "$(fig "server_storm.stock.$2" 1)" "**$(fig "server_storm.ours.$2" 1)**" "≤ 4 × stock" \
+      "$(awk -v o="$o" -v s="$s" 'BEGIN { if (o == "" || s == "") print "n/a"; else if (o <= 4 * s) print "yes"; else print "**no**" }')"
+  }
+  storm_row "server peak resident set under 100,000 hostile frames on 20 links, an honest reader beside them, MiB" storm_mib
+  row "the same: the honest reader's errors" "—" "$(fig server_storm.stock.honest_errors 0)" \
+    "**$(fig server_storm.ours.honest_errors 0)**" "0" "$(met server_storm.ours.honest_errors '<=' 0)"
+  storm_row "server peak resident set, 100 links each holding all but 1 byte of a 16 MiB write on an open file, MiB" partial_writes_mib
+  storm_row "the same naming no open file, MiB" refused_writes_mib
+  storm_row "server resident set once 8 links with 16 unread 2 GiB readvs each have closed, MiB" readv_closed_mib
   # a figure of server_load, ours against stock: OP is <= or >=
   load_row() { # label, key, decimals, target text, op
     local o=${summary[server_load.ours.$2]:-} s=${summary[server_load.stock.$2]:-}
