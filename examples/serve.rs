@@ -196,6 +196,8 @@ pub async fn start_redirector(
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // freed request and answer buffers go back to the kernel at once
+    xroot::server::allocator::unmap_large_buffers();
     let args = match config_file::with_config_file(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(e) => return daemon::exit("serve", Err(e)),

@@ -285,6 +285,8 @@ pub async fn start_with_metrics(
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
+    // freed request and answer buffers go back to the kernel at once
+    xroot::server::allocator::unmap_large_buffers();
     let args = match config_file::with_config_file(std::env::args_os().collect()) {
         Ok(args) => args,
         Err(e) => return daemon::exit("xcache", Err(e)),

@@ -335,6 +335,61 @@ async fn partial_uploads_hold_only_the_payload_budget() {
     }
 }
 
+/// What links held for their unread answers goes back to the system once
+/// they close: the `serve` example has glibc unmap freed buffers of 128
+/// KiB and more at once (xroot_server::allocator); it kept 60 MB of 8
+/// links' 2 GiB vector reads after they closed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn what_closed_links_held_is_given_back() {
+    let dir = big_file();
+    let serve = ServeProcess::start(dir.path());
+    let base = resident(serve.pid());
+    let mut links = Vec::new();
+    for _ in 0..8 {
+        let (mut r, _) = Raw::login(serve.addr).await;
+        let fh = r.open("/big.bin").await;
+        for i in 0..16 {
+            r.send(100 + i, readv_2gib(fh)).await;
+        }
+        links.push(r);
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let held = resident(serve.pid());
+    drop(links);
+    // the LocalFs keeps up to 16 MiB of read buffers for reuse, and the
+    // allocator's arenas some of what the links' small allocations freed
+    let limit = base + (32 << 20);
+    let start = Instant::now();
+    let mut now = resident(serve.pid());
+    while now > limit && start.elapsed() < Duration::from_secs(10) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        now = resident(serve.pid());
+    }
+    eprintln!(
+        "resident set {} MiB at start, {} MiB with the links, {} MiB after they closed",
+        base >> 20,
+        held >> 20,
+        now >> 20
+    );
+    assert!(
+        now <= limit,
+        "the server kept {} MiB after its links closed (limit {} MiB)",
+        now >> 20,
+        limit >> 20
+    );
+}
+
+/// The resident set of process `pid` now, bytes (`VmRSS`).
+fn resident(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let kb: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS in /proc/PID/status");
+    kb << 10
+}
+
 /// Clients whose 16 MiB writes wait for their own earlier reads of the same
 /// bytes, which they never read: their payloads stop counting against the
 /// server's budget while they wait, so another client's 8 MiB uploads go

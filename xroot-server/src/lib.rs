@@ -73,6 +73,7 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod allocator;
 pub mod auth;
 pub mod authz;
 mod budget;
