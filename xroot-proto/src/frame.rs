@@ -119,6 +119,8 @@ fn check_dlen(what: &'static str, dlen: i64, max: usize) -> Result<usize, Decode
 pub struct RequestDecoder {
     expect_handshake: bool,
     max_dlen: usize,
+    /// The largest payload of a request other than a write.
+    max_argument_dlen: usize,
     /// Total frame length once known (saves re-walking a writev list).
     pending: Option<usize>,
 }
@@ -135,6 +137,7 @@ impl RequestDecoder {
         RequestDecoder {
             expect_handshake: true,
             max_dlen: DEFAULT_MAX_REQUEST_DLEN,
+            max_argument_dlen: usize::MAX,
             pending: None,
         }
     }
@@ -159,6 +162,25 @@ impl RequestDecoder {
         self.max_dlen
     }
 
+    /// Sets the largest payload accepted of a request other than a write
+    /// (`kXR_write`, `kXR_pgwrite`, `kXR_writev`), in bytes: its argument,
+    /// a path, a list, a query (no other limit than
+    /// [`RequestDecoder::with_max_dlen`]'s by default). The stock server
+    /// takes at most 2 MiB - 1 (its argument buffer of 2 MiB and a
+    /// terminating null); only a write's data is larger.
+    pub fn with_max_argument_dlen(mut self, max_argument_dlen: usize) -> Self {
+        self.max_argument_dlen = max_argument_dlen;
+        self
+    }
+
+    /// Forgets the request frame being received (the one
+    /// [`RequestDecoder::pending_len`] measures), for a caller that drops
+    /// its bytes itself: the next byte after them starts a new frame.
+    /// Returns its length, `None` when no frame was pending.
+    pub fn skip_pending(&mut self) -> Option<usize> {
+        self.pending.take()
+    }
+
     /// Takes one message off the front of `buf`, or returns `Ok(None)` when
     /// `buf` does not hold a whole one yet.
     ///
@@ -167,7 +189,8 @@ impl RequestDecoder {
     /// [`DecodeError::BadHandshake`];
     /// [`DecodeError::NegativeLength`] for `dlen < 0` or a negative writev `wlen`;
     /// [`DecodeError::LengthTooLarge`] for `dlen` (or writev list + data) over
-    /// `max_dlen`, or a writev element over 2 MiB;
+    /// `max_dlen`, the `dlen` of a request other than a write over
+    /// `max_argument_dlen`, or a writev element over 2 MiB;
     /// [`DecodeError::TooManyElements`] for a readv/pgreadv/writev list of more
     /// than 1024 elements; [`DecodeError::Misaligned`] for a list that is not
     /// a multiple of 16 bytes.
@@ -248,6 +271,9 @@ impl RequestDecoder {
                     unit: READ_LIST_LEN as u64,
                 });
             }
+        }
+        if id != RequestId::WRITE && id != RequestId::PGWRITE && id != RequestId::WRITEV {
+            check_dlen("request argument", dlen as i64, self.max_argument_dlen)?;
         }
         if id != RequestId::WRITEV {
             return Ok(Some(RequestHeader::LEN + dlen));

@@ -105,6 +105,46 @@ fn oversized_dlen_is_refused_before_the_body_arrives() {
 }
 
 #[test]
+fn an_argument_over_its_limit_is_refused_from_the_header_alone() {
+    // a query announcing 2 MiB: its argument is over the limit, a write's
+    // data of the same length is not
+    let decoder = RequestDecoder::without_handshake().with_max_argument_dlen((2 << 20) - 1);
+    let mut b = request(RequestId::QUERY, 2 << 20, b"");
+    assert_eq!(
+        decoder.clone().decode(&mut b).unwrap_err(),
+        DecodeError::LengthTooLarge {
+            what: "request argument",
+            value: 2 << 20,
+            max: (2 << 20) - 1
+        }
+    );
+    for id in [RequestId::WRITE, RequestId::PGWRITE] {
+        let mut b = request(id, 2 << 20, b"");
+        let mut d = decoder.clone();
+        assert!(d.decode(&mut b).unwrap().is_none());
+        assert_eq!(d.pending_len(), Some(24 + (2 << 20)));
+    }
+    let mut b = request(RequestId::QUERY, (2 << 20) - 1, b"");
+    let mut d = decoder.clone();
+    assert!(d.decode(&mut b).unwrap().is_none(), "at the limit: waits");
+}
+
+#[test]
+fn a_skipped_pending_frame_leaves_the_next_one_to_decode() {
+    let mut d = RequestDecoder::without_handshake();
+    let mut b = request(RequestId::WRITE, 1000, &[1; 10]);
+    assert!(d.decode(&mut b).unwrap().is_none());
+    assert_eq!(d.skip_pending(), Some(1024));
+    assert_eq!(d.pending_len(), None);
+    // the caller drops the frame's bytes; the next frame decodes
+    let mut b = request(RequestId::PING, 0, b"");
+    match d.decode(&mut b).unwrap() {
+        Some(ClientMessage::Request(f)) => assert_eq!(f.header.requestid, RequestId::PING),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn too_many_readv_elements_from_the_header_alone() {
     let err = request_err(request(RequestId::READV, 1025 * 16, b""));
     assert_eq!(
