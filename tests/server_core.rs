@@ -673,6 +673,39 @@ async fn hostile_input_gets_the_reference_answer_or_a_closed_link() {
     other_session_works(&h).await;
 }
 
+/// An argument (the payload of a request other than a write) of the
+/// stock's 2 MiB or more is refused as soon as its header is in, before
+/// any of it is held; one of 2 MiB - 1 is read and answered, the link
+/// going on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_argument_past_the_stock_limit_is_refused_from_its_header() {
+    let h = start(MemFs::new(&[("/a.bin", pattern(5000))])).await;
+    let addr = h.local_addr();
+    let (mut r, _) = Raw::login(addr).await;
+    r.write(&raw_frame(1, RequestId::STAT.0, 2 << 20, b"/a"))
+        .await;
+    let m = r.expect_error(ErrorCode::ARG_TOO_LONG).await;
+    assert_eq!(m, "Request argument is too long");
+    r.expect_closed().await;
+    let (mut r, _) = Raw::login(addr).await;
+    let mut path = b"/missing".to_vec();
+    path.resize((2 << 20) - 1, b'x');
+    r.write(&raw_frame(2, RequestId::STAT.0, path.len() as i32, &path))
+        .await;
+    // (answered on its merits: a path that long is refused as a path)
+    let too_long = |e: &xroot::proto::response::ServerError| {
+        e.message_lossy() == "Request argument is too long"
+    };
+    let (_, answer) = r.expect().await;
+    assert!(
+        !matches!(&answer, Response::Error(e) if too_long(e)),
+        "{answer:?}"
+    );
+    r.send(3, Ping {}).await;
+    assert_eq!(r.expect().await.1, Response::Ok(Bytes::new()));
+    other_session_works(&h).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_connection_is_dropped() {
     let config = Config {

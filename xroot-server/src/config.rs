@@ -40,6 +40,14 @@ pub struct Config {
     /// Largest request payload accepted, in bytes (16 MiB). A larger `dlen`
     /// is answered `kXR_ArgTooLong` and the link closed.
     pub max_request_dlen: usize,
+    /// Largest payload accepted of a request other than a write
+    /// (`kXR_write`, `kXR_pgwrite`, `kXR_writev`): a path, a list, a query,
+    /// in bytes (2 MiB - 1, as the stock server, whose argument buffer is
+    /// 2 MiB with a terminating null). A larger `dlen` is answered
+    /// `kXR_ArgTooLong` "Request argument is too long" and the link
+    /// closed, before any of the payload is read: only a write's data may
+    /// make one request hold more.
+    pub max_argument_dlen: usize,
     /// Largest request payload accepted before the session has logged in
     /// and authenticated, in bytes (32 KiB: what `kXR_login` and
     /// `kXR_auth` credentials need). A larger `dlen` is answered
@@ -125,6 +133,7 @@ impl Default for Config {
             waitresp_after: Duration::from_secs(5),
             waitresp_seconds: 1800,
             max_request_dlen: DEFAULT_MAX_REQUEST_DLEN,
+            max_argument_dlen: (2 << 20) - 1,
             max_login_dlen: 32 << 10,
             link_budget: 16 << 20,
             server_budget: 16 << 20,
@@ -154,6 +163,7 @@ impl std::fmt::Debug for Config {
             .field("waitresp_after", &self.waitresp_after)
             .field("waitresp_seconds", &self.waitresp_seconds)
             .field("max_request_dlen", &self.max_request_dlen)
+            .field("max_argument_dlen", &self.max_argument_dlen)
             .field("max_login_dlen", &self.max_login_dlen)
             .field("link_budget", &self.link_budget)
             .field("server_budget", &self.server_budget)

@@ -297,7 +297,9 @@ pub(crate) async fn run_link<F: FileSystem>(
     let (link, writer) = LinkWriter::spawn(wr);
     let (link_id, stats) = shared.monitor.open_link(peer);
     let cfg = &shared.config;
-    let mut decoder = RequestDecoder::new().with_max_dlen(cfg.max_login_dlen);
+    let mut decoder = RequestDecoder::new()
+        .with_max_dlen(cfg.max_login_dlen)
+        .with_max_argument_dlen(cfg.max_argument_dlen);
     let mut conn = Conn {
         limit: Limit::new(
             cfg.max_requests_per_link,
