@@ -706,6 +706,48 @@ async fn an_argument_past_the_stock_limit_is_refused_from_its_header() {
     other_session_works(&h).await;
 }
 
+/// A `kXR_write` naming no open file is answered `kXR_FileNotOpen` once
+/// its data has come (read and dropped as it came, never held: see
+/// tests/server_memory.rs), as the stock server answers it; the frame
+/// after it is read as the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_write_naming_no_open_file_is_answered_after_its_data() {
+    let h = start(MemFs::new(&[("/a.bin", pattern(5000))])).await;
+    let (mut r, _) = Raw::login(h.local_addr()).await;
+    let mut params = [0u8; 16];
+    params[..4].copy_from_slice(&[9, 0, 0, 0]);
+    let mut write = BytesMut::new();
+    xroot::proto::RequestHeader {
+        streamid: StreamId::from_u16(4),
+        requestid: RequestId::WRITE,
+        params,
+        dlen: 4 << 20,
+    }
+    .encode(&mut write);
+    write.resize(24 + (4 << 20), 7);
+    // the first half: no answer before the rest
+    r.write(&write[..2 << 20]).await;
+    let early = tokio::time::timeout(Duration::from_millis(300), r.next()).await;
+    assert!(early.is_err(), "answered before its data: {early:?}");
+    let mut rest = write[2 << 20..].to_vec();
+    rest.extend_from_slice(&frame(5, Ping {}));
+    r.write(&rest).await;
+    let (sid, answer) = r.expect().await;
+    assert_eq!(sid, StreamId::from_u16(4));
+    match answer {
+        Response::Error(e) => {
+            assert_eq!(e.code, ErrorCode::FILE_NOT_OPEN);
+            assert_eq!(e.message_lossy(), "write does not refer to an open file");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(
+        r.expect().await,
+        (StreamId::from_u16(5), Response::Ok(Bytes::new()))
+    );
+    other_session_works(&h).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_silent_connection_is_dropped() {
     let config = Config {

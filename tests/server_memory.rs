@@ -335,6 +335,55 @@ async fn partial_uploads_hold_only_the_payload_budget() {
     }
 }
 
+/// Logged-in clients that each send all but the last byte of a 16 MiB
+/// write naming a handle never opened: the server refuses such a write
+/// from its header on and drops its data as it comes (as the stock's
+/// do_WriteNone), so a hundred of them hold next to nothing (they held
+/// the whole 64 MiB payload budget).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn writes_naming_no_open_file_hold_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = ServeProcess::start(dir.path());
+    let base = peak_rss(serve.pid());
+    let mut senders = Vec::new();
+    for _ in 0..100 {
+        let (r, _) = Raw::login(serve.addr).await;
+        let mut frame = BytesMut::new();
+        xroot::proto::request::Request::from(xroot::proto::request::Write {
+            fhandle: xroot::proto::FHandle([0x5a; 4]),
+            offset: 0,
+            pathid: 0,
+            data: bytes::Bytes::from(vec![7u8; 16 << 20]),
+        })
+        .encode(xroot::proto::StreamId::from_u16(5), &mut frame);
+        frame.truncate(frame.len() - 1);
+        senders.push(tokio::spawn(async move {
+            let mut r = r;
+            let _ = r.s.write_all(&frame).await;
+            r
+        }));
+    }
+    // every byte but the last of each is read and dropped
+    let mut held = Vec::new();
+    for s in senders {
+        held.push(s.await.unwrap());
+    }
+    // a link's 16 KiB skip buffer and the runtime's slack, not 64 MiB
+    let limit = base + (16 << 20);
+    let peak = stays_under(&serve, limit, Duration::from_secs(1), "100 refused writes").await;
+    eprintln!(
+        "peak resident set {} MiB (at start {} MiB)",
+        peak >> 20,
+        base >> 20
+    );
+    // the last byte: each is answered kXR_FileNotOpen
+    for r in &mut held {
+        r.write(&[7]).await;
+        let m = r.expect_error(ErrorCode::FILE_NOT_OPEN).await;
+        assert_eq!(m, "write does not refer to an open file");
+    }
+}
+
 /// What links held for their unread answers goes back to the system once
 /// they close: the `serve` example has glibc unmap freed buffers of 128
 /// KiB and more at once (xroot_server::allocator); it kept 60 MB of 8

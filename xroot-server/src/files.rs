@@ -146,6 +146,14 @@ impl<T: File> FileTable<T> {
         FHandle((index as u32).to_le_bytes())
     }
 
+    /// Whether `fh` names a slot that holds a file (its close may have been
+    /// admitted already).
+    pub(crate) fn holds(&self, fh: FHandle) -> bool {
+        let index = u32::from_le_bytes(fh.0) as usize;
+        let slots = self.slots.lock().unwrap();
+        slots.get(index).is_some_and(Option::is_some)
+    }
+
     /// Admits a request that will do `access` on the file `fh` names, in
     /// arrival order ([`crate::order`]). `None` when `fh` names no open file
     /// or one whose close was admitted before.

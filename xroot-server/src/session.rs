@@ -44,6 +44,13 @@
 //! them here, in arrival order ([`crate::order`]), and its payload counts
 //! against the memory budget ([`crate::budget`]) until its task ends.
 //!
+//! A `kXR_write` whose handle names no open file of the session when its
+//! header arrives is refused whatever its data: its payload is read and
+//! dropped as it comes, never held, and the `kXR_FileNotOpen` its handler
+//! would give is sent once the last byte is in (the reference's
+//! `do_WriteNone`). A client cannot know a handle before its open is
+//! answered, so only a guess can name one whose open is still running.
+//!
 //! A session ends when its main link closes or is ended by `kXR_endsess`:
 //! no new request is read, the requests in flight run to their end (their
 //! answers are dropped when the link was ended), then its files are closed —
@@ -70,8 +77,8 @@ use xroot_proto::limits::MAX_BOUND_STREAMS;
 use xroot_proto::request::Request;
 use xroot_proto::response::{Response, ServerError};
 use xroot_proto::{
-    ClientMessage, DecodeError, ErrorCode, RequestDecoder, RequestFrame, RequestHeader, RequestId,
-    ServerHandshake, StreamId,
+    ClientMessage, DecodeError, ErrorCode, FHandle, RequestDecoder, RequestFrame, RequestHeader,
+    RequestId, ServerHandshake, StreamId,
 };
 
 use crate::auth::{Caller, Identity};
@@ -272,7 +279,20 @@ pub(crate) struct Conn<F: FileSystem> {
     /// The budget taken for the request frame being received, from its
     /// header on; its request's payload share once it is whole.
     reserved: Option<Share>,
+    /// The request refused at its header whose payload is being skipped
+    /// ([`Conn::refuse_early`]).
+    refused: Option<Refused>,
     stats: Arc<Scope>,
+}
+
+/// A request refused from its header on: answered once its payload has
+/// been read and dropped, counted in flight until then.
+struct Refused {
+    header: RequestHeader,
+    code: ErrorCode,
+    message: &'static str,
+    start: std::time::Instant,
+    _in_flight: InFlight,
 }
 
 /// Serves one accepted connection to its end.
@@ -317,6 +337,7 @@ pub(crate) async fn run_link<F: FileSystem>(
             shared.budget.clone(),
         ),
         reserved: None,
+        refused: None,
         shared: shared.clone(),
         link,
         peer,
@@ -390,6 +411,14 @@ pub(crate) async fn run_link<F: FileSystem>(
                         hail.as_mut().reset(rest);
                     }
                 }
+                // a frame refused whatever its payload: dropped as it comes
+                if let (Some(len), None) = (decoder.pending_len(), &conn.reserved) {
+                    if conn.refuse_early(&buf) {
+                        decoder.skip_pending();
+                        skip = len - buf.len();
+                        buf.clear();
+                    }
+                }
                 // a frame being received: its payload's budget before its payload
                 if let (Some(len), None) = (decoder.pending_len(), &conn.reserved) {
                     let share = conn.budget.take_payload(len - RequestHeader::LEN);
@@ -401,7 +430,7 @@ pub(crate) async fn run_link<F: FileSystem>(
                     // the time waited for the budget is not the client's
                     stall.as_mut().reset(Instant::now() + cfg.frame_timeout);
                 }
-                fit(&mut buf, decoder.pending_len());
+                fit(&mut buf, decoder.pending_len(), skip > 0);
                 let partial = !buf.is_empty() || skip > 0;
                 if partial && (!stalling || conn.frames != before) {
                     stall.as_mut().reset(Instant::now() + cfg.frame_timeout);
@@ -427,12 +456,22 @@ pub(crate) async fn run_link<F: FileSystem>(
 /// buffer of its size). Every link holds one, idle or not.
 const IDLE_BUFFER: usize = 1 << 10;
 
+/// Bytes a link's read buffer holds while the rest of a refused frame is
+/// read and dropped: 16 KiB per read.
+const SKIP_BUFFER: usize = 16 << 10;
+
 /// Sizes the read buffer for what comes next: exactly the frame being
-/// received (whose budget was granted), or a small buffer between frames.
+/// received (whose budget was granted), a small buffer between frames, or
+/// while `skipping` a refused frame's payload (the buffer is empty then)
+/// [`SKIP_BUFFER`], reused from its start at each read.
 /// The frames split off the buffer keep their allocation while their
 /// requests run; growing the buffer by doubling, or keeping a large one's
 /// tail, would hold up to twice what the budget counts.
-fn fit(buf: &mut BytesMut, pending: Option<usize>) {
+fn fit(buf: &mut BytesMut, pending: Option<usize>, skipping: bool) {
+    if skipping {
+        buf.reserve(SKIP_BUFFER);
+        return;
+    }
     let want = match pending {
         Some(len) if buf.capacity() < len => len,
         None if buf.capacity() > IDLE_BUFFER => IDLE_BUFFER,
@@ -458,6 +497,10 @@ impl<F: FileSystem> Conn<F> {
                 *skip -= n;
                 if *skip > 0 {
                     return ControlFlow::Continue(());
+                }
+                if let Some(refused) = self.refused.take() {
+                    self.frames += 1;
+                    self.answer_refused(refused).await?;
                 }
             }
             match decoder.decode(buf) {
@@ -492,6 +535,56 @@ impl<F: FileSystem> Conn<F> {
                 }
             }
         }
+    }
+
+    /// Whether the request frame whose header starts `buf`, its payload
+    /// still to come, is refused whatever that payload: a `kXR_write`
+    /// naming no open file of the logged-in session (see the module docs).
+    /// If so, the refusal waits in [`Conn::refused`] for the payload to be
+    /// skipped.
+    fn refuse_early(&mut self, buf: &[u8]) -> bool {
+        let Phase::LoggedIn {
+            session,
+            auth_pending: false,
+        } = &self.phase
+        else {
+            return false;
+        };
+        let Ok(header) = RequestHeader::decode(buf) else {
+            return false;
+        };
+        let fhandle = FHandle(header.params[..4].try_into().expect("4 bytes"));
+        if header.requestid != RequestId::WRITE || session.files.holds(fhandle) {
+            return false;
+        }
+        self.refused = Some(Refused {
+            header,
+            code: ErrorCode::FILE_NOT_OPEN,
+            message: "write does not refer to an open file",
+            start: std::time::Instant::now(),
+            _in_flight: InFlight::enter(header.requestid, &self.stats, &self.shared.monitor.stats),
+        });
+        true
+    }
+
+    /// Answers a request refused at its header, its payload now skipped,
+    /// and tells the observer as of any refused request.
+    async fn answer_refused(&mut self, r: Refused) -> ControlFlow<()> {
+        if let (Some(observer), Phase::LoggedIn { session, .. }) =
+            (&self.shared.config.observer, &self.phase)
+        {
+            observer.finished(&RequestRecord {
+                peer: session.caller().peer,
+                user: &session.caller().identity.name,
+                kind: r.header.requestid,
+                path: None,
+                outcome: Outcome::Error(r.code),
+                duration: r.start.elapsed(),
+                bytes_in: r.header.dlen as u64,
+                bytes_out: 0,
+            });
+        }
+        self.error(r.header.streamid, r.code, r.message).await
     }
 
     /// Answers a frame the decoder refused, as the reference does. Returns
