@@ -9,8 +9,8 @@ use xroot_proto::limits::MAX_TRANSFER;
 
 use crate::auth::Authenticator;
 use crate::cluster::ClusterConfig;
+use crate::net::tls::TlsConfig;
 use crate::observe::RequestObserver;
-use crate::tls::TlsConfig;
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
 #[derive(Clone)]

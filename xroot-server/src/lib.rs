@@ -15,7 +15,7 @@
 //!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`], [`SssAuth`],
 //!   [`ZtnAuth`] for bearer tokens validated by [`token`]),
 //!   `kXR_bind` substreams, `kXR_endsess`, and the reference's gating of
-//!   every request (see `session`).
+//!   every request (see `link/`).
 //! - TLS ([`TlsConfig`]): offered to clients that ask (`roots://`) or
 //!   required for login, the session or the data substreams
 //!   ([`TlsRequirement`]), switched on the same connection as the
@@ -73,40 +73,25 @@
 #![deny(unsafe_code)]
 #![warn(missing_docs)]
 
+mod admit;
 pub mod allocator;
 pub mod auth;
-pub mod authz;
-mod budget;
 pub mod checksum;
 pub mod cluster;
 mod config;
-mod dispatch;
-mod fattr;
-mod files;
 pub mod fs;
-mod guard;
-mod io;
-pub mod jwks;
-mod limit;
+mod handle;
 mod link;
 pub mod local;
-mod lock;
-mod login;
-mod namespace;
+mod net;
 pub mod observe;
-mod order;
-mod path;
-mod query;
-mod readv;
-mod report;
 mod server;
 mod session;
-pub mod stats;
-mod tls;
-pub mod token;
-mod transport;
-mod zero_copy;
+mod shared;
 
+/// The authorization scopes of bearer tokens (also [`auth::scope`]).
+pub use auth::scope as authz;
+pub use auth::{jwks, token};
 pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
     ZtnAuth,
@@ -117,10 +102,11 @@ pub use fs::{
     DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
 };
 pub use local::LocalFs;
+pub use net::tls::{TlsConfig, TlsRequirement};
+pub use observe::stats;
 pub use observe::{Outcome, RequestObserver, RequestRecord};
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
-pub use tls::{TlsConfig, TlsRequirement};
 pub use token::{TokenConfig, TokenError, TokenValidator};
 pub use xroot_proto as proto;
 /// What [`FileSystem`] calls answer with: stat text, checksums.

@@ -4,126 +4,24 @@
 //! reading new requests, lets every request in flight finish and send its
 //! answer, then closes the links.
 
-use std::collections::hash_map::RandomState;
-use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
-use std::hash::{BuildHasher, Hasher};
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::FutureExt;
 use tokio::net::{TcpListener, ToSocketAddrs};
-use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
 use xroot_sec::tls::server::{ServerTls, ServerTlsError};
 
-use crate::budget::Pool;
-use crate::cluster::{self, Events};
+use crate::cluster::{self};
 use crate::config::Config;
 use crate::fs::FileSystem;
-use crate::lock::Locks;
-use crate::session::{self, Session};
-use crate::stats::{LinkStats, Scope, ServerStats};
-use crate::transport::LinkStream;
-
-/// The parts of a server that do not depend on its backend: statistics,
-/// the open links and the shutdown signal.
-#[derive(Debug)]
-pub(crate) struct Monitor {
-    pub(crate) stats: Arc<Scope>,
-    links: Mutex<BTreeMap<u64, (SocketAddr, Arc<Scope>)>>,
-    connections: AtomicU64,
-    shutdown: watch::Sender<bool>,
-    pub(crate) local_addr: SocketAddr,
-    /// When the server was bound, for its statistics report.
-    pub(crate) started: std::time::SystemTime,
-}
-
-impl Monitor {
-    /// Registers a new link; returns its id and its gauges.
-    pub(crate) fn open_link(&self, peer: SocketAddr) -> (u64, Arc<Scope>) {
-        let id = self.connections.fetch_add(1, Ordering::Relaxed);
-        let scope = Scope::new();
-        self.links.lock().unwrap().insert(id, (peer, scope.clone()));
-        (id, scope)
-    }
-
-    pub(crate) fn close_link(&self, id: u64) {
-        self.links.lock().unwrap().remove(&id);
-    }
-
-    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
-        self.shutdown.subscribe()
-    }
-
-    pub(crate) fn snapshot(&self) -> ServerStats {
-        let links = self
-            .links
-            .lock()
-            .unwrap()
-            .values()
-            .map(|(peer, scope)| LinkStats {
-                peer: *peer,
-                in_flight: scope.snapshot(),
-            })
-            .collect();
-        ServerStats {
-            in_flight: self.stats.snapshot(),
-            links,
-            connections: self.connections.load(Ordering::Relaxed),
-        }
-    }
-}
-
-/// What every session of a server shares.
-pub(crate) struct Shared<F: FileSystem> {
-    pub(crate) fs: F,
-    pub(crate) config: Config,
-    pub(crate) monitor: Arc<Monitor>,
-    /// Logged-in sessions by session id (for `kXR_bind` and `kXR_endsess`).
-    pub(crate) sessions: Mutex<HashMap<[u8; 16], Weak<Session<F>>>>,
-    /// Requests in progress in the whole server.
-    pub(crate) limit: Arc<Semaphore>,
-    /// Vector reads in progress in the whole server.
-    pub(crate) readv_limit: Arc<Semaphore>,
-    /// The server's memory budget for answers ([`crate::budget`]).
-    pub(crate) budget: Pool,
-    /// The server's memory budget for request payloads.
-    pub(crate) payload_budget: Pool,
-    /// Files open for reading and writing, by path ([`crate::lock`]).
-    pub(crate) locks: Locks,
-    /// `have`/`gone` for the cluster links ([`crate::cluster`]).
-    pub(crate) cluster_events: Events,
-    ids: AtomicU64,
-    seed: RandomState,
-}
-
-impl<F: FileSystem> Shared<F> {
-    /// A fresh, unguessable session id.
-    pub(crate) fn new_sessid(&self) -> [u8; 16] {
-        let n = self.ids.fetch_add(1, Ordering::Relaxed);
-        let mut out = [0u8; 16];
-        for (i, half) in out.chunks_exact_mut(8).enumerate() {
-            let mut h = self.seed.build_hasher();
-            h.write_u64(n);
-            h.write_usize(i);
-            half.copy_from_slice(&h.finish().to_le_bytes());
-        }
-        out
-    }
-
-    /// The logged-in session `sessid`, if it is still alive.
-    pub(crate) fn session(&self, sessid: &[u8; 16]) -> Option<Arc<Session<F>>> {
-        self.sessions
-            .lock()
-            .unwrap()
-            .get(sessid)
-            .and_then(Weak::upgrade)
-    }
-}
+use crate::link;
+use crate::net::transport::LinkStream;
+use crate::observe::stats::ServerStats;
+use crate::shared::{Monitor, Shared};
 
 /// An XRootD data server serving a [`FileSystem`].
 ///
@@ -189,28 +87,7 @@ impl<F: FileSystem> Server<F> {
     pub async fn bind(addr: impl ToSocketAddrs, fs: F, config: Config) -> io::Result<Server<F>> {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
-        let monitor = Arc::new(Monitor {
-            stats: Scope::new(),
-            links: Mutex::new(BTreeMap::new()),
-            connections: AtomicU64::new(0),
-            shutdown: watch::Sender::new(false),
-            local_addr,
-            started: std::time::SystemTime::now(),
-        });
-        let shared = Arc::new(Shared {
-            limit: Arc::new(Semaphore::new(config.max_requests.max(1))),
-            readv_limit: Arc::new(Semaphore::new(config.max_readv.max(1))),
-            budget: Pool::new(config.server_budget),
-            payload_budget: Pool::new(config.server_payload_budget),
-            locks: Locks::default(),
-            cluster_events: Events::default(),
-            fs,
-            config,
-            monitor,
-            sessions: Mutex::new(HashMap::new()),
-            ids: AtomicU64::new(0),
-            seed: RandomState::new(),
-        });
+        let shared = Arc::new(Shared::new(fs, config, local_addr));
         Ok(Server { listener, shared })
     }
 
@@ -249,7 +126,7 @@ impl<F: FileSystem> Server<F> {
         peer: SocketAddr,
     ) -> impl Future<Output = ()> + Send + 'static {
         let local = self.shared.monitor.local_addr;
-        session::run_link(self.shared.clone(), LinkStream::Memory(stream), peer, local)
+        link::run_link(self.shared.clone(), LinkStream::Memory(stream), peer, local)
     }
 
     /// Accepts connections until [`ServerHandle::shutdown`], then waits for
@@ -275,7 +152,7 @@ impl<F: FileSystem> Server<F> {
                 Some(_) = links.join_next(), if !links.is_empty() => {}
                 accepted = self.listener.accept() => match accepted {
                     Ok((stream, peer)) => {
-                        links.spawn(session::run(self.shared.clone(), stream, peer));
+                        links.spawn(link::run(self.shared.clone(), stream, peer));
                     }
                     Err(e) if out_of_descriptors(&e) && reserve.is_some() => {
                         drop(reserve.take());

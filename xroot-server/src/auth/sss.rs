@@ -10,7 +10,8 @@ use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 use xroot_sec::sss::{self, Keytab, KeytabError, Params};
 
-use super::{wrong_protocol, AuthContext, AuthOutcome, Authenticator, Identity};
+use super::authenticate::{wrong_protocol, AuthContext, AuthOutcome, Authenticator};
+use super::identity::Identity;
 
 /// The `sss` protocol: offers `&P=sss,0.+<lifetime>:` at login, as the
 /// stock server does (Blowfish, a version 2 server, 13 s by default), and

@@ -6,8 +6,9 @@ use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 use xroot_sec::ztn::{self, LoginParams};
 
-use super::{AuthContext, AuthOutcome, Authenticator, Identity};
-use crate::token::TokenValidator;
+use super::authenticate::{AuthContext, AuthOutcome, Authenticator};
+use super::identity::Identity;
+use crate::auth::token::TokenValidator;
 
 /// The stock server's refusal of `ztn` on a link without TLS
 /// (XrdSecProtocolztnObject).
@@ -52,7 +53,7 @@ impl Authenticator for ZtnAuth {
     /// Refusals (answered `kXR_AuthFailed`): another protocol, a plain
     /// link ([`NON_TLS_REFUSAL`]), a malformed credential (the stock
     /// server's texts, [`ztn::ZtnError`]), a token over the size limit,
-    /// and every [`crate::token::TokenError`].
+    /// and every [`crate::auth::token::TokenError`].
     fn authenticate(&self, ctx: &AuthContext<'_>, credtype: &str, cred: &[u8]) -> AuthOutcome {
         if credtype != ztn::PROTOCOL {
             return AuthOutcome::Refused(format!(

@@ -22,7 +22,7 @@ use xroot_proto::cms::{
 use xroot_proto::response::StatInfo;
 use xroot_proto::ErrorCode;
 
-use super::ClusterConfig;
+use super::config::ClusterConfig;
 use crate::auth::Caller;
 use crate::fs::{DirEntry, File, FileSystem, FsError, FsResult, OpenMode};
 

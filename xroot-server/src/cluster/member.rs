@@ -18,11 +18,12 @@ use xroot_proto::cms::{
 };
 use xroot_proto::DecodeError;
 
-use super::{ClusterConfig, Event};
+use super::config::ClusterConfig;
+use super::events::Event;
 use crate::auth::Caller;
 use crate::fs::FileSystem;
-use crate::path;
-use crate::server::Shared;
+use crate::handle::path;
+use crate::shared::Shared;
 
 /// Why a link to a manager ended.
 #[derive(Debug, thiserror::Error)]

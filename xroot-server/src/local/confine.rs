@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use xroot_proto::ErrorCode;
 
 use super::walk::Walk;
-use crate::authz::{Action, Want};
+use crate::auth::scope::{Action, Want};
 use crate::fs::{FsError, FsResult};
 
 /// A namespace operation, as the reference names it in its messages.
@@ -99,7 +99,7 @@ impl Op {
     }
 
     /// What the operation asks of a token's scopes on the path it acts on
-    /// (`guard.rs` has the table): `need` tells a read-only open from one
+    /// (`handle/scope_check.rs` has the table): `need` tells a read-only open from one
     /// that writes, `exists` whether a truncating open finds a file.
     pub(crate) fn want(self, need: super::Access, exists: impl FnOnce() -> bool) -> Want {
         match self {

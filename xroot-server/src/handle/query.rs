@@ -8,7 +8,7 @@
 //!   echoed back unchanged, as the stock server does.
 //! - `kXR_Qspace`: [`FileSystem::space`].
 //! - `kXR_QStats`: [`FileSystem::stats_report`], else the server's own
-//!   report in the stock XML shape ([`crate::report`]).
+//!   report in the stock XML shape ([`crate::observe::report`]).
 //! - xattr, prepare and plugin queries are not supported; a query without
 //!   arguments names an open file.
 
@@ -21,9 +21,10 @@ use xroot_proto::request::{Query, QueryCode};
 use xroot_proto::response::{QconfigAnswer, Response};
 use xroot_proto::ErrorCode;
 
-use crate::dispatch::{err, ok, ok_with, Ctx};
+use super::path;
 use crate::fs::{FileSystem, FsError};
-use crate::{path, report};
+use crate::handle::kit::{err, ok, ok_with, Ctx};
+use crate::observe::report;
 
 /// The longest `kXR_Qconfig` answer, bytes (the reference's buffer).
 const QCONFIG_MAX: usize = 4096;

@@ -7,7 +7,7 @@
 //!   family and anything else are refused before a key is looked at);
 //! - `iss` is a configured issuer, and the key (by `kid`, or the issuer's
 //!   only key of the right type when the token names none) is one of that
-//!   issuer's ([`crate::jwks`]);
+//!   issuer's ([`crate::auth::jwks`]);
 //! - `exp` is present and not past, `nbf` (if present) not in the future,
 //!   `iat` (if present) not in the future, each with [`TokenConfig::leeway`];
 //! - when audiences are configured, `aud` (a string or a list) names one of
@@ -27,8 +27,8 @@ use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde_json::Value;
 
-use crate::authz::Scope;
-use crate::jwks::{IssuerConfig, KeyError, KeyStore};
+use crate::auth::jwks::{IssuerConfig, KeyError, KeyStore};
+use crate::auth::scope::Scope;
 
 /// The audience a WLCG token uses to mean "any relying party" (WLCG
 /// Common JWT Profiles §3.2), accepted wherever audiences are checked.

@@ -26,10 +26,12 @@
 use xroot_proto::request::{FattrSubcode, PrepareOptions, QueryCode, Request};
 use xroot_proto::ErrorCode;
 
-use crate::authz::{self, allowed, Action, Want};
-use crate::dispatch::Ctx;
+use super::kit::open_mode;
+use super::path;
+use crate::auth::authorize;
+use crate::auth::scope::{allowed, Action, Want};
 use crate::fs::{FileSystem, FsError};
-use crate::{io, path};
+use crate::handle::kit::Ctx;
 
 /// What one request needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +66,7 @@ pub(crate) async fn check<F: FileSystem>(ctx: &Ctx<F>, request: &Request) -> Res
                 _ => (Want::Act(Action::Modify), path),
             },
         };
-        authz::check(scopes, want, &path, &path)?;
+        authorize(ctx.caller(), want, &path, &path, None)?;
     }
     Ok(())
 }
@@ -88,7 +90,7 @@ pub(crate) fn needs(request: &Request) -> Vec<Need> {
                 return Vec::new();
             };
             // what the open will ask of the backend, as the handler derives it
-            let mode = io::open_mode(r.options, r.mode.0);
+            let mode = open_mode(r.options, r.mode.0);
             if mode.create_new {
                 vec![Need::To(Action::Create, t.path)]
             } else if mode.truncate {

@@ -5,7 +5,7 @@
 //! the server's from when its header is read (before the payload itself,
 //! so that a frame that never completes holds no more than it was granted)
 //! until its task ends; while the request waits for earlier requests on
-//! its file ([`crate::order`]) it counts against its link's alone, since
+//! its file ([`crate::admit::order`]) it counts against its link's alone, since
 //! only its own client can end that wait (by reading its answers) and
 //! clients that never do must not hold the server's budget from the others. Answer data counts
 //! against the link's budget for answers and the server's from before it
@@ -19,7 +19,7 @@
 //! be written, so while it runs it holds up to twice its payload.
 //!
 //! Payloads and answers have budgets of their own because a request may
-//! wait for an earlier one on the same file ([`crate::order`]): a write
+//! wait for an earlier one on the same file ([`crate::admit::order`]): a write
 //! whose payload held the link's only budget while it waited for an
 //! earlier read of the same bytes would starve that read of the budget its
 //! answer needs, and neither would ever finish.

@@ -10,10 +10,6 @@
 
 use std::fmt;
 
-use xroot_proto::ErrorCode;
-
-use crate::fs::FsError;
-
 /// What an operation does to the namespace.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Action {
@@ -105,9 +101,10 @@ pub fn allowed(scopes: &[Scope], action: Action, path: &str) -> bool {
 }
 
 /// What one operation asks of a token's scopes on one path, as the stock
-/// server's SciTokens plugin decides it (the table in `guard.rs`).
+/// server's SciTokens plugin decides it (the table in the server's
+/// `handle/scope_check.rs`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Want {
+pub enum Want {
     /// `action` on the path.
     Act(Action),
     /// A look at its metadata (stat, locate): any of read, create or
@@ -132,7 +129,7 @@ fn above(scopes: &[Scope], actions: &[Action], path: &str) -> bool {
 
 /// Whether `scopes` grant `want` on `path` (absolute, normalized); `Err`
 /// with the action to name in the refusal when they do not.
-pub(crate) fn grants(scopes: &[Scope], want: Want, path: &str) -> Result<(), Action> {
+pub fn grants(scopes: &[Scope], want: Want, path: &str) -> Result<(), Action> {
     let ok = match want {
         Want::Act(action) => allowed(scopes, action, path),
         Want::Look => LOOK.iter().any(|&a| allowed(scopes, a, path)) || above(scopes, &LOOK, path),
@@ -147,18 +144,6 @@ pub(crate) fn grants(scopes: &[Scope], want: Want, path: &str) -> Result<(), Act
         (false, Want::Look) => Err(Action::Read),
         (false, Want::Mkdir) => Err(Action::Create),
     }
-}
-
-/// `Ok` when `scopes` grant `want` on `path`, else `kXR_NotAuthorized`
-/// "missing scope `<scope>`:`<path>`" (`shown` is the path to name: the
-/// client's, where it was resolved to another).
-pub(crate) fn check(scopes: &[Scope], want: Want, path: &str, shown: &str) -> Result<(), FsError> {
-    grants(scopes, want, path).map_err(|action| {
-        FsError::new(
-            ErrorCode::NOT_AUTHORIZED,
-            format!("missing scope {}:{shown}", action.wlcg_name()),
-        )
-    })
 }
 
 /// A scope path made absolute and without a trailing `/`; `None` when it

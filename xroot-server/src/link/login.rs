@@ -16,11 +16,11 @@ use xroot_proto::response::{
 };
 use xroot_proto::{ErrorCode, RequestFrame, ServerType, StreamId};
 
+use super::conn::{Conn, Phase, PROTOCOL_VERSION};
 use crate::auth::{AuthContext, AuthOutcome};
-use crate::dispatch::ok_with;
 use crate::fs::FileSystem;
-use crate::session::{Conn, Phase, PROTOCOL_VERSION};
-use crate::tls::TlsRequirement;
+use crate::handle::kit::ok_with;
+use crate::net::tls::TlsRequirement;
 
 /// What the `kXR_protocol` answer says this server is: a data server with
 /// pgread/pgwrite and persist-on-close, as the stock 5.5.3 server answers
@@ -79,7 +79,7 @@ impl<F: FileSystem> Conn<F> {
     /// record (no bind interfaces, no request signing). A client that sends
     /// `clientpv` 0 gets the old-style flags, the server type alone. With
     /// TLS, `kXR_haveTLS` and the requirement flags, and `kXR_gotoTLS` when
-    /// the link switches right after this answer (see [`crate::tls`]).
+    /// the link switches right after this answer (see [`crate::net::tls`]).
     pub(crate) async fn protocol(&mut self, frame: RequestFrame) -> ControlFlow<()> {
         let p: Protocol = self.decode(&frame).await?;
         let mut goto = false;
@@ -248,7 +248,7 @@ impl<F: FileSystem> Conn<F> {
     }
 
     /// `kXR_endsess`: ending this very session closes the link. Another
-    /// session of the same user and host is ended (see `session`): the
+    /// session of the same user and host is ended (see `session.rs`): the
     /// answer is `kXR_ok` once it has — its requests done, its files closed
     /// and unlocked — or, if it has not within 3 s (the reference's
     /// `killWait`), `kXR_wait` 4 s "session still active" (its `waitKill`),

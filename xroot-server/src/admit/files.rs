@@ -4,11 +4,11 @@
 //! freed slots are reused lowest first.
 //!
 //! Each open file keeps the order of the requests admitted on it
-//! ([`crate::order`]), so that `kXR_close` waits for the requests that
+//! ([`crate::admit::order`]), so that `kXR_close` waits for the requests that
 //! arrived before it (the reference's `Serialize`) and a request that comes
 //! after the close gets `kXR_FileNotOpen`. It also carries its vector-read
 //! permits ([`ReadvConcurrency`]), the pgwrite pages still waiting for a
-//! corrected retry, its lock against other sessions ([`crate::lock`]) and
+//! corrected retry, its lock against other sessions ([`crate::admit::lock`]) and
 //! whether it persists only on close (`kXR_posc`).
 
 use std::collections::BTreeSet;
@@ -17,9 +17,9 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use xroot_proto::{ErrorCode, FHandle};
 
+use crate::admit::lock::FileLock;
+use crate::admit::order::{Access, Order, Ticket};
 use crate::fs::{File, FsError, ReadvConcurrency};
-use crate::lock::FileLock;
-use crate::order::{Access, Order, Ticket};
 
 /// An open file and what the server tracks about it.
 #[derive(Debug)]
@@ -155,7 +155,7 @@ impl<T: File> FileTable<T> {
     }
 
     /// Admits a request that will do `access` on the file `fh` names, in
-    /// arrival order ([`crate::order`]). `None` when `fh` names no open file
+    /// arrival order ([`crate::admit::order`]). `None` when `fh` names no open file
     /// or one whose close was admitted before.
     pub(crate) fn admit(&self, fh: FHandle, access: Access) -> Option<(Arc<OpenFile<T>>, Ticket)> {
         let index = u32::from_le_bytes(fh.0) as usize;

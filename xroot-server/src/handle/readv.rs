@@ -32,13 +32,13 @@ use xroot_proto::request::{PgReadv, Readv, ReadvFlags};
 use xroot_proto::response::{PgReadEncoder, ReadvEncoder};
 use xroot_proto::{ErrorCode, ReadListEntry, RequestId};
 
-use crate::budget::Share;
-use crate::dispatch::{err, offset, Ctx, Fail, Out};
-use crate::files::OpenFile;
+use crate::admit::budget::Share;
+use crate::admit::files::OpenFile;
+use crate::admit::limit::Slot;
 use crate::fs::{File, FileSystem, FsError};
-use crate::io::{pgread_piece, pieces, READ_AHEAD};
-use crate::limit::Slot;
-use crate::stats::InFlight;
+use crate::handle::file_requests::{pgread_piece, pieces, READ_AHEAD};
+use crate::handle::kit::{err, offset, Ctx, Fail, Out};
+use crate::observe::stats::InFlight;
 
 /// The open file of each element.
 type Files<T> = Vec<Arc<OpenFile<T>>>;

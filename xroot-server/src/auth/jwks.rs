@@ -8,7 +8,7 @@
 //! use ureq over rustls (*ring*), HTTPS only, each bounded by
 //! [`FETCH_TIMEOUT`]. Trust: the CA certificates (PEM) of the directory
 //! [`KeyStore::new`] is given — the grid convention is `X509_CERT_DIR`,
-//! which [`crate::token::TokenConfig::new`] reads — or, without one, the
+//! which [`crate::auth::token::TokenConfig::new`] reads — or, without one, the
 //! Mozilla roots of `webpki-roots`.
 //!
 //! **Never on a link task.** `Authenticator::authenticate` is synchronous

@@ -5,9 +5,9 @@
 //! A message is one or more whole frames, possibly split into parts (a
 //! header and the data it frames) so that file data is written without a
 //! copy, with the share of the memory budget its bytes hold
-//! ([`crate::budget`]), returned once they are written. A part may also be
+//! ([`crate::admit::budget`]), returned once they are written. A part may also be
 //! a region of a file, which a plain link sends with `sendfile(2)`
-//! ([`crate::zero_copy`]) and a TLS link reads first. The task ends when
+//! ([`crate::net::zero_copy`]) and a TLS link reads first. The task ends when
 //! every [`LinkWriter`] is dropped, after writing everything queued, and
 //! then shuts the socket's write side down; aborted, it drops what is
 //! queued (and its shares).
@@ -30,9 +30,10 @@ use tokio::task::JoinHandle;
 use xroot_proto::response::Response;
 use xroot_proto::{ResponseHeader, Status, StreamId};
 
-use crate::budget::Share;
+use crate::admit::budget::Share;
 use crate::fs::FileRegion;
-use crate::transport::LinkWrite;
+use crate::net::transport::LinkWrite;
+use crate::net::zero_copy::Part;
 
 /// Messages queued per link before senders wait.
 const QUEUE: usize = 16;
@@ -40,22 +41,6 @@ const QUEUE: usize = 16;
 /// The link was closed: nothing more can be sent on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Closed;
-
-/// A piece of a message: bytes in memory, or bytes of a file.
-#[derive(Debug)]
-pub(crate) enum Part {
-    Mem(Bytes),
-    File(FileRegion),
-}
-
-impl Part {
-    pub(crate) fn len(&self) -> usize {
-        match self {
-            Part::Mem(b) => b.len(),
-            Part::File(r) => r.len,
-        }
-    }
-}
 
 /// Whole frames to write back to back, and the budget their bytes hold.
 #[derive(Debug)]
@@ -176,7 +161,7 @@ impl LinkWriter {
     /// Queues the whole answer to a read of `want` bytes whose data is
     /// `region` (`region.len <= want`), if the queue has room now: one
     /// `kXR_ok` with the data; or, short of `want` (end of file), the data
-    /// as `kXR_oksofar` then an empty `kXR_ok`, as [`crate::io`]'s reads
+    /// as `kXR_oksofar` then an empty `kXR_ok`, as [`crate::handle::file_requests`]'s reads
     /// answer. `false` when the queue is full or the link closed.
     pub(crate) fn try_send_read(
         &self,
@@ -296,7 +281,7 @@ impl Batch {
         if files.clone().any(|p| matches!(p, Part::File(_))) {
             match w {
                 LinkWrite::Plain(half) => {
-                    crate::zero_copy::write_parts(half.as_ref(), files).await?;
+                    crate::net::zero_copy::write_parts(half.as_ref(), files).await?;
                     self.clear();
                     return Ok(());
                 }

@@ -3,7 +3,7 @@
 //! while requests that cannot disturb each other still run concurrently.
 //!
 //! Every request that names an open file is *admitted* on the link's read
-//! loop, in the order it arrived, before its task starts (see `session`).
+//! loop, in the order it arrived, before its task starts (see `link/conn.rs`).
 //! Admission records what the request does to the file ([`Access`]) and
 //! gives it a [`Ticket`]: the earlier requests on the same file it must wait
 //! for. The task waits for them ([`Ticket::ready`]) before it touches the

@@ -11,9 +11,9 @@ use xroot_proto::request::{Fattr, FattrOptions, FattrSubcode};
 use xroot_proto::response::{FattrItem, FattrList, FattrReply, Response};
 use xroot_proto::ErrorCode;
 
-use crate::dispatch::{err, ok_with, Ctx};
 use crate::fs::{FileSystem, FsError};
-use crate::path;
+use crate::handle::kit::{err, ok_with, Ctx};
+use crate::handle::path;
 
 /// `kXR_fattr`.
 pub(crate) async fn fattr<F: FileSystem>(ctx: &Ctx<F>, r: Fattr) -> Result<Response, FsError> {

@@ -1,10 +1,10 @@
 //! [`AccessPolicy`]: which callers may read or write where in a
-//! [`LocalFs`](super::LocalFs).
+//! [`LocalFs`](crate::LocalFs).
 
 use xroot_proto::ErrorCode;
 
+use crate::auth::scope::covers;
 use crate::auth::Caller;
-use crate::authz::covers;
 use crate::fs::FsError;
 
 /// What a rule grants on its subtree.
@@ -27,7 +27,7 @@ struct Rule {
     access: Access,
 }
 
-/// A per-path read-only / read-write policy for a [`LocalFs`](super::LocalFs),
+/// A per-path read-only / read-write policy for a [`LocalFs`](crate::LocalFs),
 /// by the [`Caller`]'s authenticated name.
 ///
 /// The rule with the longest path that covers the request's path decides
@@ -97,13 +97,6 @@ impl AccessPolicy {
             .map_or(self.default, |r| r.access)
     }
 
-    /// `Ok` when `caller` has at least `need` on `path` as spelled (empty
-    /// and `.` components dropped: `//a/./b` is `/a/b`), else
-    /// `kXR_NotAuthorized` naming both.
-    pub(crate) fn check(&self, caller: &Caller, path: &str, need: Access) -> Result<(), FsError> {
-        self.check_resolved(caller, path, &lexical(path), need)
-    }
-
     /// `Ok` when `caller` has at least `need` on `resolved` (the request's
     /// `path` as the server resolved it beneath its root: symlinks
     /// followed), else `kXR_NotAuthorized` naming the caller and `path`.
@@ -146,7 +139,7 @@ fn normalize(path: &str) -> String {
 
 /// `path` with empty and `.` components dropped (as the server resolves
 /// them); `..` is left alone (the resolver refuses it).
-fn lexical(path: &str) -> String {
+pub(crate) fn lexical(path: &str) -> String {
     let parts: Vec<&str> = path
         .split('/')
         .filter(|c| !c.is_empty() && *c != ".")
@@ -182,12 +175,14 @@ mod tests {
         assert_eq!(p.access(&bob, "/home/f"), Access::None);
         assert_eq!(p.access(&alice, "/home/f"), Access::ReadWrite);
         assert_eq!(
-            p.check(&bob, "/home/f", Access::ReadOnly),
+            p.check_resolved(&bob, "/home/f", "/home/f", Access::ReadOnly),
             Err(FsError::new(
                 ErrorCode::NOT_AUTHORIZED,
                 "bob is not allowed to read /home/f"
             ))
         );
-        assert!(p.check(&alice, "/home/f", Access::ReadWrite).is_ok());
+        assert!(p
+            .check_resolved(&alice, "/home/f", "/home/f", Access::ReadWrite)
+            .is_ok());
     }
 }

@@ -29,7 +29,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use xroot_proto::RequestId;
 
-use crate::stats::ServerStats;
+use crate::observe::stats::ServerStats;
 
 /// The report for `what` (the query's letters).
 pub(crate) fn report(

@@ -23,11 +23,10 @@
 
 mod confine;
 mod meta;
-mod policy;
 mod resident;
 mod walk;
 
-pub use policy::{Access, AccessPolicy};
+pub use crate::auth::policy::{Access, AccessPolicy};
 
 use std::collections::HashMap;
 use std::fs::{DirBuilder, Metadata, OpenOptions};
@@ -46,8 +45,10 @@ use self::confine::{fail, os_error, resolve, Op};
 use self::meta::{Meta, User};
 use self::resident::Residency;
 use self::walk::Walk;
+use crate::auth::authorize;
+use crate::auth::policy::lexical;
+use crate::auth::scope::Want;
 use crate::auth::Caller;
-use crate::authz::{self, Want};
 use crate::checksum::{Algorithm, ALGORITHMS};
 use crate::fs::{
     DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
@@ -181,12 +182,16 @@ impl LocalFs {
         self
     }
 
-    /// `Ok` when the policy (if any) grants `caller` `need` on `path`.
-    fn allowed(&self, caller: &Caller, path: &str, need: Access) -> FsResult<()> {
-        match &self.policy {
-            Some(p) => p.check(caller, path, need),
-            None => Ok(()),
+    /// `Ok` when the caller's token scopes and the policy (if any) let it
+    /// do `op` (needing `need`) on `path` as spelled (`//a/./b` is
+    /// `/a/b`): the check before the path is resolved; [`LocalFs::resolve`]
+    /// checks again on what it resolves to.
+    fn allowed(&self, caller: &Caller, path: &str, op: Op, need: Access) -> FsResult<()> {
+        if self.policy.is_none() && caller.identity.scopes.is_none() {
+            return Ok(());
         }
+        let want = op.want(need, || false);
+        authorize(caller, want, &lexical(path), path, self.policy.as_deref())
     }
 
     /// The exported directory, canonical.
@@ -214,18 +219,17 @@ impl LocalFs {
     /// "missing scope …" naming the client's path).
     fn resolve(&self, caller: &Caller, path: &str, op: Op, need: Access) -> FsResult<PathBuf> {
         let real = resolve(&self.root, path, op)?;
-        let scopes = caller.identity.scopes.as_deref();
-        if self.policy.is_none() && scopes.is_none() {
+        if self.policy.is_none() && caller.identity.scopes.is_none() {
             return Ok(real);
         }
-        let resolved = self.inside(&real);
-        if let Some(policy) = &self.policy {
-            policy.check_resolved(caller, path, &resolved, need)?;
-        }
-        if let Some(scopes) = scopes {
-            let want = op.want(need, || std::fs::symlink_metadata(&real).is_ok());
-            authz::check(scopes, want, &resolved, path)?;
-        }
+        let want = op.want(need, || std::fs::symlink_metadata(&real).is_ok());
+        authorize(
+            caller,
+            want,
+            &self.inside(&real),
+            path,
+            self.policy.as_deref(),
+        )?;
         Ok(real)
     }
 
@@ -240,13 +244,11 @@ impl LocalFs {
     /// beneath the root), and the caller's token scopes (if any) let it
     /// look there.
     fn may_read(&self, caller: &Caller, real: &Path) -> bool {
-        let resolved = self.inside(real);
-        let policy = self
-            .policy
-            .as_ref()
-            .is_none_or(|p| p.access(caller, &resolved) >= Access::ReadOnly);
-        let scopes = caller.identity.scopes.as_deref();
-        policy && scopes.is_none_or(|s| authz::grants(s, Want::Look, &resolved).is_ok())
+        let policy = self.policy.as_deref();
+        if policy.is_none() && caller.identity.scopes.is_none() {
+            return true;
+        }
+        authorize(caller, Want::Look, &self.inside(real), "", policy).is_ok()
     }
 
     /// Metadata of `path` following symlinks, as an `op` error on failure.
@@ -258,13 +260,7 @@ impl LocalFs {
 
     fn open_sync(&self, caller: &Caller, path: &str, mode: OpenMode) -> FsResult<LocalFile> {
         let creating = mode.create_new || mode.truncate;
-        let op = match mode {
-            OpenMode {
-                create_new: true, ..
-            } => Op::CreateNew,
-            OpenMode { truncate: true, .. } => Op::Create,
-            _ => Op::Open,
-        };
+        let op = open_op(mode);
         let real = self.resolve(caller, path, op, open_need(mode))?;
         let err = |e: io::Error| os_error(op.action(), path, &e);
         // Opening a FIFO would block, a directory would open read-only:
@@ -492,6 +488,18 @@ impl LocalFs {
     }
 }
 
+/// The operation an open in `mode` is: an exclusive create, a create or
+/// truncate, or an open of what exists.
+fn open_op(mode: OpenMode) -> Op {
+    if mode.create_new {
+        Op::CreateNew
+    } else if mode.truncate {
+        Op::Create
+    } else {
+        Op::Open
+    }
+}
+
 /// What an open in `mode` needs: writing for any of write, create or
 /// truncate.
 fn open_need(mode: OpenMode) -> Access {
@@ -533,13 +541,13 @@ impl FileSystem for LocalFs {
         mode: OpenMode,
         _cgi: &str,
     ) -> impl Future<Output = FsResult<LocalFile>> + Send {
-        let allowed = self.allowed(caller, path, open_need(mode));
+        let allowed = self.allowed(caller, path, open_op(mode), open_need(mode));
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.open_sync(&caller, &path, mode)))
     }
 
     fn stat(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<StatInfo>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadOnly);
+        let allowed = self.allowed(caller, path, Op::Stat, Access::ReadOnly);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| {
             allowed?;
@@ -554,7 +562,7 @@ impl FileSystem for LocalFs {
         path: &str,
         with_stat: bool,
     ) -> impl Future<Output = FsResult<Vec<DirEntry>>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadOnly);
+        let allowed = self.allowed(caller, path, Op::List, Access::ReadOnly);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.dirlist_sync(&caller, &path, with_stat)))
     }
@@ -566,19 +574,19 @@ impl FileSystem for LocalFs {
         mode: u32,
         parents: bool,
     ) -> impl Future<Output = FsResult<()>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadWrite);
+        let allowed = self.allowed(caller, path, Op::Mkdir, Access::ReadWrite);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.mkdir_sync(&caller, &path, mode, parents)))
     }
 
     fn rm(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadWrite);
+        let allowed = self.allowed(caller, path, Op::Remove, Access::ReadWrite);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.rm_sync(&caller, &path)))
     }
 
     fn rmdir(&self, caller: &Caller, path: &str) -> impl Future<Output = FsResult<()>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadWrite);
+        let allowed = self.allowed(caller, path, Op::Remove, Access::ReadWrite);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.rmdir_sync(&caller, &path)))
     }
@@ -590,8 +598,8 @@ impl FileSystem for LocalFs {
         to: &str,
     ) -> impl Future<Output = FsResult<()>> + Send {
         let allowed = self
-            .allowed(caller, from, Access::ReadWrite)
-            .and_then(|()| self.allowed(caller, to, Access::ReadWrite));
+            .allowed(caller, from, Op::Rename, Access::ReadWrite)
+            .and_then(|()| self.allowed(caller, to, Op::RenameTo, Access::ReadWrite));
         let (caller, from, to) = (caller.clone(), from.to_owned(), to.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.mv_sync(&caller, &from, &to)))
     }
@@ -602,7 +610,7 @@ impl FileSystem for LocalFs {
         path: &str,
         mode: u32,
     ) -> impl Future<Output = FsResult<()>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadWrite);
+        let allowed = self.allowed(caller, path, Op::Chmod, Access::ReadWrite);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.chmod_sync(&caller, &path, mode)))
     }
@@ -613,7 +621,7 @@ impl FileSystem for LocalFs {
         path: &str,
         size: u64,
     ) -> impl Future<Output = FsResult<()>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadWrite);
+        let allowed = self.allowed(caller, path, Op::Truncate, Access::ReadWrite);
         let (caller, path) = (caller.clone(), path.to_owned());
         self.run(move |fs| allowed.and_then(|()| fs.truncate_sync(&caller, &path, size)))
     }
@@ -627,7 +635,7 @@ impl FileSystem for LocalFs {
         path: &str,
         alg: Option<&str>,
     ) -> impl Future<Output = FsResult<ChecksumAnswer>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadOnly);
+        let allowed = self.allowed(caller, path, Op::Checksum, Access::ReadOnly);
         let (caller, path, alg) = (caller.clone(), path.to_owned(), alg.map(str::to_owned));
         self.run(move |fs| allowed.and_then(|()| fs.checksum_sync(&caller, &path, alg.as_deref())))
     }
@@ -640,7 +648,7 @@ impl FileSystem for LocalFs {
         caller: &Caller,
         path: &str,
     ) -> impl Future<Output = FsResult<StatVfs>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadOnly);
+        let allowed = self.allowed(caller, path, Op::Stat, Access::ReadOnly);
         let root = self.root().to_path_buf();
         async move {
             allowed?;
@@ -668,7 +676,7 @@ impl FileSystem for LocalFs {
         caller: &Caller,
         path: &str,
     ) -> impl Future<Output = FsResult<SpaceInfo>> + Send {
-        let allowed = self.allowed(caller, path, Access::ReadOnly);
+        let allowed = self.allowed(caller, path, Op::Stat, Access::ReadOnly);
         let root = self.root().to_path_buf();
         async move {
             allowed?;

@@ -2,14 +2,14 @@
 //! chmod, locate and set (PROTOCOL.md §5.6, §7.1–7.5; XrdXrootdXeq
 //! `do_Stat`, `do_Statx`, `do_Dirlist`, `do_DirStat`, `do_Mkdir`, `do_Rm`,
 //! `do_Rmdir`, `do_Mv`, `do_Chmod`, `do_Locate`, `do_Set`). Every path is
-//! screened first ([`crate::path`]).
+//! screened first ([`crate::handle::path`]).
 
 use std::net::SocketAddr;
 
 use bytes::Bytes;
 use xroot_proto::request::{
-    Chmod, Dirlist, DirlistOptions, Locate, LocateOptions, Mkdir, MkdirOptions, Mode, Mv, Rm,
-    Rmdir, Set, Stat, StatOptions, Statx,
+    Chmod, Dirlist, DirlistOptions, Locate, LocateOptions, Mkdir, MkdirOptions, Mv, Rm, Rmdir, Set,
+    Stat, StatOptions, Statx,
 };
 use xroot_proto::response::{
     encode_statx, DirList, DirStatEntry, DirlistChecksum, LocateAccess, LocateEntry, LocateNode,
@@ -18,10 +18,10 @@ use xroot_proto::response::{
 use xroot_proto::ErrorCode;
 
 use crate::auth::Caller;
-use crate::dispatch::{err, ok, ok_with, Ctx, Fail};
 use crate::fs::{File, FileSystem, FsError};
-use crate::path::{self, Target};
-use crate::query::checksum_alg;
+use crate::handle::kit::{err, ok, ok_with, posix_mode, Ctx, Fail};
+use crate::handle::path::{self, Target};
+use crate::handle::query::checksum_alg;
 
 /// `kXR_stat`: of the open file without a path, else of the path; with
 /// `kXR_vfs` the file system's usage (a path is then required).
@@ -144,15 +144,6 @@ async fn stat_entry<F: FileSystem>(
         stat,
         checksum,
     }))
-}
-
-/// The POSIX permission bits of a request's mode (`kXR_open`, `kXR_mkdir`,
-/// `kXR_chmod`), as XrdXrootdProtocol's `mapMode` makes them: each bit of
-/// `XOpenRequestMode` becomes its `S_I*` bit, except `kXR_ow`, which the
-/// stock server drops (it never makes a file or directory writable by
-/// others); bits outside `0o777` are dropped too.
-pub(crate) fn posix_mode(mode: Mode) -> u32 {
-    u32::from(mode.without(Mode::OW).0) & 0o777
 }
 
 /// `kXR_mkdir`: the mode gets owner rwx (others never get write, see

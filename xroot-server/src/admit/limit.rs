@@ -6,7 +6,7 @@
 //! slots of its own (its floor). So links whose clients stopped reading
 //! their answers, each holding as many slots as its own limit allows, slow
 //! the others down but never stop them: a new client is always served.
-//! The memory budget has floors of the same kind ([`crate::budget`]).
+//! The memory budget has floors of the same kind ([`crate::admit::budget`]).
 
 use std::sync::Arc;
 

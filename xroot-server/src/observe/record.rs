@@ -1,21 +1,5 @@
-//! What the server tells an observer about each request it answered: the
-//! hook for request logs and metrics.
-//!
-//! A [`RequestObserver`] set in [`Config::observer`](crate::Config::observer)
-//! is called once per request that reached a handler, when its last response
-//! frame is queued for the socket (or the link closed before that), with a
-//! [`RequestRecord`]: who asked, the request kind, the path, how it was
-//! answered, how long it took and the bytes of file data it moved.
-//!
-//! Not recorded: the requests of a session's set-up and control
-//! (`kXR_protocol`, `kXR_login`, `kXR_auth`, `kXR_bind`, `kXR_ping`,
-//! `kXR_endsess`, `kXR_sigver`) and frames refused before they decode into a
-//! request the session accepts (those that close the link, or arrive before
-//! the login). Requests refused because their payload does not decode are
-//! recorded, with their error.
-//!
-//! The observer runs on the request's task: it must return quickly (count,
-//! or hand the record to a logger), never block.
+//! The record of each answered request and the observer that receives it
+//! (see the module above).
 
 use std::net::SocketAddr;
 use std::time::Duration;

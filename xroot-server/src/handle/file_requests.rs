@@ -10,7 +10,7 @@ use futures::{stream, FutureExt, StreamExt, TryStreamExt};
 use xroot_proto::limits::PG_MAX_ERRORS_PER_REQUEST;
 use xroot_proto::page::{wire_len, PAGE_SIZE};
 use xroot_proto::request::{
-    Close, Mode, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Request, Sync,
+    Close, Open, OpenOptionT, OpenOptions, PgReqFlags, Pgread, Pgwrite, Read, Request, Sync,
     Truncate, Write, Writev, WritevOptions,
 };
 use xroot_proto::response::{
@@ -18,44 +18,18 @@ use xroot_proto::response::{
 };
 use xroot_proto::{ErrorCode, Status};
 
-use crate::budget::Share;
-use crate::dispatch::{err, offset, ok, ok_with, Ctx, Fail, Out};
-use crate::files::OpenFile;
-use crate::fs::{File, FileRegion, FileSystem, FsError, OpenMode};
-use crate::guard;
-use crate::namespace;
-use crate::order::Ticket;
-use crate::path;
-
-/// What a `kXR_open` asks of the backend, from its options and mode bits:
-/// one derivation for the open itself and for the scope check
-/// ([`crate::guard`]). As do_Open: `kXR_open_read` makes it a read even
-/// with update flags; `kXR_delete` without `kXR_new` truncates.
-pub(crate) fn open_mode(opts: OpenOptions, mode: u16) -> OpenMode {
-    let create_new = opts.contains(OpenOptions::NEW);
-    let truncate = !create_new && opts.contains(OpenOptions::DELETE);
-    let write = !opts.contains(OpenOptions::READ)
-        && (opts.contains(OpenOptions::UPDATE)
-            || opts.contains(OpenOptions::WRITE_ONLY)
-            || create_new
-            || truncate);
-    OpenMode {
-        write,
-        create_new,
-        truncate,
-        // the reference's quirk: kXR_async also allows making the path
-        make_path: (create_new || truncate)
-            && (opts.contains(OpenOptions::MKPATH) || opts.contains(OpenOptions::ASYNC)),
-        append: opts.contains(OpenOptions::APPEND),
-        // as do_Open: mapMode (no write for others) plus owner read-write
-        mode: namespace::posix_mode(Mode(mode)) | 0o600,
-    }
-}
+use crate::admit::budget::Share;
+use crate::admit::files::OpenFile;
+use crate::admit::order::Ticket;
+use crate::fs::{File, FileRegion, FileSystem, FsError};
+use crate::handle::kit::{err, offset, ok, ok_with, open_mode, Ctx, Fail, Out};
+use crate::handle::path;
+use crate::handle::scope_check;
 
 /// `kXR_open`: the options that apply to a POSIX backend become an
 /// [`OpenMode`]; `kXR_retstat` (or `kXR_retstatx`) adds the stat text,
 /// `kXR_compress` the (zero) compression fields. The path is locked first
-/// ([`crate::lock`]: `kXR_FileLocked` while another open excludes it,
+/// ([`crate::admit::lock`]: `kXR_FileLocked` while another open excludes it,
 /// unless `kXR_force`). With `kXR_posc` the file persists only if the
 /// client closes it: its session ending first removes it. Cloning and
 /// co-locating (`kXR_dup`, `kXR_samefs`) are not supported.
@@ -172,7 +146,10 @@ pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
     let allowed = || {
         ctx.caller().identity.scopes.is_none() || {
             let request = Request::Read(r.clone());
-            matches!(guard::check(ctx, &request).now_or_never(), Some(Ok(())))
+            matches!(
+                scope_check::check(ctx, &request).now_or_never(),
+                Some(Ok(()))
+            )
         }
     };
     if f.writable || !ready() || r.args.as_ref().is_some_and(|a| !a.preread.is_empty()) {
@@ -237,7 +214,7 @@ async fn read_chunks<F: FileSystem>(
     // not for a file open for writing: the kernel sends the page cache's
     // bytes as they are when they leave, possibly after a later write on
     // the same handle ran (which must not change what an earlier read
-    // answers, crate::order)
+    // answers, crate::admit::order)
     let zero_copy = !f.writable && out.zero_copy(len);
     let mut chunks = stream::iter(pieces(at, len, |_| quantum))
         .map(|(here, want)| read_piece(f, out, zero_copy, here, want))

@@ -21,12 +21,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use xroot_proto::response::SecProtocol;
 
-use crate::authz::Scope;
-
-mod sss;
-mod ztn;
-pub use sss::SssAuth;
-pub use ztn::{ZtnAuth, NON_TLS_REFUSAL};
+use super::identity::Identity;
 
 /// Who is authenticating.
 #[derive(Debug, Clone)]
@@ -38,56 +33,6 @@ pub struct AuthContext<'a> {
     /// Whether the link runs TLS (protocols that send secrets in the clear,
     /// `ztn`, refuse a plain link).
     pub tls: bool,
-}
-
-/// Who the client turned out to be.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Identity {
-    /// The protocol that authenticated it (`host`, `unix`, …).
-    pub protocol: String,
-    /// The user name.
-    pub name: String,
-    /// The group, when the protocol names one.
-    pub group: Option<String>,
-    /// What the credential allows, for protocols that carry authorization
-    /// (`ztn` tokens' scopes); `None` when the credential only says who
-    /// the client is, and the server's own policy decides.
-    pub scopes: Option<Vec<Scope>>,
-}
-
-impl Identity {
-    /// An identity without scopes or group.
-    pub fn new(protocol: impl Into<String>, name: impl Into<String>) -> Identity {
-        Identity {
-            protocol: protocol.into(),
-            name: name.into(),
-            group: None,
-            scopes: None,
-        }
-    }
-}
-
-/// Who a backend call is for, as the server authenticated it: every
-/// [`crate::FileSystem`] call gets the caller of the session it serves, so
-/// a backend can authorize or map users (the reference's `XrdSecEntity`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Caller {
-    /// Who the client is. Without an [`Authenticator`] the protocol is empty
-    /// and the name the user of the `kXR_login` request.
-    pub identity: Identity,
-    /// The client's address (its main link's).
-    pub peer: SocketAddr,
-}
-
-impl Caller {
-    /// A caller inside this process, not a client (a cache reading its
-    /// local origin): protocol empty, the address unspecified.
-    pub fn local(name: &str) -> Caller {
-        Caller {
-            identity: Identity::new("", name),
-            peer: SocketAddr::from(([0, 0, 0, 0], 0)),
-        }
-    }
 }
 
 /// The result of one `kXR_auth` round.
@@ -126,7 +71,7 @@ fn protocol(name: &'static str) -> SecProtocol {
     }
 }
 
-fn wrong_protocol(want: &str, got: &str) -> AuthOutcome {
+pub(super) fn wrong_protocol(want: &str, got: &str) -> AuthOutcome {
     AuthOutcome::Refused(format!(
         "Authentication protocol {got:?} is not supported; use {want}."
     ))

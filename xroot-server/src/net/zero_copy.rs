@@ -14,12 +14,28 @@
 
 use std::io::{self, IoSlice};
 
+use bytes::Bytes;
 use rustix::net::{SendAncillaryBuffer, SendFlags};
 use tokio::io::Interest;
 use tokio::net::TcpStream;
 
 use crate::fs::FileRegion;
-use crate::link::Part;
+
+/// A piece of a message: bytes in memory, or bytes of a file.
+#[derive(Debug)]
+pub(crate) enum Part {
+    Mem(Bytes),
+    File(FileRegion),
+}
+
+impl Part {
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Part::Mem(b) => b.len(),
+            Part::File(r) => r.len,
+        }
+    }
+}
 
 /// Zeros sent in place of bytes a file no longer has.
 static ZEROS: [u8; 4096] = [0; 4096];

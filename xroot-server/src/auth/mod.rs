@@ -1,0 +1,30 @@
+//! The security floor: who a client is and what it may do.
+//!
+//! - Authentication ([`Authenticator`], `authenticate.rs`): what the login
+//!   reply offers and how a `kXR_auth` credential is checked, with the
+//!   built-in protocols [`HostAuth`], [`UnixAuth`], [`SssAuth`] and
+//!   [`ZtnAuth`] (bearer tokens validated by [`token`], with issuer keys
+//!   from [`jwks`]); its result is an [`Identity`], and every backend call
+//!   gets the session's [`Caller`].
+//! - Authorization: one decision point (`decide.rs`) answers "may this
+//!   caller do this on this path" for both what a token's [`scope`]s allow
+//!   and what a backend's path [`policy`] allows; the server asks it for
+//!   every request before the backend (`handle/scope_check.rs`) and
+//!   [`LocalFs`](crate::LocalFs) asks it again on the path as resolved on
+//!   disk.
+
+mod authenticate;
+mod decide;
+mod identity;
+pub mod jwks;
+pub mod policy;
+pub mod scope;
+mod sss;
+pub mod token;
+mod ztn;
+
+pub use authenticate::{AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, UnixAuth};
+pub use decide::authorize;
+pub use identity::{Caller, Identity};
+pub use sss::SssAuth;
+pub use ztn::{ZtnAuth, NON_TLS_REFUSAL};

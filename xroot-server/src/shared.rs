@@ -1,0 +1,145 @@
+//! The server-wide state every link and request of one server shares:
+//! the backend, the settings, the open sessions, the request and
+//! vector-read limits, the memory budgets, the file locks, the cluster
+//! events, and the backend-independent [`Monitor`] (statistics, open links,
+//! the shutdown signal).
+
+use std::collections::hash_map::RandomState;
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasher, Hasher};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+use tokio::sync::{watch, Semaphore};
+
+use crate::admit::budget::Pool;
+use crate::admit::lock::Locks;
+use crate::cluster::Events;
+use crate::config::Config;
+use crate::fs::FileSystem;
+use crate::observe::stats::{LinkStats, Scope, ServerStats};
+use crate::session::Session;
+
+/// The parts of a server that do not depend on its backend: statistics,
+/// the open links and the shutdown signal.
+#[derive(Debug)]
+pub(crate) struct Monitor {
+    pub(crate) stats: Arc<Scope>,
+    links: Mutex<BTreeMap<u64, (SocketAddr, Arc<Scope>)>>,
+    connections: AtomicU64,
+    pub(crate) shutdown: watch::Sender<bool>,
+    pub(crate) local_addr: SocketAddr,
+    /// When the server was bound, for its statistics report.
+    pub(crate) started: std::time::SystemTime,
+}
+
+impl Monitor {
+    /// Registers a new link; returns its id and its gauges.
+    pub(crate) fn open_link(&self, peer: SocketAddr) -> (u64, Arc<Scope>) {
+        let id = self.connections.fetch_add(1, Ordering::Relaxed);
+        let scope = Scope::new();
+        self.links.lock().unwrap().insert(id, (peer, scope.clone()));
+        (id, scope)
+    }
+
+    pub(crate) fn close_link(&self, id: u64) {
+        self.links.lock().unwrap().remove(&id);
+    }
+
+    pub(crate) fn shutdown_signal(&self) -> watch::Receiver<bool> {
+        self.shutdown.subscribe()
+    }
+
+    pub(crate) fn snapshot(&self) -> ServerStats {
+        let links = self
+            .links
+            .lock()
+            .unwrap()
+            .values()
+            .map(|(peer, scope)| LinkStats {
+                peer: *peer,
+                in_flight: scope.snapshot(),
+            })
+            .collect();
+        ServerStats {
+            in_flight: self.stats.snapshot(),
+            links,
+            connections: self.connections.load(Ordering::Relaxed),
+        }
+    }
+}
+
+/// What every session of a server shares.
+pub(crate) struct Shared<F: FileSystem> {
+    pub(crate) fs: F,
+    pub(crate) config: Config,
+    pub(crate) monitor: Arc<Monitor>,
+    /// Logged-in sessions by session id (for `kXR_bind` and `kXR_endsess`).
+    pub(crate) sessions: Mutex<HashMap<[u8; 16], Weak<Session<F>>>>,
+    /// Requests in progress in the whole server.
+    pub(crate) limit: Arc<Semaphore>,
+    /// Vector reads in progress in the whole server.
+    pub(crate) readv_limit: Arc<Semaphore>,
+    /// The server's memory budget for answers ([`crate::admit::budget`]).
+    pub(crate) budget: Pool,
+    /// The server's memory budget for request payloads.
+    pub(crate) payload_budget: Pool,
+    /// Files open for reading and writing, by path ([`crate::admit::lock`]).
+    pub(crate) locks: Locks,
+    /// `have`/`gone` for the cluster links ([`crate::cluster`]).
+    pub(crate) cluster_events: Events,
+    ids: AtomicU64,
+    seed: RandomState,
+}
+
+impl<F: FileSystem> Shared<F> {
+    /// The state of a server of `fs` with `config`, listening on
+    /// `local_addr`.
+    pub(crate) fn new(fs: F, config: Config, local_addr: SocketAddr) -> Shared<F> {
+        let monitor = Arc::new(Monitor {
+            stats: Scope::new(),
+            links: Mutex::new(BTreeMap::new()),
+            connections: AtomicU64::new(0),
+            shutdown: watch::Sender::new(false),
+            local_addr,
+            started: std::time::SystemTime::now(),
+        });
+        Shared {
+            limit: Arc::new(Semaphore::new(config.max_requests.max(1))),
+            readv_limit: Arc::new(Semaphore::new(config.max_readv.max(1))),
+            budget: Pool::new(config.server_budget),
+            payload_budget: Pool::new(config.server_payload_budget),
+            locks: Locks::default(),
+            cluster_events: Events::default(),
+            fs,
+            config,
+            monitor,
+            sessions: Mutex::new(HashMap::new()),
+            ids: AtomicU64::new(0),
+            seed: RandomState::new(),
+        }
+    }
+
+    /// A fresh, unguessable session id.
+    pub(crate) fn new_sessid(&self) -> [u8; 16] {
+        let n = self.ids.fetch_add(1, Ordering::Relaxed);
+        let mut out = [0u8; 16];
+        for (i, half) in out.chunks_exact_mut(8).enumerate() {
+            let mut h = self.seed.build_hasher();
+            h.write_u64(n);
+            h.write_usize(i);
+            half.copy_from_slice(&h.finish().to_le_bytes());
+        }
+        out
+    }
+
+    /// The logged-in session `sessid`, if it is still alive.
+    pub(crate) fn session(&self, sessid: &[u8; 16]) -> Option<Arc<Session<F>>> {
+        self.sessions
+            .lock()
+            .unwrap()
+            .get(sessid)
+            .and_then(Weak::upgrade)
+    }
+}
