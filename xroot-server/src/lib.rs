@@ -13,7 +13,8 @@
 //!   graceful shutdown through a [`ServerHandle`], [`ServerStats`].
 //! - Sessions: the handshake, `kXR_protocol`, `kXR_login` with optional
 //!   authentication ([`Authenticator`]: [`HostAuth`], [`UnixAuth`], [`SssAuth`],
-//!   [`ZtnAuth`] for bearer tokens validated by [`token`]),
+//!   [`ZtnAuth`] for bearer tokens validated by [`token`], with the `ztn`
+//!   feature, on by default),
 //!   `kXR_bind` substreams, `kXR_endsess`, and the reference's gating of
 //!   every request (see `link/`).
 //! - TLS ([`TlsConfig`]): offered to clients that ask (`roots://`) or
@@ -91,10 +92,12 @@ mod shared;
 
 /// The authorization scopes of bearer tokens (also [`auth::scope`]).
 pub use auth::scope as authz;
+#[cfg(feature = "ztn")]
+pub use auth::ZtnAuth;
+#[cfg(feature = "ztn")]
 pub use auth::{jwks, token};
 pub use auth::{
     AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
-    ZtnAuth,
 };
 pub use cluster::ClusterConfig;
 pub use config::Config;
@@ -107,6 +110,7 @@ pub use observe::stats;
 pub use observe::{Outcome, RequestObserver, RequestRecord};
 pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
+#[cfg(feature = "ztn")]
 pub use token::{TokenConfig, TokenError, TokenValidator};
 pub use xroot_proto as proto;
 /// What [`FileSystem`] calls answer with: stat text, checksums.

@@ -2,10 +2,10 @@
 //!
 //! - Authentication ([`Authenticator`], `authenticate.rs`): what the login
 //!   reply offers and how a `kXR_auth` credential is checked, with the
-//!   built-in protocols [`HostAuth`], [`UnixAuth`], [`SssAuth`] and
-//!   [`ZtnAuth`] (bearer tokens validated by [`token`], with issuer keys
-//!   from [`jwks`]); its result is an [`Identity`], and every backend call
-//!   gets the session's [`Caller`].
+//!   built-in protocols [`HostAuth`], [`UnixAuth`], [`SssAuth`] and, with
+//!   the `ztn` feature (on by default), `ZtnAuth` (bearer tokens validated
+//!   by `token`, with issuer keys from `jwks`); its result is an
+//!   [`Identity`], and every backend call gets the session's [`Caller`].
 //! - Authorization: one decision point (`decide.rs`) answers "may this
 //!   caller do this on this path" for both what a token's [`scope`]s allow
 //!   and what a backend's path [`policy`] allows; the server asks it for
@@ -16,15 +16,19 @@
 mod authenticate;
 mod decide;
 mod identity;
+#[cfg(feature = "ztn")]
 pub mod jwks;
 pub mod policy;
 pub mod scope;
 mod sss;
+#[cfg(feature = "ztn")]
 pub mod token;
+#[cfg(feature = "ztn")]
 mod ztn;
 
 pub use authenticate::{AnyOf, AuthContext, AuthOutcome, Authenticator, HostAuth, UnixAuth};
 pub use decide::authorize;
 pub use identity::{Caller, Identity};
 pub use sss::SssAuth;
+#[cfg(feature = "ztn")]
 pub use ztn::{ZtnAuth, NON_TLS_REFUSAL};
