@@ -19,7 +19,15 @@ use crate::cluster::Events;
 use crate::config::Config;
 use crate::fs::FileSystem;
 use crate::observe::stats::{LinkStats, Scope, ServerStats};
+use crate::observe::Throttle;
 use crate::session::Session;
+
+/// Refused credentials logged at INFO per [`REFUSAL_INTERVAL`]; the rest are
+/// counted and the next line logged says how many were left out.
+const REFUSALS_LOGGED: u32 = 10;
+
+/// See [`REFUSALS_LOGGED`].
+const REFUSAL_INTERVAL: std::time::Duration = std::time::Duration::from_secs(60);
 
 /// The parts of a server that do not depend on its backend: statistics,
 /// the open links and the shutdown signal.
@@ -89,6 +97,8 @@ pub(crate) struct Shared<F: FileSystem> {
     pub(crate) locks: Locks,
     /// `have`/`gone` for the cluster links ([`crate::cluster`]).
     pub(crate) cluster_events: Events,
+    /// How often a refused credential is logged (at INFO).
+    pub(crate) refusals: Throttle,
     ids: AtomicU64,
     seed: RandomState,
 }
@@ -112,6 +122,7 @@ impl<F: FileSystem> Shared<F> {
             payload_budget: Pool::new(config.server_payload_budget),
             locks: Locks::default(),
             cluster_events: Events::default(),
+            refusals: Throttle::new(REFUSALS_LOGGED, REFUSAL_INTERVAL),
             fs,
             config,
             monitor,

@@ -202,7 +202,18 @@ impl<F: FileSystem> Conn<F> {
                 self.logged_in_tls(sid).await
             }
             AuthOutcome::More(parms) => self.reply(sid, Response::AuthMore(parms)).await,
-            AuthOutcome::Refused(why) => self.error(sid, ErrorCode::AUTH_FAILED, &why).await,
+            AuthOutcome::Refused(why) => {
+                if let Some(skipped) = self.shared.refusals.admit(std::time::Instant::now()) {
+                    tracing::info!(
+                        peer = %self.peer,
+                        user = %session.user,
+                        protocol = %credtype,
+                        skipped,
+                        "credential refused: {why}"
+                    );
+                }
+                self.error(sid, ErrorCode::AUTH_FAILED, &why).await
+            }
         }
     }
 

@@ -24,5 +24,7 @@
 mod record;
 pub(crate) mod report;
 pub mod stats;
+mod throttle;
 
 pub use record::{Outcome, RequestObserver, RequestRecord};
+pub use throttle::Throttle;
