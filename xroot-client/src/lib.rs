@@ -18,6 +18,23 @@
 //!
 //! Wire formats come from [`xroot_proto`].
 //!
+//! ```no_run
+//! use xroot_client::{Client, OpenFlags};
+//!
+//! # async fn run() -> Result<(), xroot_client::Error> {
+//! let client = Client::new();
+//! let file = client.open("root://127.0.0.1:1094//data/f.root", OpenFlags::READ).await?;
+//! let parts = file.readv(&[(0, 4096), (1 << 20, 16384)]).await?; // (offset, length) pairs
+//! let checked = file.pgread(0, 1 << 20).await?; // every 4 kB page verified with crc32c
+//! file.close().await?;
+//! let fs = client.fs("root://127.0.0.1:1094")?;
+//! for entry in fs.dirlist("/data", true).await? {
+//!     println!("{}", entry.name);
+//! }
+//! # let _ = (parts, checked);
+//! # Ok(()) }
+//! ```
+//!
 //! # Sources
 //!
 //! A comment citing `PROTOCOL.md §N.M` (or `PROTOCOL.md Appendix item K`)
