@@ -288,3 +288,24 @@ fn keys_by_discovery_over_https() {
     drop(v);
     let _ = https.child.kill();
 }
+
+/// No clock skew is allowed by default, as the stock server's SciTokens
+/// library: a token that expired ten seconds ago is refused (a leeway of
+/// 60 s let it through); a leeway set by the site lets it through again.
+#[test]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+fn no_leeway_by_default() {
+    let iss = TestIssuer::new(ISSUER);
+    let mut c = iss.claims("storage.read:/");
+    c["iat"] = json!(now() - 600);
+    c["nbf"] = json!(now() - 600);
+    c["exp"] = json!(now() - 10);
+    let token = iss.es256(&c);
+    let v = validator(&iss, &[AUDIENCE]);
+    assert_eq!(v.validate(&token), Err(TokenError::Expired));
+    let mut config = TokenConfig::new(vec![iss.arg().parse().unwrap()]);
+    config.audiences = vec![AUDIENCE.to_string()];
+    config.leeway = std::time::Duration::from_secs(30);
+    let lenient = TokenValidator::new(config).unwrap();
+    assert!(lenient.validate(&token).is_ok());
+}

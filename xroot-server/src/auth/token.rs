@@ -44,7 +44,11 @@ pub struct TokenConfig {
     /// The claim naming the user (`sub` by default); a token without it is
     /// named `anon`, as the stock server names it.
     pub name_claim: String,
-    /// Clock skew allowed on `exp`, `nbf` and `iat` (60 s by default).
+    /// Clock skew allowed on `exp`, `nbf` and `iat`: none by default, as
+    /// the stock server's SciTokens library (scitokens-cpp verifies with
+    /// jwt-cpp's default of no leeway): a token is refused from the second
+    /// after its `exp`. A site whose clocks drift sets a few seconds here
+    /// (`serve --token-leeway SECS`).
     pub leeway: Duration,
     /// CA certificates (PEM files in a directory) trusted for key fetches;
     /// `None` for the webpki (Mozilla) roots. [`TokenConfig::new`] takes it
@@ -54,13 +58,13 @@ pub struct TokenConfig {
 
 impl TokenConfig {
     /// A configuration for these issuers: no audience check, `sub` as the
-    /// name, 60 s leeway, fetches trusting `$X509_CERT_DIR` when it is set.
+    /// name, no leeway, fetches trusting `$X509_CERT_DIR` when it is set.
     pub fn new(issuers: Vec<IssuerConfig>) -> TokenConfig {
         TokenConfig {
             issuers,
             audiences: Vec::new(),
             name_claim: "sub".into(),
-            leeway: Duration::from_secs(60),
+            leeway: Duration::ZERO,
             ca_dir: std::env::var_os("X509_CERT_DIR")
                 .filter(|d| !d.is_empty())
                 .map(PathBuf::from),
