@@ -257,7 +257,9 @@ fn to_fs_error(answer: CmsResponse) -> FsError {
 }
 
 /// `YErrorCode` to the client's error code (as the reference maps them
-/// through errno).
+/// through errno, XrdCmsParser.cc: `kYR_RWConflict` is `EEXIST`, so an rm
+/// or mv of a file a read-only member also holds is `kXR_ItExists`, which
+/// the stock `xrdfs` prints as "file exists").
 fn error_code(code: YError) -> ErrorCode {
     match code {
         YError::ENOENT | YError::EPERM => ErrorCode::NOT_FOUND,
@@ -268,7 +270,7 @@ fn error_code(code: YError) -> ErrorCode {
         YError::ENOSPC => ErrorCode::NO_SPACE,
         YError::ENAMETOOLONG => ErrorCode::ARG_TOO_LONG,
         YError::EISDIR => ErrorCode::IS_DIRECTORY,
-        YError::RW_CONFLICT => ErrorCode::FILE_LOCKED,
+        YError::RW_CONFLICT => ErrorCode::ITEM_EXISTS,
         YError::NO_REPLICAS => ErrorCode::NO_REPLICAS,
         YError::FS_ERROR => ErrorCode::FS_ERROR,
         _ => ErrorCode::SERVER_ERROR,
@@ -589,6 +591,17 @@ mod tests {
                 ..
             }
         ));
+        // a read-only member holds the file: EEXIST for the stock manager
+        assert_eq!(
+            to_fs_error(CmsResponse::Error {
+                code: YError::RW_CONFLICT,
+                message: Bytes::from_static(b"Unable to modify file; r/o copy already exists")
+            }),
+            FsError::new(
+                ErrorCode::ITEM_EXISTS,
+                "Unable to modify file; r/o copy already exists"
+            )
+        );
         assert!(matches!(
             to_fs_error(CmsResponse::Redirect {
                 port: 70000,
