@@ -462,16 +462,28 @@ pub fn open(
     }
     let id = i64::from_be_bytes(cred[8..16].try_into().expect("8 bytes"));
     let now_unix = unix(now);
-    let key = keytab
-        .find(id, now_unix)
-        .ok_or(CredentialError::UnknownKey { id })?;
-    let mut plain = data.to_vec();
-    cfb_mode::Decryptor::<Blowfish>::inner_iv_init(bf(key), &Default::default())
-        .decrypt(&mut plain);
-    let (body, crc) = plain.split_at(plain.len() - 4);
-    if crc32fast::hash(body).to_be_bytes() != crc {
-        return Err(CredentialError::BadChecksum);
+    // every key of this id may have sealed it (see Keytab::candidates):
+    // the one whose CRC checks out opened it
+    let mut tried = 0;
+    let mut opened = None;
+    for key in keytab.candidates(id, &key_name, now_unix) {
+        tried += 1;
+        let mut plain = data.to_vec();
+        cfb_mode::Decryptor::<Blowfish>::inner_iv_init(bf(key), &Default::default())
+            .decrypt(&mut plain);
+        let (body, crc) = plain.split_at(plain.len() - 4);
+        if crc32fast::hash(body).to_be_bytes() == crc {
+            opened = Some((key, plain));
+            break;
+        }
     }
+    let Some((key, plain)) = opened else {
+        return Err(match tried {
+            0 => CredentialError::UnknownKey { id },
+            _ => CredentialError::BadChecksum,
+        });
+    };
+    let body = &plain[..plain.len() - 4];
     let gen_time = i32::from_be_bytes(body[32..36].try_into().expect("4 bytes"));
     if i64::from(gen_time) + i64::from(lifetime) <= now_unix - BASE_TIME {
         return Err(CredentialError::Expired {
@@ -667,6 +679,37 @@ mod tests {
             let cred = seal(&kt.keys()[0], &old, now, v2).unwrap();
             assert!(open(&kt, &cred, client(), 13, now).is_ok());
         }
+    }
+
+    /// Two keytabs made by `xrdsssadmin` in the same second share their
+    /// key id; concatenated, every key authenticates its clients (the
+    /// stock 5.5.3 keeps only the last: the first key's clients are
+    /// refused), whether the client names its key (v2) or not.
+    #[test]
+    fn every_key_sharing_an_id_authenticates() {
+        let second = Key::new(
+            7714337257385099265,
+            "k2",
+            "bob",
+            "usrgroup",
+            &[9, 9, 9, 9, 9, 9, 9, 9, 1, 2, 3, 4, 5, 6, 7, 8],
+        );
+        let kt = Keytab::from_keys(vec![key("k1", "alice", "usrgroup"), second]);
+        let now = SystemTime::now();
+        for v2 in [true, false] {
+            for (k, user) in kt.keys().iter().zip(["alice", "bob"]) {
+                let cred = seal(k, &entity(), now, v2).unwrap();
+                let got = open(&kt, &cred, client(), 13, now).unwrap();
+                assert_eq!(got.user, user, "v2={v2}");
+            }
+        }
+        // a key of that id the keytab lacks still fails its checksum
+        let stranger = Key::new(7714337257385099265, "k3", "eve", "usrgroup", &[3; 16]);
+        let cred = seal(&stranger, &entity(), now, true).unwrap();
+        assert!(matches!(
+            open(&kt, &cred, client(), 13, now),
+            Err(CredentialError::BadChecksum)
+        ));
     }
 
     #[test]

@@ -262,6 +262,29 @@ impl Keytab {
             .filter(|k| !k.expired_at(now))
     }
 
+    /// The keys a credential with key id `id` and key name `name` may have
+    /// been sealed with, in the order to try them: those not expired at
+    /// `now` (Unix seconds) with that id, the ones named `name` first, then
+    /// the others, each group last in the file first. Two keytabs made in
+    /// the same second by `xrdsssadmin` give their keys the same id; once
+    /// concatenated, the stock server keeps only the last (clients of the
+    /// first are refused, xrootd#1683): trying each lets every key of the
+    /// keytab authenticate.
+    pub fn candidates<'a>(
+        &'a self,
+        id: i64,
+        name: &'a str,
+        now: i64,
+    ) -> impl Iterator<Item = &'a Key> + 'a {
+        let usable = move |named: bool| {
+            self.keys
+                .iter()
+                .rev()
+                .filter(move |k| k.id == id && !k.expired_at(now) && (k.name == name) == named)
+        };
+        usable(true).chain(usable(false))
+    }
+
     /// The key a client seals with, chosen as the stock client does
     /// (`getKeyTab` in client mode, then `getKey`): keys of one identity
     /// (name, user, group) merge into the one expiring last (never beats
