@@ -9,7 +9,7 @@ use xroot_proto::limits::MAX_TRANSFER;
 
 use crate::auth::Authenticator;
 use crate::cluster::ClusterConfig;
-use crate::net::tls::TlsConfig;
+use crate::net::tls::{TlsConfig, TlsRequirement};
 use crate::observe::RequestObserver;
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
@@ -113,7 +113,10 @@ pub struct Config {
     pub authenticator: Option<Arc<dyn Authenticator>>,
     /// TLS: the certificate and what must run TLS (see
     /// [`crate::TlsRequirement`]); `None` (the default): no TLS, the
-    /// `kXR_protocol` answer does not carry `kXR_haveTLS`.
+    /// `kXR_protocol` answer does not carry `kXR_haveTLS`. At `capable`
+    /// with an [`authenticator`](Config::authenticator) whose every
+    /// protocol needs TLS (`ztn` alone), the server requires TLS from login
+    /// on ([`Config::tls_requirement`]).
     pub tls: Option<TlsConfig>,
     /// Membership in a stock cluster as a data server
     /// ([`crate::cluster`]); `None` (the default): a standalone server.
@@ -150,6 +153,27 @@ impl Default for Config {
             cluster: None,
             observer: None,
         }
+    }
+}
+
+impl Config {
+    /// The TLS requirement the server enforces, `None` without TLS: the
+    /// configured one, except `capable` becomes `login` when every
+    /// authentication protocol offered needs TLS
+    /// ([`Authenticator::requires_tls`]): a client on a plain `root://` URL
+    /// (uproot's second connection, the stock client's) then switches to
+    /// TLS before its login and can send its token, where it would have
+    /// had no protocol left to try.
+    pub fn tls_requirement(&self) -> Option<TlsRequirement> {
+        let tls = self.tls.as_ref()?;
+        let tls_only = self
+            .authenticator
+            .as_ref()
+            .is_some_and(|a| a.requires_tls());
+        Some(match tls.requirement {
+            TlsRequirement::Capable if tls_only => TlsRequirement::Login,
+            r => r,
+        })
     }
 }
 

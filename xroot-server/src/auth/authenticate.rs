@@ -62,6 +62,17 @@ pub trait Authenticator: Send + Sync + 'static {
         credtype: &str,
         credentials: &[u8],
     ) -> AuthOutcome;
+
+    /// Whether every protocol offered refuses a link without TLS (`ztn`
+    /// sends a bearer token, which the stock client sends over TLS only).
+    /// A server whose authenticator says so, with TLS at `capable`,
+    /// requires TLS from login on instead (see
+    /// [`TlsRequirement::Login`](crate::TlsRequirement::Login)), so that a
+    /// client on a plain `root://` URL switches before it logs in and can
+    /// authenticate. `false` by default.
+    fn requires_tls(&self) -> bool {
+        false
+    }
 }
 
 fn protocol(name: &'static str) -> SecProtocol {
@@ -147,6 +158,11 @@ impl std::fmt::Debug for AnyOf {
 impl Authenticator for AnyOf {
     fn protocols(&self) -> Vec<SecProtocol> {
         self.0.iter().flat_map(|a| a.protocols()).collect()
+    }
+
+    /// When every one of them requires TLS (and there is one).
+    fn requires_tls(&self) -> bool {
+        !self.0.is_empty() && self.0.iter().all(|a| a.requires_tls())
     }
 
     fn authenticate(&self, ctx: &AuthContext<'_>, credtype: &str, cred: &[u8]) -> AuthOutcome {

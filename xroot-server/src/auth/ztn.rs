@@ -50,6 +50,11 @@ impl Authenticator for ZtnAuth {
         }]
     }
 
+    /// Yes: a token travels over TLS only.
+    fn requires_tls(&self) -> bool {
+        true
+    }
+
     /// Refusals (answered `kXR_AuthFailed`): another protocol, a plain
     /// link ([`NON_TLS_REFUSAL`]), a malformed credential (the stock
     /// server's texts, [`ztn::ZtnError`]), a token over the size limit,

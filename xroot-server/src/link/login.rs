@@ -72,7 +72,7 @@ impl<F: FileSystem> Conn<F> {
 
     /// The TLS requirement, when the server has TLS.
     fn tls_requirement(&self) -> Option<TlsRequirement> {
-        self.shared.config.tls.as_ref().map(|t| t.requirement)
+        self.shared.config.tls_requirement()
     }
 
     /// `kXR_protocol`: the version and what the server is. No 'B' or 'S'
