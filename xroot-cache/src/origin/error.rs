@@ -2,9 +2,11 @@
 //! clients are told then (`From<OriginError> for FsError`).
 
 use std::io;
+use std::time::{Duration, Instant};
 
 use xroot_client::Url;
 use xroot_proto::ErrorCode;
+use xroot_server::observe::Throttle;
 use xroot_server::FsError;
 
 use crate::store::Validators;
@@ -56,13 +58,46 @@ pub enum OriginError {
     },
 }
 
+/// How often the origin's refusal of the cache's own credential is logged
+/// (a warning; the others are counted and the next line says how many).
+static CREDENTIAL_REFUSALS: Throttle = Throttle::new(1, Duration::from_secs(60));
+
 impl OriginError {
     /// `source`, returned by a call to the origin of `url` (named by its
-    /// `host:port`).
+    /// `host:port`). When it is the origin refusing the cache's own
+    /// credential ([`OriginError::credential_refused`]), that is logged as
+    /// a warning, at most once a minute.
     pub fn client(url: &Url, source: xroot_client::Error) -> OriginError {
-        OriginError::Client {
+        let e = OriginError::Client {
             origin: url.host_port(),
             source,
+        };
+        if let Some(reason) = e.credential_refused() {
+            if let Some(skipped) = CREDENTIAL_REFUSALS.admit(Instant::now()) {
+                tracing::warn!(
+                    origin = %url.host_port(),
+                    skipped,
+                    "origin refused the cache's credential: {reason}"
+                );
+            }
+        }
+        e
+    }
+
+    /// Why the origin refused the cache's own credential, if that is what
+    /// failed: `kXR_AuthFailed` (its token expired, its key unknown), no
+    /// protocol the cache can use, or no usable credential of the cache's
+    /// (a token file missing or readable by others). `None` for any other
+    /// failure.
+    pub fn credential_refused(&self) -> Option<String> {
+        use xroot_client::Error as E;
+        let OriginError::Client { source, .. } = self else {
+            return None;
+        };
+        match source {
+            E::Server { code, message } if *code == ErrorCode::AUTH_FAILED => Some(message.clone()),
+            E::AuthUnsupported { .. } | E::Credential { .. } => Some(source.to_string()),
+            _ => None,
         }
     }
 }
@@ -70,23 +105,24 @@ impl OriginError {
 /// What the cache tells its own client when the origin failed: the
 /// origin's `kXR_error` code and message pass through unchanged (a missing
 /// file stays `kXR_NotFound`), as does a local file system's [`FsError`],
-/// except `kXR_AuthFailed`: that one is the cache's own login to the origin
-/// failing (its token expired, its key unknown), which the client, already
-/// authenticated to the cache, would take for a verdict on its own
-/// credentials — it becomes `kXR_ServerError` naming the origin. A
+/// except a refusal of the cache's own credential
+/// ([`OriginError::credential_refused`]), which the client, already
+/// authenticated to the cache, would take for a verdict on its own: that
+/// becomes `kXR_ServerError` "origin `HOST:PORT` refused the cache's
+/// credential: `<reason>`". A
 /// connection that failed, timed out or sent bad data (a page that never
 /// matched its crc32c, a short run) is `kXR_IOError`, any other failure
 /// `kXR_ServerError`, with a message naming the origin.
 impl From<&OriginError> for FsError {
     fn from(e: &OriginError) -> FsError {
         use xroot_client::Error as E;
+        if let (Some(reason), OriginError::Client { origin, .. }) = (e.credential_refused(), e) {
+            return FsError::new(
+                ErrorCode::SERVER_ERROR,
+                format!("origin {origin} refused the cache's credential: {reason}"),
+            );
+        }
         match e {
-            OriginError::Client {
-                source: E::Server { code, .. },
-                ..
-            } if *code == ErrorCode::AUTH_FAILED => {
-                FsError::new(ErrorCode::SERVER_ERROR, e.to_string())
-            }
             OriginError::Client {
                 source: E::Server { code, message },
                 ..

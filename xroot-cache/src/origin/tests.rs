@@ -125,8 +125,21 @@ fn origin_errors_become_server_errors() {
         panic!("not an error")
     };
     assert_eq!(code, ErrorCode::SERVER_ERROR);
+    assert_eq!(
+        message,
+        "origin origin.example:1094 refused the cache's credential: token expired"
+    );
+    // so is a credential the cache cannot even send
+    let FsError::Error { code, message } = remote(E::Credential {
+        protocol: "ztn".into(),
+        endpoint: "origin.example:1094".into(),
+        reason: "token file /t is readable by others".into(),
+    }) else {
+        panic!("not an error")
+    };
+    assert_eq!(code, ErrorCode::SERVER_ERROR);
     assert!(
-        message.contains("origin origin.example:1094") && message.contains("token expired"),
+        message.starts_with("origin origin.example:1094 refused the cache's credential: "),
         "{message}"
     );
     // failures to talk to it are I/O errors naming it

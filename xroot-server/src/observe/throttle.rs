@@ -24,7 +24,7 @@ struct Window {
 
 impl Throttle {
     /// At most `per_interval` lines in each `interval`.
-    pub fn new(per_interval: u32, interval: Duration) -> Throttle {
+    pub const fn new(per_interval: u32, interval: Duration) -> Throttle {
         Throttle {
             interval,
             per_interval,
