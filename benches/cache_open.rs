@@ -2,12 +2,12 @@
 //! by a cold pass, then read again by a new client that opens, reads and
 //! closes each file in turn, timed **including the opens**. The origin is a
 //! stock xrootd 5.5.3 behind a relay adding 25 ms each way
-//! (tests/support/delay_proxy.rs), which counts what the origin is asked.
+//! (xroot-testkit/src/delay_proxy.rs), which counts what the origin is asked.
 //! One run: `cargo bench --bench cache_open` (about a minute).
 //!
 //! The caches, each on a fresh cache directory:
 //! - the stock XCache (`libXrdPss` + `libXrdPfc`, `pfc.blocksize 4k`, no
-//!   prefetch, tests/support/xcache.rs);
+//!   prefetch, xroot-testkit/src/xcache.rs);
 //! - ours (`examples/xcache.rs`) at its defaults: every open asks the
 //!   origin for the file and its stat (one round trip) to validate the
 //!   cached copy;
@@ -26,32 +26,18 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-/// Our cache, the `xcache` example compiled in (its `main` is unused).
-#[allow(dead_code)]
-#[path = "../examples/xcache.rs"]
-mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-#[allow(dead_code)]
-#[path = "../tests/support/xcache.rs"]
-mod xcache;
-
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use delay_proxy::DelayProxy;
-use stock::StockServer;
 use tokio::runtime::Runtime;
-use xcache::StockCache;
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::RequestId;
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::xcache::StockCache;
+use xroot_testkit::{bench, stock};
+use xroot_tools::xcache as ours;
 
 /// Files read in each pass.
 const FILES: u64 = 9;
@@ -82,7 +68,7 @@ fn main() {
     }
     let data = tempfile::tempdir().expect("temp dir");
     for f in 0..FILES {
-        common::write_pattern(&data.path().join(name(f)), SIZE, f);
+        bench::write_pattern(&data.path().join(name(f)), SIZE, f);
     }
     let origin = StockServer::start(data.path(), &[]).expect("stock xrootd");
     let rt = runtime();
@@ -133,12 +119,12 @@ fn main() {
     let trust = &ours[1];
     let ratio = median(&stock.walls) / median(&trust.walls);
     println!("\nstock XCache warm ÷ ours with the trust window: {ratio:.2}×");
-    println!("load average at the end: {}", common::load_average());
+    println!("load average at the end: {}", bench::load_average());
     for w in &runs {
-        common::summary(&format!("cache_open.{}.warm_s", w.key), median(&w.walls));
-        common::summary(&format!("cache_open.{}.origin_opens", w.key), w.opens);
+        bench::summary(&format!("cache_open.{}.warm_s", w.key), median(&w.walls));
+        bench::summary(&format!("cache_open.{}.origin_opens", w.key), w.opens);
     }
-    common::summary("cache_open.stock_over_ours_trust", ratio);
+    bench::summary("cache_open.stock_over_ours_trust", ratio);
 }
 
 fn name(f: u64) -> String {
@@ -179,7 +165,7 @@ fn pass(rt: &Runtime, port: u16) -> f64 {
                 let data = file.read_at(offset, CHUNK).await.expect("read");
                 assert!(!data.is_empty(), "{url}: ended at {offset}");
                 assert!(
-                    common::is_pattern(f, offset, &data),
+                    bench::is_pattern(f, offset, &data),
                     "{url}: wrong bytes at {offset}"
                 );
                 offset += data.len() as u64;

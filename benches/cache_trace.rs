@@ -16,12 +16,12 @@
 //! [`File`], [`READERS`] concurrent readers each taking the next vector read
 //! of the trace from a shared queue and sending it with [`File::readv`]. The
 //! origin is a stock xrootd 5.5.3 behind a relay adding 25 ms each way
-//! (tests/support/delay_proxy.rs), which counts what the origin was asked
+//! (xroot-testkit/src/delay_proxy.rs), which counts what the origin was asked
 //! for and sent. The runs:
 //!
 //! (a) direct: the client reads from the origin through the relay;
 //! (b) the stock XCache (`libXrdPss` + `libXrdPfc`, `pfc.blocksize 4k`, no
-//!     prefetch, tests/support/xcache.rs) whose origin is the relay, cold
+//!     prefetch, xroot-testkit/src/xcache.rs) whose origin is the relay, cold
 //!     (an empty cache) and then warm (the same cache, a new client);
 //! (c) ours (`examples/xcache.rs` at its defaults: 4 kB blocks, 1 MiB
 //!     io_size, no gap merging, no prefetch) in front of the relay like the
@@ -51,36 +51,19 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-/// Our cache, the `xcache` example compiled in (its `main` is unused).
-#[allow(dead_code)]
-#[path = "../examples/xcache.rs"]
-mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-#[allow(dead_code)]
-#[path = "trace/trace.rs"]
-mod trace;
-#[allow(dead_code)]
-#[path = "../tests/support/xcache.rs"]
-mod xcache;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use delay_proxy::{DelayProxy, Traffic};
-use stock::StockServer;
 use tokio::runtime::Runtime;
-use trace::Trace;
-use xcache::StockCache;
 use xroot::client::{Client, File, OpenFlags};
+use xroot_testkit::delay_proxy::{DelayProxy, Traffic};
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::trace::Trace;
+use xroot_testkit::xcache::StockCache;
+use xroot_testkit::{bench, stock, trace};
+use xroot_tools::xcache as ours;
 
 /// Concurrent readers sharing the client's one file.
 const READERS: usize = 8;
@@ -113,7 +96,7 @@ fn main() {
     }
     let trace = Arc::new(trace::nanoaod());
     let data = tempfile::tempdir().expect("temp dir");
-    common::write_file(&data.path().join(NAME), trace.size);
+    bench::write_file(&data.path().join(NAME), trace.size);
     let rt = runtime();
     let origin = StockServer::start(data.path(), &[]).expect("xrootd");
     let relay = rt.block_on(DelayProxy::start(origin.port, ONE_WAY));
@@ -167,7 +150,7 @@ fn main() {
     let [ours_cold, ours_warm] = medians(ours);
     let runs = [direct, stock_cold, stock_warm, ours_cold, ours_warm];
     print_tables(&trace, &runs);
-    println!("\nload average at the end: {}\n", common::load_average());
+    println!("\nload average at the end: {}\n", bench::load_average());
     print_summary(&trace, &runs);
 }
 
@@ -286,7 +269,7 @@ fn check(ranges: &[(u64, usize)], data: &[bytes::Bytes]) {
     for (&(offset, len), got) in ranges.iter().zip(data) {
         assert_eq!(got.len(), len, "length at offset {offset}");
         assert!(
-            common::is_pattern(0, offset, got),
+            bench::is_pattern(0, offset, got),
             "wrong bytes in the element at offset {offset}"
         );
     }
@@ -397,7 +380,7 @@ fn print_summary(trace: &Trace, runs: &[Run]) {
             ),
             ("origin_reads_per_read", reads),
         ] {
-            common::summary(&format!("cache_trace.{}.{figure}", r.key), value);
+            bench::summary(&format!("cache_trace.{}.{figure}", r.key), value);
         }
     }
 }

@@ -14,7 +14,7 @@
 //!
 //! (b) K = 1, 4, 8 concurrent `readv` of 64 × 16 kB each on ONE channel of
 //!     our client, through a tokio relay adding 25 ms each way (50 ms RTT,
-//!     tests/support/delay_proxy.rs) to the same server: wall time of the K
+//!     xroot-testkit/src/delay_proxy.rs) to the same server: wall time of the K
 //!     calls, best and median of 5; beside it the stock client (the Python
 //!     bindings' `vector_read`, K callbacks in flight on one `File`) through
 //!     the same relay, when `/usr/bin/python3` has `XRootD.client`.
@@ -31,25 +31,14 @@
 //! The benchmark starts and stops the stock server itself and prints
 //! "skipped" when it is not installed.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-#[allow(dead_code)]
-#[path = "../tests/support/example.rs"]
-mod example;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use delay_proxy::DelayProxy;
-use stock::StockServer;
 use xroot::client::{Client, OpenFlags};
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, example, stock};
 
 /// Size of the copied file: 1 GiB.
 const SIZE: u64 = 1 << 30;
@@ -71,7 +60,7 @@ fn main() {
     }
     let data = tempfile::tempdir().expect("temp dir");
     let started = Instant::now();
-    common::write_file(&data.path().join("big.bin"), SIZE);
+    bench::write_file(&data.path().join("big.bin"), SIZE);
     println!(
         "wrote the 1 GiB file in {:.1} s",
         started.elapsed().as_secs_f64()
@@ -87,9 +76,9 @@ fn main() {
         .build()
         .unwrap();
     figures.extend(rt.block_on(vector_reads(server.port)));
-    println!("\nload average at the end: {}\n", common::load_average());
+    println!("\nload average at the end: {}\n", bench::load_average());
     for (key, value) in figures {
-        common::summary(&format!("client_copy.{key}"), value);
+        bench::summary(&format!("client_copy.{key}"), value);
     }
 }
 

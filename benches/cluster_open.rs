@@ -27,26 +27,15 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-#[allow(dead_code)]
-#[path = "../tests/support/cluster.rs"]
-mod cluster;
-#[path = "common.rs"]
-mod common;
-/// Our cache, the `xcache` example compiled in (its `main` is unused).
-#[allow(dead_code)]
-#[path = "../examples/xcache.rs"]
-mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use cluster::Cluster;
-use stock::StockServer;
 use xroot::client::{Client, OpenFlags};
 use xroot::server::{ClusterConfig, Config, LocalFs, Server};
+use xroot_testkit::cluster::Cluster;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, stock};
+use xroot_tools::xcache as ours;
 
 /// Opens timed per node.
 const OPENS: usize = 100;
@@ -70,14 +59,14 @@ fn main() {
     let two = caches(&servers, &clients, 2);
     println!(
         "\nload average at the end (2 cores shared): {}\n",
-        common::load_average()
+        bench::load_average()
     );
-    common::summary("cluster_open.stock_ms", stock_ms);
-    common::summary("cluster_open.ours_ms", ours_ms);
-    common::summary("cluster_open.ratio", stock_ms / ours_ms);
-    common::summary("cluster_open.one_cache_s", one);
-    common::summary("cluster_open.two_caches_s", two);
-    common::summary("cluster_open.speedup", one / two);
+    bench::summary("cluster_open.stock_ms", stock_ms);
+    bench::summary("cluster_open.ours_ms", ours_ms);
+    bench::summary("cluster_open.ratio", stock_ms / ours_ms);
+    bench::summary("cluster_open.one_cache_s", one);
+    bench::summary("cluster_open.two_caches_s", two);
+    bench::summary("cluster_open.speedup", one / two);
 }
 
 fn runtime() -> tokio::runtime::Runtime {
@@ -92,11 +81,11 @@ fn runtime() -> tokio::runtime::Runtime {
 /// and to ours, ms.
 fn opens(rt: &tokio::runtime::Runtime, clients: &tokio::runtime::Runtime) -> (f64, f64) {
     let cluster = Cluster::start(1, |_, dir| {
-        common::write_file(&dir.join("stock.dat"), 4096);
+        bench::write_file(&dir.join("stock.dat"), 4096);
     })
     .expect("xrootd");
     let ours = tempfile::tempdir().unwrap();
-    common::write_file(&ours.path().join("ours.dat"), 4096);
+    bench::write_file(&ours.path().join("ours.dat"), 4096);
     let config = Config {
         cluster: Some(ClusterConfig::data_server([format!(
             "127.0.0.1:{}",
@@ -164,7 +153,7 @@ async fn open_once(url: &str) -> Duration {
 fn caches(rt: &tokio::runtime::Runtime, clients: &tokio::runtime::Runtime, n: usize) -> f64 {
     let origin_dir = tempfile::tempdir().unwrap();
     for i in 0..FILES {
-        common::write_pattern(
+        bench::write_pattern(
             &origin_dir.path().join(format!("f{i}.dat")),
             FILE_SIZE,
             i as u64,

@@ -26,17 +26,12 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stock::StockServer;
 use xroot::server::{Config, LocalFs, Server};
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, stock};
 
 /// Size of the copied file: 1 GiB.
 const SIZE: u64 = 1 << 30;
@@ -53,7 +48,7 @@ fn main() {
     }
     let data = tempfile::tempdir().expect("temp dir");
     let t = Instant::now();
-    common::write_file(&data.path().join("big.bin"), SIZE);
+    bench::write_file(&data.path().join("big.bin"), SIZE);
     println!("wrote the 1 GiB file in {:.1} s", t.elapsed().as_secs_f64());
 
     let rt = tokio::runtime::Builder::new_multi_thread()
@@ -155,14 +150,14 @@ fn main() {
     );
     println!(
         "load average at the end (2 cores shared): {}\n",
-        common::load_average()
+        bench::load_average()
     );
     for (mode, [stock, ours]) in ["plain", "pgread"].iter().zip(&runs) {
         let key = |what: &str| format!("server_copy.{mode}.{what}");
-        common::summary(&key("stock_s"), best(stock));
-        common::summary(&key("ours_s"), best(ours));
-        common::summary(&key("ratio"), best(stock) / best(ours));
-        common::summary(&key("median_ratio"), median(stock) / median(ours));
+        bench::summary(&key("stock_s"), best(stock));
+        bench::summary(&key("ours_s"), best(ours));
+        bench::summary(&key("ratio"), best(stock) / best(ours));
+        bench::summary(&key("median_ratio"), median(stock) / median(ours));
     }
 }
 

@@ -22,24 +22,13 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/example.rs"]
-mod example;
-#[allow(dead_code)]
-#[path = "../tests/support/ours.rs"]
-mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 
-use stock::StockServer;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, example, ours, stock};
 
 /// Size of the file read: 1 GiB.
 const SIZE: u64 = 1 << 30;
@@ -58,7 +47,7 @@ fn main() {
         return;
     }
     let data = tempfile::tempdir().expect("temp dir");
-    common::write_file(&data.path().join("big.bin"), SIZE);
+    bench::write_file(&data.path().join("big.bin"), SIZE);
     let xrdload = example::example_bin("xrdload");
     let mut rows = Vec::new();
     for name in ["stock", "ours"] {
@@ -105,7 +94,7 @@ fn main() {
             idle_kb
         );
     }
-    println!("\nload average at the end: {}\n", common::load_average());
+    println!("\nload average at the end: {}\n", bench::load_average());
     for (name, busy, idle) in &rows {
         for (key, field) in [
             ("mb_s", "mb_s"),
@@ -118,11 +107,11 @@ fn main() {
             ("errors", "errors"),
         ] {
             if let Some(v) = busy.get(field) {
-                common::summary(&format!("server_load.{name}.{key}"), *v);
+                bench::summary(&format!("server_load.{name}.{key}"), *v);
             }
         }
         if let Some(v) = idle.get("server_kb_per_session") {
-            common::summary(&format!("server_load.{name}.idle_kb_per_session"), *v);
+            bench::summary(&format!("server_load.{name}.idle_kb_per_session"), *v);
         }
     }
 }

@@ -20,21 +20,6 @@
 //! Last, `summary: server_memory.WHO.max_mib VALUE` (the largest peak of
 //! any row, MiB) for WHO = ours, stock.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/example.rs"]
-mod example;
-#[allow(dead_code)]
-#[path = "../tests/support/ours.rs"]
-mod ours;
-#[allow(dead_code, unused_imports)]
-#[path = "../tests/support/raw.rs"]
-mod raw;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -44,9 +29,10 @@ use tokio::net::TcpStream;
 use xroot::proto::request::{Pgread, Readv, Request};
 use xroot::proto::{ClientHandshake, FHandle, ReadListEntry, RequestHeader, RequestId, StreamId};
 
-use ours::ServeProcess;
-use raw::Raw;
-use stock::StockServer;
+use xroot_testkit::ours::ServeProcess;
+use xroot_testkit::raw::Raw;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, ours, stock};
 
 /// How long each row's clients hold their requests unread.
 const HOLD: Duration = Duration::from_secs(3);
@@ -181,7 +167,7 @@ async fn main() {
     let ours = partial_logins(&start_ours()).await;
     let stock = partial_logins(&start_stock()).await;
     row("500 partial 16 MiB logins".into(), ours, stock);
-    println!("\nload average: {}", common::load_average());
-    common::summary("server_memory.ours.max_mib", max_ours);
-    common::summary("server_memory.stock.max_mib", max_stock);
+    println!("\nload average: {}", bench::load_average());
+    bench::summary("server_memory.ours.max_mib", max_ours);
+    bench::summary("server_memory.stock.max_mib", max_stock);
 }

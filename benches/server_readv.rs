@@ -16,7 +16,7 @@
 //! (b) The stock XCache (`libXrdPss` + `libXrdPfc`, 4 kB blocks, no
 //!     prefetch) whose origin, a stock xrootd exporting the same directory,
 //!     is behind our tokio relay adding 25 ms each way (50 ms RTT,
-//!     tests/support/delay_proxy.rs).
+//!     xroot-testkit/src/delay_proxy.rs).
 //!
 //! The targets: K=8/K=1 at most 1.3 for ours; the stock XCache
 //! measured 8.4. Prints "skipped" when the stock xrootd or the Python
@@ -27,27 +27,12 @@
 //! K = 1, 4, 8 (the median batch, ms) and `server_readv.WHO.k8_over_k1`
 //! (the ratio of those medians).
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-#[allow(dead_code)]
-#[path = "../tests/support/xcache.rs"]
-mod xcache;
-
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use delay_proxy::DelayProxy;
-use stock::StockServer;
-use xcache::StockCache;
 use xroot::proto::response::StatInfo;
 use xroot::proto::RequestId;
 use xroot::server::local::LocalFile;
@@ -55,6 +40,10 @@ use xroot::server::{
     Caller, Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, ReadvConcurrency,
     Server,
 };
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::xcache::StockCache;
+use xroot_testkit::{bench, stock};
 
 /// Batches per K; the median counts.
 const RUNS: usize = 7;
@@ -148,7 +137,7 @@ fn main() {
         return;
     }
     let data = tempfile::tempdir().expect("temp dir");
-    common::write_file(&data.path().join("readv.bin"), size());
+    bench::write_file(&data.path().join("readv.bin"), size());
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -195,13 +184,13 @@ fn main() {
     );
     println!(
         "load average at the end (2 cores shared): {}\n",
-        common::load_average()
+        bench::load_average()
     );
     for (who, times) in [("ours", &ours), ("stock", &stock)] {
         for k in KS {
-            common::summary(&format!("server_readv.{who}.k{k}_ms"), median(&times[&k]));
+            bench::summary(&format!("server_readv.{who}.k{k}_ms"), median(&times[&k]));
         }
-        common::summary(
+        bench::summary(
             &format!("server_readv.{who}.k8_over_k1"),
             median(&times[&8]) / median(&times[&1]),
         );

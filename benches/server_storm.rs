@@ -42,18 +42,6 @@
 //! `refused_writes_mib` (all but 1 byte, no open file), `readv_closed_mib`
 //! (the resident set once closed), MiB, and `honest_errors`.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/example.rs"]
-mod example;
-#[allow(dead_code)]
-#[path = "../tests/support/ours.rs"]
-mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -70,9 +58,9 @@ use xroot::proto::response::Response;
 use xroot::proto::{
     ClientHandshake, FHandle, ReadListEntry, RequestHeader, RequestId, ResponseDecoder, StreamId,
 };
-
-use ours::ServeProcess;
-use stock::StockServer;
+use xroot_testkit::ours::ServeProcess;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, ours, stock};
 
 /// Frames the storm sends in all.
 const STORM_FRAMES: u64 = 100_000;
@@ -587,7 +575,7 @@ async fn honest_reader(addr: SocketAddr, stop: Arc<AtomicBool>) -> Honest {
                     }
                 }
             }
-            if data.len() != 1 << 20 || !common::is_pattern(0, at, &data) {
+            if data.len() != 1 << 20 || !bench::is_pattern(0, at, &data) {
                 out.errors += 1;
             }
             out.reads += 1;
@@ -701,8 +689,8 @@ async fn readv_then_close(peer: &Peer) -> (f64, f64) {
 /// The storm's files in `dir`: `honest.bin` and `storm.bin` (16 MiB of
 /// the pattern of [`common::write_file`]) and `big.bin` (a sparse 2 GiB).
 fn files(dir: &std::path::Path) {
-    common::write_file(&dir.join("honest.bin"), HONEST_SIZE);
-    common::write_file(&dir.join("storm.bin"), HONEST_SIZE);
+    bench::write_file(&dir.join("honest.bin"), HONEST_SIZE);
+    bench::write_file(&dir.join("storm.bin"), HONEST_SIZE);
     let big = std::fs::File::create(dir.join("big.bin")).unwrap();
     big.set_len(2 << 30).unwrap();
 }
@@ -807,8 +795,8 @@ async fn main() {
         summary.push(("ours.readv_closed_mib".into(), ours.1));
         summary.push(("stock.readv_closed_mib".into(), stock.1));
     }
-    println!("\nload average: {}", common::load_average());
+    println!("\nload average: {}", bench::load_average());
     for (key, value) in summary {
-        common::summary(&format!("server_storm.{key}"), value);
+        bench::summary(&format!("server_storm.{key}"), value);
     }
 }

@@ -1,7 +1,7 @@
 //! Copies over TLS, ours against the stock xrootd 5.5.3, in one run
 //! (`cargo bench --bench tls_copy`; about a minute and a half).
 //!
-//! A throw-away CA signs a `localhost` certificate (`tests/support/tls.rs`,
+//! A throw-away CA signs a `localhost` certificate (`xroot-testkit/src/pki.rs`,
 //! with `openssl`); both servers present it and both clients trust the CA
 //! through `X509_CERT_DIR`, as on the grid. A 1 GiB file (byte `i` =
 //! `(i * 7) % 251`, in the page cache) is exported by the stock xrootd
@@ -29,27 +29,13 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-#[path = "common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../tests/support/example.rs"]
-mod example;
-#[allow(dead_code)]
-#[path = "../tests/support/ours.rs"]
-mod ours;
-#[allow(dead_code)]
-#[path = "../tests/support/stock.rs"]
-mod stock;
-#[allow(dead_code)]
-#[path = "../tests/support/tls.rs"]
-mod tls;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use stock::StockServer;
 use xroot::client::{Client, OpenFlags};
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::{bench, example, ours, pki, stock};
 
 /// Size of the copied file: 1 GiB.
 const SIZE: u64 = 1 << 30;
@@ -63,14 +49,14 @@ fn main() {
         println!("tls_copy: skipped (the stock xrootd is not installed)");
         return;
     }
-    let pki = tls::TestPki::new();
+    let pki = pki::TestPki::new();
     // both clients (the stock ones and ours) trust the test CA this way
     std::env::set_var("X509_CERT_DIR", &pki.ca_dir);
     let data = tempfile::tempdir().expect("temp dir");
-    common::write_file(&data.path().join("big.bin"), SIZE);
+    bench::write_file(&data.path().join("big.bin"), SIZE);
     let cert = pki.host_cert.to_str().unwrap();
     let key = pki.host_key.to_str().unwrap();
-    let stock_key = tls::TestPki::stock_server_key(&pki.host_key);
+    let stock_key = pki::TestPki::stock_server_key(&pki.host_key);
     let ca_dir = pki.ca_dir.to_str().unwrap();
     let stock = StockServer::start(
         data.path(),
@@ -138,16 +124,16 @@ fn main() {
         ),
         None => println!("  stock: n/a (python3-xrootd is not installed)"),
     }
-    println!("\nload average at the end: {}\n", common::load_average());
-    common::summary("tls_copy.client.stock_s", best[0].as_secs_f64());
-    common::summary("tls_copy.client.ours_s", best[1].as_secs_f64());
-    common::summary("tls_copy.client.ratio", client_ratio);
-    common::summary("tls_copy.server.stock_s", best[0].as_secs_f64());
-    common::summary("tls_copy.server.ours_s", best[2].as_secs_f64());
-    common::summary("tls_copy.server.ratio", server_ratio);
-    common::summary("tls_copy.ttfb.ours_ms", ours_ms[0]);
+    println!("\nload average at the end: {}\n", bench::load_average());
+    bench::summary("tls_copy.client.stock_s", best[0].as_secs_f64());
+    bench::summary("tls_copy.client.ours_s", best[1].as_secs_f64());
+    bench::summary("tls_copy.client.ratio", client_ratio);
+    bench::summary("tls_copy.server.stock_s", best[0].as_secs_f64());
+    bench::summary("tls_copy.server.ours_s", best[2].as_secs_f64());
+    bench::summary("tls_copy.server.ratio", server_ratio);
+    bench::summary("tls_copy.ttfb.ours_ms", ours_ms[0]);
     if let Some(s) = stock_ms {
-        common::summary("tls_copy.ttfb.stock_ms", s[0]);
+        bench::summary("tls_copy.ttfb.stock_ms", s[0]);
     }
 }
 

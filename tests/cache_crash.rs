@@ -11,15 +11,13 @@
 //! a freshly filled file open, a restart and a read of every file, which
 //! must not send one request to the origin (every block cached and valid).
 
-mod support;
-
 use std::time::Duration;
 
 use bytes::Bytes;
-use support::delay_proxy::DelayProxy;
-use support::our_cache::{content, CacheProcess};
-use support::stock::StockServer;
 use xroot::client::{Client, OpenFlags};
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::our_cache::{content, CacheProcess};
+use xroot_testkit::stock::StockServer;
 
 /// A file of a few MB with a partial last block.
 const SIZE: usize = (3 << 20) + 4321;

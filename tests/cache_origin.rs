@@ -2,22 +2,20 @@
 //! `xroot_client::File` sends ONE request per plan — a pgread for one run, a
 //! readv for many against the stock xrootd 5.5.3, a pgreadv for many
 //! against our server (which advertises the extension) — counted on the
-//! wire by a relay (tests/support/corrupt_proxy.rs) and equal to what
+//! wire by a relay (xroot-testkit/src/corrupt_proxy.rs) and equal to what
 //! `Fetched::requests` says; every byte equals the file; errors keep the
 //! origin's code.
-
-mod support;
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 
-use support::corrupt_proxy::{CorruptProxy, Spoil};
-use support::stock::StockServer;
 use xroot::cache::origin::{Origin, OriginError, OriginFs, RemoteOrigin};
 use xroot::client::Client;
 use xroot::proto::page::crc32c;
 use xroot::proto::{ErrorCode, RequestId};
 use xroot::server::{Config, FsError, LocalFs, Server};
+use xroot_testkit::corrupt_proxy::{CorruptProxy, Spoil};
+use xroot_testkit::stock::StockServer;
 
 /// 16 MiB and a partial last block.
 const SIZE: usize = (16 << 20) + 1234;
@@ -26,7 +24,7 @@ const SIZE: usize = (16 << 20) + 1234;
 /// small file), and the content of `f.bin`.
 fn populate() -> (tempfile::TempDir, Vec<u8>) {
     let dir = tempfile::tempdir().unwrap();
-    let data = support::our_cache::content(0, SIZE);
+    let data = xroot_testkit::our_cache::content(0, SIZE);
     std::fs::write(dir.path().join("f.bin"), &data).unwrap();
     std::fs::create_dir(dir.path().join("sub")).unwrap();
     std::fs::write(dir.path().join("sub/g.bin"), &data[..10_000]).unwrap();

@@ -8,7 +8,7 @@
 //!   once the origin is back on its port, the same reads through the same
 //!   client handle give the right bytes, which a restarted cache then serves
 //!   from disk;
-//! - the origin's pages arrive spoiled (tests/support/corrupt_proxy.rs
+//! - the origin's pages arrive spoiled (xroot-testkit/src/corrupt_proxy.rs
 //!   between cache and origin flips a data byte, keeping the page's
 //!   crc32c): one bad page is found by the cache's origin client and
 //!   fetched again with `kXR_pgRetry`, the client gets the right bytes and
@@ -23,23 +23,16 @@
 //! spoiled byte there could not be detected by anyone (the stock origin
 //! does not offer pgreadv); that is why these tests use single runs.
 
-mod support;
-
 use std::time::Duration;
 
 use bytes::Bytes;
 use clap::Parser;
-use support::corrupt_proxy::{CorruptProxy, Spoil};
-use support::our_cache::{cli_args, content, RunningCache};
-use support::stock::StockServer;
 use xroot::client::{Client, Error, File, OpenFlags};
 use xroot::proto::ErrorCode;
-
-/// The example, compiled into this test so that its `start` can be called
-/// (its `main` is unused here).
-#[path = "../examples/xcache.rs"]
-#[allow(dead_code)]
-mod xcache;
+use xroot_testkit::corrupt_proxy::{CorruptProxy, Spoil};
+use xroot_testkit::our_cache::{cli_args, content, RunningCache};
+use xroot_testkit::stock::StockServer;
+use xroot_tools::xcache;
 
 const SIZE: usize = (2 << 20) + 555;
 /// A hang guard, far above what any step takes.

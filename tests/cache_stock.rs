@@ -17,18 +17,11 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use clap::Parser;
-use support::our_cache::{cli_args, content, RunningCache};
-use support::stock::StockServer;
-use support::tools::{run_ok, run_tool};
-
-/// The example, compiled into this test so that its `start` can be called
-/// (its `main` is unused here).
-#[path = "../examples/xcache.rs"]
-#[allow(dead_code)]
-mod xcache;
+use xroot_testkit::our_cache::{cli_args, content, RunningCache};
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::tools::{run_ok, run_tool};
+use xroot_tools::xcache;
 
 /// A multi-MB file with a partial last 4 kB block.
 const BIG: usize = (5 << 20) + 1234;

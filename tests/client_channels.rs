@@ -3,14 +3,12 @@
 //! `kXR_bind` substreams carrying reads, spreading files over channels, and
 //! the per-channel statistics.
 
-mod support;
-
 use std::collections::BTreeSet;
 use std::time::Duration;
 
 use futures::future::join_all;
-use support::stock::StockServer;
 use xroot::client::{ChannelKey, Client, Config, File, OpenFlags, Spread, Url};
+use xroot_testkit::stock::StockServer;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()

@@ -1,15 +1,13 @@
-//! xroot-client against a stock cluster on loopback (tests/support/cluster.rs):
+//! xroot-client against a stock cluster on loopback (xroot-testkit/src/cluster.rs):
 //! a manager (xrootd + cmsd) and two data servers. Opens and stats at the
 //! manager are redirected to the data server that holds the file, and the
 //! bytes read there are those on its disk.
 
-mod support;
-
 use std::future::Future;
 use std::time::Duration;
 
-use support::cluster::Cluster;
 use xroot::client::{Client, OpenFlags};
+use xroot_testkit::cluster::Cluster;
 
 fn pattern(seed: usize, len: usize) -> Vec<u8> {
     (0..len).map(|i| ((i + seed) * 7 % 251) as u8).collect()

@@ -1,18 +1,16 @@
 //! Many vector reads in flight on one channel across a 50 ms round trip:
 //! the stock xrootd behind the test's delay proxy
-//! (tests/support/delay_proxy.rs, 25 ms each way). K = 1, 4 and 8
+//! (xroot-testkit/src/delay_proxy.rs, 25 ms each way). K = 1, 4 and 8
 //! concurrent `readv` of 64 × 16 kB each on one `File` (one channel, one
 //! connection) all return the bytes on disk. The wall time of each K is
 //! printed for the benchmark note; nothing is asserted about it.
 
-mod support;
-
 use std::future::Future;
 use std::time::{Duration, Instant};
 
-use support::delay_proxy::DelayProxy;
-use support::stock::StockServer;
 use xroot::client::{Client, OpenFlags};
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::stock::StockServer;
 
 const ELEMENTS: usize = 64;
 const ELEMENT_LEN: usize = 16 * 1024;

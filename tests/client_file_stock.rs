@@ -1,21 +1,19 @@
 //! xroot-client's `File` I/O against a live stock xrootd 5.5.3: readv,
 //! pgread, pgreadv (fallback), pgwrite and the AsyncRead + AsyncSeek
 //! adapter, every byte compared with the file on disk; pgread / pgwrite
-//! through a relay that spoils page data (tests/support/corrupt_proxy.rs);
-//! and a write whose answer a relay loses (tests/support/cut_proxy.rs).
-
-mod support;
+//! through a relay that spoils page data (xroot-testkit/src/corrupt_proxy.rs);
+//! and a write whose answer a relay loses (xroot-testkit/src/cut_proxy.rs).
 
 use std::io::SeekFrom;
 use std::path::Path;
 
 use bytes::Bytes;
-use support::corrupt_proxy::{CorruptProxy, Spoil};
-use support::stock::StockServer;
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 use xroot::client::{Client, Config, Error, File, FileReader, OpenFlags};
 use xroot::proto::request::Request;
 use xroot::proto::{ErrorCode, RequestId};
+use xroot_testkit::corrupt_proxy::{CorruptProxy, Spoil};
+use xroot_testkit::stock::StockServer;
 
 /// Byte `i` of every test file is `(i * 7) % 251`.
 fn pattern(len: usize) -> Vec<u8> {
@@ -331,7 +329,7 @@ async fn pgread_gives_up_on_a_page_that_stays_bad() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 async fn a_write_whose_answer_is_lost_is_redone_after_ending_the_old_session() {
-    use support::cut_proxy::CutProxy;
+    use xroot_testkit::cut_proxy::CutProxy;
     let Some((server, _, _dir)) = serve("other.bin", 1) else {
         return;
     };

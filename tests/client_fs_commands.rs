@@ -9,8 +9,6 @@
 //! the stock tool prints in the order its pipelined listings come back
 //! (ours lists breadth first, checked on its own).
 
-mod support;
-
 use std::io::{Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -18,10 +16,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use support::example::example_bin;
-use support::ours::ServeProcess;
-use support::stock::{program_available, xrootd_available, StockServer};
-use support::tools;
+use xroot_testkit::example::example_bin;
+use xroot_testkit::ours::ServeProcess;
+use xroot_testkit::stock::{program_available, xrootd_available, StockServer};
+use xroot_testkit::tools;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()

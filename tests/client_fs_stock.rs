@@ -8,26 +8,19 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::io::ErrorKind;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::time::Duration;
 
 use clap::Parser;
-use support::stock::StockServer;
-use support::tools;
 use xroot::client::{Client, Config, Error};
 use xroot::proto::request::PrepareOptions;
 use xroot::proto::response::{LocateAccess, LocateNode, StatFlags, StatInfo};
 use xroot::proto::ErrorCode;
-
-/// The example, compiled into this test so its logic can be called directly
-/// (its `main` is unused here).
-#[path = "../examples/xrdfs.rs"]
-#[allow(dead_code)]
-mod xrdfs;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::tools;
+use xroot_tools::xrdfs;
 
 /// Names in the big directory: long enough that a plain listing exceeds
 /// the stock server's 4096-byte chunk and a dstat listing its 8192-byte
@@ -267,7 +260,10 @@ async fn queries_locate_prepare_and_ping() {
         .unwrap();
     assert_eq!(
         (alg.as_str(), value),
-        ("adler32", format!("{:08x}", support::adler32(&content)))
+        (
+            "adler32",
+            format!("{:08x}", xroot_testkit::vectors::adler32(&content))
+        )
     );
     let (alg, value) = fs.query_checksum("/big.bin", Some("crc32c")).await.unwrap();
     let crc = xroot::proto::page::crc32c(&content);
@@ -505,10 +501,10 @@ async fn xrdfs_example_prints_what_the_stock_xrdfs_prints() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn xrdfs_ls_stats_each_child_when_the_listing_has_no_stat() {
     use bytes::BytesMut;
-    use support::scripted::{Peer, Step};
     use xroot::proto::request::Request;
     use xroot::proto::response::DirList;
     use xroot::proto::RequestId;
+    use xroot_testkit::scripted::{Peer, Step};
 
     let peer = Peer::start(|call| match &call.request {
         Request::Stat(s) if s.path.starts_with(b"/dir?") => {
@@ -561,7 +557,7 @@ fn xrdfs_usage_errors_exit_as_the_stock_tool_s() {
         return;
     };
     let host = format!("127.0.0.1:{}", server.port);
-    let ours = support::example::example_bin("xrdfs");
+    let ours = xroot_testkit::example::example_bin("xrdfs");
     for (args, want) in [
         (vec![], 1),
         (vec![host.as_str(), "bogus"], 50),

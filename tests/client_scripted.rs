@@ -1,11 +1,9 @@
-//! xroot-client against a scripted peer (tests/support/scripted.rs) for the
+//! xroot-client against a scripted peer (xroot-testkit/src/scripted.rs) for the
 //! server behaviours the stock xrootd cannot be made to show on demand:
 //! `kXR_wait`, `kXR_waitresp` + `kXR_attn`, redirect loops, a redirect to
 //! the same endpoint under another user, errors, authentication, dropped
 //! connections and timeouts. Each ends in success or a typed error; the
 //! 30 s timeout around each call is only a hang guard.
-
-mod support;
 
 use std::future::Future;
 use std::io::ErrorKind;
@@ -14,11 +12,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use support::scripted::{Options, Peer, Step};
 use xroot::client::{Client, Config, Error, File, OpenFlags};
 use xroot::proto::request::{OpenOptions, Request};
 use xroot::proto::response::{ProtocolFlags, Redirect, RedirectFlags, Response};
 use xroot::proto::{ErrorCode, RequestId};
+use xroot_testkit::scripted::{Options, Peer, Step};
 
 /// Awaits `f`, failing the test if it takes more than 30 s (a hang).
 async fn guard<T>(f: impl Future<Output = T>) -> T {
@@ -739,7 +737,7 @@ async fn a_readv_answer_for_another_file_handle_is_refused() {
 }
 
 /// `n` copies of `response` on the streamid of `call`, as one raw step.
-fn repeated(call: &support::scripted::Call, response: Response, n: usize) -> Step {
+fn repeated(call: &xroot_testkit::scripted::Call, response: Response, n: usize) -> Step {
     let mut one = bytes::BytesMut::new();
     response.encode(call.streamid, &mut one);
     Step::Raw(one.repeat(n).into())
@@ -1179,7 +1177,7 @@ async fn within_a_second<T>(what: &str, f: impl Future<Output = T>) -> T {
 }
 
 /// The first `n` bytes of the frame answering `call` with `response`.
-fn cut_frame(call: &support::scripted::Call, response: Response, n: usize) -> Step {
+fn cut_frame(call: &xroot_testkit::scripted::Call, response: Response, n: usize) -> Step {
     let mut frame = bytes::BytesMut::new();
     response.encode(call.streamid, &mut frame);
     Step::Raw(frame.freeze().slice(..n))

@@ -1,11 +1,9 @@
 //! xroot-client against a live stock xrootd 5.5.3 data server: every call
 //! checked against the files on disk.
 
-mod support;
-
 use bytes::Bytes;
-use support::stock::StockServer;
 use xroot::client::{Client, OpenFlags};
+use xroot_testkit::stock::StockServer;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()

@@ -1,6 +1,6 @@
 //! xroot-client over TLS against a live stock xrootd 5.5.3 (`xrd.tls`,
 //! `xrd.tlsca certdir`, `xrootd.tls ...`), with a throw-away PKI
-//! (tests/support/tls.rs): `roots://`, `root://` switched by the server at
+//! (xroot-testkit/src/pki.rs): `roots://`, `root://` switched by the server at
 //! each level, data substreams in TLS or plain (`XRD_TLSNODATA`), and each
 //! way it fails — untrusted chain, name mismatch, expired certificate,
 //! `roots://` to a server without TLS, a client without TLS told to switch —
@@ -11,21 +11,19 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 
-use support::stock::StockServer;
-use support::tls::TestPki;
-use support::tls_client::{self, client, pattern};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use xroot::client::tls::HandshakeError;
 use xroot::client::{Client, Config, Error, OpenFlags, TlsCause};
 use xroot::proto::request::ProtocolFlags;
 use xroot::proto::response::ProtocolFlags as Srv;
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::tls_client::{self, client, pattern};
 
 /// A stock server with TLS: certificate `cert`/`key`, the PKI's CA
 /// directory, and `xrootd.tls <level>` (none when `level` is empty). The
@@ -41,7 +39,7 @@ fn tls_server(
     std::fs::create_dir(data.path().join("sub")).unwrap();
     std::fs::write(data.path().join("sub/a"), b"a").unwrap();
     std::fs::write(data.path().join("sub/b"), b"bb").unwrap();
-    let port = support::stock::free_port();
+    let port = xroot_testkit::stock::free_port();
     let server = tls_server_on(port, pki, (cert, key), level, data.path())?;
     Some((server, data))
 }
@@ -439,8 +437,8 @@ async fn the_xrdcp_and_xrdfs_examples_take_roots_urls_and_x509_cert_dir() {
     };
     let (xrdcp, xrdfs) = tokio::task::spawn_blocking(|| {
         (
-            support::example::example_bin("xrdcp"),
-            support::example::example_bin("xrdfs"),
+            xroot_testkit::example::example_bin("xrdcp"),
+            xroot_testkit::example::example_bin("xrdfs"),
         )
     })
     .await

@@ -16,16 +16,14 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
-use support::corrupt_proxy::{CorruptProxy, Spoil};
-use support::stock::StockServer;
-use support::tools::{self, stderr};
 use xroot::proto::RequestId;
+use xroot_testkit::corrupt_proxy::{CorruptProxy, Spoil};
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::tools::{self, stderr};
 
 /// Size of the file copied both ways: 64 MiB, eight 8 MiB blocks.
 const SIZE: usize = 64 << 20;
@@ -40,7 +38,7 @@ fn pattern(len: usize, seed: usize) -> Vec<u8> {
 /// The example binary, built by cargo for the profile of this test.
 fn xrdcp_bin() -> &'static Path {
     static BIN: OnceLock<PathBuf> = OnceLock::new();
-    BIN.get_or_init(|| support::example::example_bin("xrdcp"))
+    BIN.get_or_init(|| xroot_testkit::example::example_bin("xrdcp"))
 }
 
 /// Runs `program` with `args` and `env` (off the async workers).
@@ -387,12 +385,12 @@ async fn connections_and_streams_spread_a_file() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn checksums_compare_as_values_not_text() {
     use std::sync::{Arc, Mutex};
-    use support::scripted::{Options, Peer, Step};
     use xroot::proto::request::{QueryCode, Request};
+    use xroot_testkit::scripted::{Options, Peer, Step};
 
     // adler32 of 1000 zero bytes is 0x03e80001: a leading zero to drop
     let content = vec![0u8; 1000];
-    assert_eq!(support::adler32(&content), 0x03e8_0001);
+    assert_eq!(xroot_testkit::vectors::adler32(&content), 0x03e8_0001);
     let answer = Arc::new(Mutex::new(String::new()));
     let said = Arc::clone(&answer);
     let peer = Peer::start_with(

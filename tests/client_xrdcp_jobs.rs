@@ -7,10 +7,8 @@
 //! terminal), and none with `-s`; and an error naming its URL once.
 //!
 //! The stock server and tools run as in tests/client_xrdcp.rs
-//! (support::stock); the example binary is built by
-//! support::example::example_bin.
-
-mod support;
+//! (xroot_testkit::stock); the example binary is built by
+//! xroot_testkit::example::example_bin.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -19,9 +17,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use support::stock::{free_port, program_available, xrootd_available, StockServer};
-use support::tools::{self, stderr};
 use tokio::net::{TcpListener, TcpStream};
+use xroot_testkit::stock::{free_port, program_available, xrootd_available, StockServer};
+use xroot_testkit::tools::{self, stderr};
 
 /// The two tools compared.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -38,7 +36,7 @@ impl Tool {
         match self {
             Tool::Stock => PathBuf::from("xrdcp"),
             Tool::Ours => BIN
-                .get_or_init(|| support::example::example_bin("xrdcp"))
+                .get_or_init(|| xroot_testkit::example::example_bin("xrdcp"))
                 .clone(),
         }
     }

@@ -7,8 +7,6 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
@@ -20,7 +18,7 @@ use xroot::client::{Client, OpenFlags};
 use xroot::proto::cms::{CmsDecoder, CmsFrame, CmsRequest, LoginMode, RrCode, State};
 use xroot::server::{ClusterConfig, Config, LocalFs, Server};
 
-use support::cluster::Cluster;
+use xroot_testkit::cluster::Cluster;
 
 /// A manager's end of one node link, scripted by the test.
 struct FakeManager {
@@ -354,8 +352,8 @@ async fn our_data_server_beside_a_stock_one_behind_a_stock_manager() {
 }
 
 /// `serve --port PORT --role server --manager CMS DIR` as its own process.
-fn serve_node(port: u16, cms: u16, dir: &Path) -> support::ours::ServeProcess {
-    let child = Command::new(support::example::example_bin("serve"))
+fn serve_node(port: u16, cms: u16, dir: &Path) -> xroot_testkit::ours::ServeProcess {
+    let child = Command::new(xroot_testkit::example::example_bin("serve"))
         .args(["--port", &port.to_string(), "--role", "server", "--manager"])
         .arg(format!("127.0.0.1:{cms}"))
         .arg(dir)
@@ -364,7 +362,7 @@ fn serve_node(port: u16, cms: u16, dir: &Path) -> support::ours::ServeProcess {
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("spawn serve");
-    support::ours::ServeProcess::listening(child)
+    xroot_testkit::ours::ServeProcess::listening(child)
 }
 
 #[test]
@@ -410,7 +408,7 @@ fn two_of_our_caches_share_the_clients_of_a_stock_manager() {
     for (i, n) in names.iter().enumerate() {
         std::fs::write(origin_dir.path().join(n), pattern(50_000 + i, i as u8)).unwrap();
     }
-    let Some(origin) = support::stock::StockServer::start(origin_dir.path(), &[]) else {
+    let Some(origin) = xroot_testkit::stock::StockServer::start(origin_dir.path(), &[]) else {
         return;
     };
     let Some(cluster) = Cluster::start(0, |_, _| {}) else {
@@ -422,7 +420,7 @@ fn two_of_our_caches_share_the_clients_of_a_stock_manager() {
     let caches: Vec<_> = dirs
         .iter()
         .map(|d| {
-            support::our_cache::CacheProcess::start(
+            xroot_testkit::our_cache::CacheProcess::start(
                 &origin_url,
                 d.path(),
                 &["--role", "server", "--manager", &manager],

@@ -8,8 +8,6 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -23,7 +21,7 @@ use xroot::proto::cms::{
 use xroot::server::cluster::Redirector;
 use xroot::server::{ClusterConfig, Config, LocalFs, Server};
 
-use support::cluster::Cluster;
+use xroot_testkit::cluster::Cluster;
 
 fn pattern(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
@@ -151,7 +149,7 @@ async fn stock_clients_through_our_redirector_as_through_the_stock_manager() {
         assert!(dirs.iter().all(|d| !d.join("new.dat").exists()));
 
         // the same role from the command line: serve --role manager
-        let child = Command::new(support::example::example_bin("serve"))
+        let child = Command::new(xroot_testkit::example::example_bin("serve"))
             .args(["--port", "0", "--role", "manager", "--manager"])
             .arg(format!("127.0.0.1:{}", cluster.cms_port))
             .stdin(std::process::Stdio::null())
@@ -159,7 +157,7 @@ async fn stock_clients_through_our_redirector_as_through_the_stock_manager() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        let example = support::ours::ServeProcess::listening(child);
+        let example = xroot_testkit::ours::ServeProcess::listening(child);
         let got = run(Command::new("xrdcp")
             .args(["-f", "-s", &format!("root://{}//ours.dat", example.addr)])
             .arg(&out));
@@ -225,7 +223,7 @@ async fn deferred_answers_errors_and_tried_hosts() {
     // the "data server" the manager sends clients to
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("f.dat"), b"payload").unwrap();
-    let data = support::ours::serve(LocalFs::new(dir.path()).unwrap()).await;
+    let data = xroot_testkit::ours::serve(LocalFs::new(dir.path()).unwrap()).await;
     let redirect = CmsResponse::Redirect {
         port: data.port().into(),
         host: Bytes::from("127.0.0.1"),
@@ -252,7 +250,7 @@ async fn deferred_answers_errors_and_tried_hosts() {
         ],
     ));
     let redirector = Redirector::start(&ClusterConfig::data_server([cms]));
-    let addr = support::ours::serve_with(redirector.clone(), Config::default()).await;
+    let addr = xroot_testkit::ours::serve_with(redirector.clone(), Config::default()).await;
     while !redirector.ready() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }

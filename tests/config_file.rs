@@ -1,11 +1,9 @@
 //! `--config FILE` of the `serve` and `xcache` examples
-//! (`examples/common/config_file.rs`), run as processes: a TOML file whose
+//! (`xroot_tools::config_file`), run as processes: a TOML file whose
 //! keys are the long flags' names sets what the flags set (checked by what
 //! the server then does, through our client), a flag on the command line
 //! wins over the file's, a key that is no flag exits 2 naming it, and a
 //! file that is not TOML exits 1 naming the file.
-
-mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -13,9 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use bytes::Bytes;
-use support::example::example_bin;
 use xroot::client::{Client, Error, OpenFlags};
 use xroot::proto::ErrorCode;
+use xroot_testkit::example::example_bin;
 
 /// An example run with `args` (its stdout piped); killed on drop.
 struct Daemon {
@@ -245,7 +243,8 @@ async fn xcache_takes_its_origin_and_cache_dir_from_the_file() {
     let data = tempfile::tempdir().unwrap();
     let content: Vec<u8> = (0..100_000u32).map(|i| (i % 251) as u8).collect();
     std::fs::write(data.path().join("f.bin"), &content).unwrap();
-    let origin = support::ours::serve(xroot::server::LocalFs::new(data.path()).unwrap()).await;
+    let origin =
+        xroot_testkit::ours::serve(xroot::server::LocalFs::new(data.path()).unwrap()).await;
     let etc = tempfile::tempdir().unwrap();
     let cache_dir = tempfile::tempdir().unwrap();
     let cached = |dir: &Path| {

@@ -6,8 +6,6 @@
 //! origin's and the cache's `/metrics` counted (scraped by the demo over
 //! HTTP, `--metrics` on free ports) must equal the table's own figures.
 
-mod support;
-
 use std::process::Command;
 
 /// The three figures (direct, cache cold, cache warm) of the table row
@@ -31,7 +29,7 @@ fn row(table: &str, label: &str) -> [f64; 3] {
 
 #[test]
 fn demo_reads_cold_then_warm_through_the_cache() {
-    let out = Command::new(support::example::example_bin("demo"))
+    let out = Command::new(xroot_testkit::example::example_bin("demo"))
         .args(["--files", "1", "--readers", "4", "--rtt-ms", "20"])
         .args(["--metrics", "127.0.0.1:0"])
         .output()

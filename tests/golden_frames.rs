@@ -6,11 +6,7 @@
 //! request, every response and every body our encoders can build must come
 //! out byte for byte as the stock peer sent it.
 
-#[macro_use]
-mod support;
-
 use bytes::{Bytes, BytesMut};
-use support::{adler32, all, encoded, pattern, text, wire, Exchange, Reply};
 use xroot::proto::list::ReadListEntry;
 use xroot::proto::request::{
     DirlistOptions, Expect, LocateOptions, MkdirOptions, Mode, OpenOptions, ProtocolFlags,
@@ -25,6 +21,8 @@ use xroot::proto::{
     ErrorCode, FHandle, RequestId as R, ResponseType, ServerHandshake, ServerType, Status as S,
     StreamId,
 };
+use xroot_testkit::vectors::{adler32, all, encoded, pattern, text, wire, Exchange, Reply};
+use xroot_testkit::{request, response};
 
 /// Sizes of the data files on the server (content: [`pattern`]).
 const BIG: u64 = 300_000;
@@ -39,7 +37,7 @@ const XRDCL_OPEN: OpenOptions = OpenOptions(OpenOptions::ASYNC.0 | OpenOptions::
 /// Per scenario, every request after `kXR_protocol` and `kXR_login`, in the
 /// order sent, with the statuses of the frames that answered it
 /// (`request:status+status`, the C names without `kXR_`; see
-/// [`support::parse_script`]).
+/// [`xroot_testkit::vectors::parse_script`]).
 const EXPECTED: &[(&str, &str)] = &[
     ("dirlist", "stat:ok locate:ok dirlist:ok"),
     ("dirlist_stat", "stat:ok locate:ok dirlist:ok"),
@@ -73,24 +71,24 @@ const EXPECTED: &[(&str, &str)] = &[
 fn every_vector_has_an_expected_script() {
     let mut listed: Vec<&str> = EXPECTED.iter().map(|(n, _)| *n).collect();
     listed.sort();
-    assert_eq!(support::names(), listed);
+    assert_eq!(xroot_testkit::vectors::names(), listed);
 }
 
 #[test]
 fn splitting_does_not_depend_on_how_the_bytes_arrive() {
-    for name in support::names() {
-        let (c2s, s2c) = support::load(&name);
-        let requests = support::split_requests(&name, &c2s, 0);
-        let responses = support::split_responses(&name, &s2c, 0);
+    for name in xroot_testkit::vectors::names() {
+        let (c2s, s2c) = xroot_testkit::vectors::load(&name);
+        let requests = xroot_testkit::vectors::split_requests(&name, &c2s, 0);
+        let responses = xroot_testkit::vectors::split_responses(&name, &s2c, 0);
         assert!(requests.len() >= 3 && responses.len() >= 4, "{name}");
         for chunk in [1, 3, 4099] {
             assert_eq!(
-                support::split_requests(&name, &c2s, chunk),
+                xroot_testkit::vectors::split_requests(&name, &c2s, chunk),
                 requests,
                 "{name}/{chunk}"
             );
             assert_eq!(
-                support::split_responses(&name, &s2c, chunk),
+                xroot_testkit::vectors::split_responses(&name, &s2c, chunk),
                 responses,
                 "{name}/{chunk}"
             );
@@ -100,7 +98,7 @@ fn splitting_does_not_depend_on_how_the_bytes_arrive() {
 
 #[test]
 fn truncated_streams_are_reported_at_eof() {
-    let (c2s, s2c) = support::load("ping");
+    let (c2s, s2c) = xroot_testkit::vectors::load("ping");
     let mut dec = xroot::proto::RequestDecoder::new();
     let mut buf = BytesMut::from(&c2s[..c2s.len() - 1]);
     while dec.decode(&mut buf).unwrap().is_some() {}
@@ -213,7 +211,7 @@ fn requests_and_statuses_follow_the_script() {
             .iter()
             .map(|r| (r.request.header.requestid, r.statuses()))
             .collect();
-        assert_eq!(got, support::parse_script(script), "{name}");
+        assert_eq!(got, xroot_testkit::vectors::parse_script(script), "{name}");
     }
 }
 

@@ -6,14 +6,11 @@
 //!
 //! Needs the stock `xrootd` (ignored without it, a failure when `CI=true`).
 
-mod support;
-
 use std::io::{Read as _, Write as _};
 use std::net::TcpStream;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use support::stock::StockServer;
 use xroot::proto::frame::ResponseDecoder;
 use xroot::proto::header::{ClientHandshake, ServerHandshake};
 use xroot::proto::list::ReadListEntry;
@@ -28,6 +25,7 @@ use xroot::proto::response::{
     ProtocolResponse, QconfigAnswer, ReadvIter, Response, StatInfo,
 };
 use xroot::proto::{ErrorCode, FHandle, ResponseFrame, StreamId};
+use xroot_testkit::stock::StockServer;
 
 /// The answer to one request: the bodies of its `kXR_oksofar` frames and
 /// final `kXR_ok` joined, its `kXR_status` frames, or its error.

@@ -8,8 +8,6 @@
 //! garbage, some gone mid-answer) neither stops the server's clients nor
 //! the well-formed scrapes; a huge request head is refused unread.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -17,13 +15,13 @@ use std::path::Path;
 use std::process::{Child, ChildStderr, Command, Stdio};
 
 use bytes::{Bytes, BytesMut};
-use support::example::example_bin;
-use support::raw::{is_final, readv_request, Raw, GUARD};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::request::{self, Request, Stat};
 use xroot::proto::response::{ReadvIter, Response};
 use xroot::proto::{ErrorCode, FHandle, StreamId};
+use xroot_testkit::example::example_bin;
+use xroot_testkit::raw::{is_final, readv_request, Raw, GUARD};
 
 /// An example (`serve` or `xcache`) run as a process with `--port 0
 /// --metrics 127.0.0.1:0`; killed on drop.
@@ -306,7 +304,7 @@ fn sections(xml: &str) -> BTreeMap<String, Vec<String>> {
 async fn serve_answers_query_stats_in_the_stock_shape() {
     let dir = tempfile::tempdir().unwrap();
     write_file(dir.path(), "f.bin", 10_000);
-    let Some(stock) = support::stock::StockServer::start(dir.path(), &[]) else {
+    let Some(stock) = xroot_testkit::stock::StockServer::start(dir.path(), &[]) else {
         return;
     };
     let serve = Daemon::start("serve", &[dir.path().to_str().unwrap()]);

@@ -4,8 +4,6 @@
 //! whole from our server and through our cache; one byte more is refused
 //! with the reference's answer.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::os::unix::fs::FileExt;
 
@@ -16,10 +14,10 @@ use xroot::proto::request::Readv;
 use xroot::proto::{ErrorCode, ReadListEntry};
 use xroot::server::LocalFs;
 
-use support::ours::serve;
-use support::raw::Raw;
-use support::stock::stock_python_available;
-use support::tools::run_ok;
+use xroot_testkit::ours::serve;
+use xroot_testkit::raw::Raw;
+use xroot_testkit::stock::stock_python_available;
+use xroot_testkit::tools::run_ok;
 
 const ELEMENT: u64 = 2_097_136;
 

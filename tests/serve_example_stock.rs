@@ -8,27 +8,20 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output};
 
 use clap::Parser;
 use xroot::server::ServerHandle;
-
-/// The example, compiled into this test so its `start` can be called (its
-/// `main` is unused here).
-#[path = "../examples/serve.rs"]
-#[allow(dead_code)]
-mod serve;
+use xroot_tools::serve;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
 }
 
 fn adler32_hex(data: &[u8]) -> String {
-    format!("{:08x}", support::adler32(data))
+    format!("{:08x}", xroot_testkit::vectors::adler32(data))
 }
 
 /// Runs a stock tool off the runtime's worker threads; panics with its
@@ -75,7 +68,7 @@ async fn start_with(dir: &Path, more: &[&str]) -> (SocketAddr, ServerHandle) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn read_only_refuses_every_change() {
-    if !support::stock::xrootd_client_available() {
+    if !xroot_testkit::stock::xrootd_client_available() {
         return;
     }
     let data = tempfile::tempdir().unwrap();
@@ -121,7 +114,9 @@ async fn read_only_refuses_every_change() {
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 #[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 async fn stock_clients_use_the_example_server() {
-    if !support::stock::xrootd_client_available() || !support::stock::stock_python_available() {
+    if !xroot_testkit::stock::xrootd_client_available()
+        || !xroot_testkit::stock::stock_python_available()
+    {
         return;
     }
     let data = tempfile::tempdir().unwrap();
@@ -234,8 +229,8 @@ sys.stdout.write("dir %s\n" % ",".join("%s:%d" % (e.name, e.statinfo.size) for e
 /// be made.
 #[test]
 fn startup_errors_name_what_failed() {
-    let serve = support::example::example_bin("serve");
-    let xcache = support::example::example_bin("xcache");
+    let serve = xroot_testkit::example::example_bin("serve");
+    let xcache = xroot_testkit::example::example_bin("xcache");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port().to_string();
     let data = tempfile::tempdir().unwrap();

@@ -6,8 +6,6 @@
 //! keeps working. The golden exchanges of tests/vectors are replayed against
 //! this server: every answer must match what the stock 5.5.3 server sent.
 
-mod support;
-
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -38,7 +36,7 @@ fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()
 }
 
-use support::raw::{login_request, Raw, GUARD};
+use xroot_testkit::raw::{login_request, Raw, GUARD};
 
 // ---------------------------------------------------------------------------
 // The in-memory backend
@@ -1203,7 +1201,10 @@ fn golden_fs() -> MemFs {
 /// Sends `ex`'s requests one at a time (each after the last one's final
 /// answer) and collects the answers; a `kXR_waitresp` is dropped and an
 /// asynresp unwrapped, so a deferred answer compares with a direct one.
-async fn replay(addr: SocketAddr, ex: &support::Exchange) -> (Bytes, Vec<Vec<Response>>) {
+async fn replay(
+    addr: SocketAddr,
+    ex: &xroot_testkit::vectors::Exchange,
+) -> (Bytes, Vec<Vec<Response>>) {
     let mut r = Raw::connect(addr).await;
     let mut hs = BytesMut::new();
     ClientHandshake.encode(&mut hs);
@@ -1213,7 +1214,7 @@ async fn replay(addr: SocketAddr, ex: &support::Exchange) -> (Bytes, Vec<Vec<Res
     };
     let mut out = Vec::new();
     for req in &ex.requests {
-        r.write(&support::wire(req)).await;
+        r.write(&xroot_testkit::vectors::wire(req)).await;
         let mut got = Vec::new();
         loop {
             let response = match r.expect().await {
@@ -1236,7 +1237,7 @@ async fn replay(addr: SocketAddr, ex: &support::Exchange) -> (Bytes, Vec<Vec<Res
 }
 
 /// The stock answers of `reply`, folded like [`replay`]'s.
-fn stock_answers(reply: &support::Reply) -> Vec<Response> {
+fn stock_answers(reply: &xroot_testkit::vectors::Reply) -> Vec<Response> {
     reply
         .responses
         .iter()
@@ -1321,10 +1322,10 @@ async fn golden_exchanges_get_the_stock_answers() {
         ..Config::default()
     };
     let h = start_with(golden_fs(), config).await;
-    let names = support::names();
+    let names = xroot_testkit::vectors::names();
     assert!(names.len() >= 20, "{names:?}");
     for name in names {
-        let ex = support::Exchange::load(&name);
+        let ex = xroot_testkit::vectors::Exchange::load(&name);
         let (hs, ours) = replay(h.local_addr(), &ex).await;
         assert_eq!(hs, ex.responses[0].body, "{name}: handshake reply");
         for (reply, ours) in ex.replies().iter().zip(&ours) {
@@ -1387,7 +1388,7 @@ fn frame(sid: u16, req: impl Into<Request>) -> Vec<u8> {
 async fn errors_match_the_stock_server() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("a.bin"), pattern(5000)).unwrap();
-    let Some(stock) = support::stock::StockServer::start(dir.path(), &[]) else {
+    let Some(stock) = xroot_testkit::stock::StockServer::start(dir.path(), &[]) else {
         return;
     };
     let stock_addr = SocketAddr::from(([127, 0, 0, 1], stock.port));
@@ -1836,7 +1837,7 @@ async fn a_link_over_an_in_process_stream_is_served() {
     let requests: Vec<Request> = vec![
         Protocol::default().into(),
         login_request().into(),
-        support::raw::open_request("/f", OpenOptions::READ).into(),
+        xroot_testkit::raw::open_request("/f", OpenOptions::READ).into(),
     ];
     for (i, r) in requests.into_iter().enumerate() {
         r.encode(StreamId::from_u16(i as u16 + 1), &mut out);

@@ -4,18 +4,16 @@
 //! in the backlog) with one log line, while the sessions already open go
 //! on; freed descriptors are used again.
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
-use support::example::example_bin;
-use support::ours::ServeProcess;
-use support::raw::Raw;
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::ClientHandshake;
+use xroot_testkit::example::example_bin;
+use xroot_testkit::ours::ServeProcess;
+use xroot_testkit::raw::Raw;
 
 /// The soft descriptor limit the server runs under.
 const LIMIT: usize = 48;

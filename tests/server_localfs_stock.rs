@@ -3,18 +3,16 @@
 //! checksums, and the effect of namespace changes must be what the stock
 //! server answers through `xroot-client`.
 
-mod support;
-
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use support::stock::StockServer;
 use xroot::client::{Client, Config, Error, FileSystem as Remote, OpenFlags};
 use xroot::proto::response::StatInfo;
 use xroot::proto::ErrorCode;
 use xroot::server::{Caller, FileSystem, FsError, LocalFs, OpenMode};
+use xroot_testkit::stock::StockServer;
 
 fn pattern(len: usize) -> Vec<u8> {
     (0..len).map(|i| (i * 7 % 251) as u8).collect()

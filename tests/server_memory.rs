@@ -7,8 +7,6 @@
 //! Also the deadlines that make a connection cheap before login: no login
 //! in time, or a frame that stalls midway, closes the link.
 
-mod support;
-
 use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
@@ -19,8 +17,8 @@ use xroot::proto::response::Response;
 use xroot::proto::{ClientHandshake, ErrorCode, ReadListEntry, RequestHeader, RequestId};
 use xroot::server::{Config, LocalFs};
 
-use support::ours::{peak_rss, serve_with, ServeProcess};
-use support::raw::Raw;
+use xroot_testkit::ours::{peak_rss, serve_with, ServeProcess};
+use xroot_testkit::raw::Raw;
 
 /// What the server may hold beyond its budget: the binary, the runtime's
 /// threads and buffers, the allocator's slack.
@@ -496,7 +494,7 @@ async fn writes_waiting_on_their_clients_unread_reads_do_not_stop_uploads() {
             );
         }
     };
-    tokio::time::timeout(support::raw::GUARD, uploads)
+    tokio::time::timeout(xroot_testkit::raw::GUARD, uploads)
         .await
         .expect("another client's uploads go on");
     for s in stuck {

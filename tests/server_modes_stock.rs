@@ -9,15 +9,13 @@
 //! server starts, and inherited by the stock one), so that what a server
 //! asks for at mkdir and open is what lands on disk.
 
-mod support;
-
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::time::Duration;
 
-use support::stock::StockServer;
 use xroot::client::{Client, Config, OpenFlags};
 use xroot::server::LocalFs;
+use xroot_testkit::stock::StockServer;
 
 extern "C" {
     /// POSIX `umask(2)` (`mode_t` is a `u32` on Linux).
@@ -106,7 +104,7 @@ async fn chmod_mkdir_and_open_leave_the_modes_the_stock_server_leaves() {
     let Some(stock) = StockServer::start(theirs_dir.path(), &[]) else {
         return;
     };
-    let addr = support::ours::serve(LocalFs::new(ours_dir.path()).unwrap()).await;
+    let addr = xroot_testkit::ours::serve(LocalFs::new(ours_dir.path()).unwrap()).await;
 
     let theirs = changes(
         &format!("root://127.0.0.1:{}", stock.port),

@@ -4,17 +4,15 @@
 //! canonicalized; the stock server answers in milliseconds), and a path
 //! past the kernel's limit is `kXR_ArgTooLong` before any lookup.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use support::ours::serve;
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::{CacheConfig, CacheFs, Store};
 use xroot::client::{Client, FileSystem as Remote};
 use xroot::proto::ErrorCode;
 use xroot::server::LocalFs;
+use xroot_testkit::ours::serve;
 
 /// `/d/d/…` (`depth` directories) then `missing` components `m`.
 fn deep(depth: usize, missing: usize) -> String {

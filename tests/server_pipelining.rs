@@ -6,8 +6,6 @@
 //! answer equals the stock xrootd's for the same requests on the same
 //! directory. The same through our cache (`CacheFs`), read-only.
 
-mod support;
-
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -22,10 +20,10 @@ use xroot::proto::response::{PgReadFrame, ReadvIter, Response};
 use xroot::proto::{ErrorCode, FHandle, StreamId};
 use xroot::server::LocalFs;
 
-use support::our_cache::content;
-use support::ours::serve;
-use support::raw::{readv_request, Raw};
-use support::stock::StockServer;
+use xroot_testkit::our_cache::content;
+use xroot_testkit::ours::serve;
+use xroot_testkit::raw::{readv_request, Raw};
+use xroot_testkit::stock::StockServer;
 
 /// Size of each test file.
 const SIZE: usize = 300_000;

@@ -5,8 +5,6 @@
 //! shrinks before or while its answers wait is answered short or padded,
 //! and never kills the link.
 
-mod support;
-
 use std::collections::HashMap;
 use std::path::Path;
 
@@ -16,9 +14,9 @@ use xroot::proto::response::Response;
 use xroot::proto::{FHandle, Status, StreamId};
 use xroot::server::{Config, LocalFs};
 
-use support::ours::serve_with;
-use support::pattern;
-use support::raw::Raw;
+use xroot_testkit::ours::serve_with;
+use xroot_testkit::raw::Raw;
+use xroot_testkit::vectors::pattern;
 
 const SIZE: usize = 5 << 20;
 

@@ -6,8 +6,6 @@
 //! wrote); a file opened with `kXR_posc` and never closed is removed when
 //! its session ends, by a dropped connection as by a killed `xrdcp --posc`.
 
-mod support;
-
 use std::io::Write as _;
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -24,8 +22,8 @@ use xroot::server::{
     Caller, Config, DirEntry, File, FileSystem, FsResult, LocalFs, OpenMode, Server,
 };
 
-use support::raw::{Raw, GUARD};
-use support::stock::{stock_python_available, xrootd_client_available};
+use xroot_testkit::raw::{Raw, GUARD};
+use xroot_testkit::stock::{stock_python_available, xrootd_client_available};
 
 /// `LocalFs` whose writes wait while the gate is held.
 #[derive(Clone)]
@@ -160,8 +158,11 @@ async fn endsess_waits_for_the_ended_sessions_write_and_its_lock() {
         other => panic!("endsess with a write in flight: {other:?}"),
     }
     // the lock of A's open stands until its write is done
-    b.send(9, support::raw::open_request("/f.bin", OpenOptions::UPDATE))
-        .await;
+    b.send(
+        9,
+        xroot_testkit::raw::open_request("/f.bin", OpenOptions::UPDATE),
+    )
+    .await;
     let locked = b.expect_error(ErrorCode::FILE_LOCKED).await;
     assert_eq!(
         locked,
@@ -195,8 +196,11 @@ async fn a_reader_and_a_writer_exclude_each_other_until_closed() {
     let (mut b, _) = Raw::login(addr).await;
     let fh = a.open("/r.bin").await;
     let _also = b.open("/r.bin").await; // readers share
-    b.send(9, support::raw::open_request("/r.bin", OpenOptions::UPDATE))
-        .await;
+    b.send(
+        9,
+        xroot_testkit::raw::open_request("/r.bin", OpenOptions::UPDATE),
+    )
+    .await;
     assert_eq!(
         b.expect_error(ErrorCode::FILE_LOCKED).await,
         "Output file /r.bin is already opened by 2 readers; open denied."
@@ -205,8 +209,11 @@ async fn a_reader_and_a_writer_exclude_each_other_until_closed() {
     let _forced = b.open_with("/r.bin", forced).await;
     a.send(2, Close { fhandle: fh }).await;
     assert!(matches!(a.expect().await.1, Response::Ok(_)));
-    a.send(9, support::raw::open_request("/r.bin", OpenOptions::READ))
-        .await;
+    a.send(
+        9,
+        xroot_testkit::raw::open_request("/r.bin", OpenOptions::READ),
+    )
+    .await;
     assert_eq!(
         a.expect_error(ErrorCode::FILE_LOCKED).await,
         "Input file /r.bin is already opened by 1 writer; open denied."
@@ -242,7 +249,7 @@ async fn a_posc_file_never_closed_is_removed_when_its_session_ends() {
     for kept in ["posc-closed", "plain-dropped"] {
         let start = std::time::Instant::now();
         loop {
-            let open = support::raw::open_request(&format!("/{kept}"), OpenOptions::UPDATE);
+            let open = xroot_testkit::raw::open_request(&format!("/{kept}"), OpenOptions::UPDATE);
             b.send(9, open).await;
             match b.expect().await.1 {
                 Response::Ok(_) => break,
@@ -292,10 +299,11 @@ async fn the_stock_client_recovers_an_upload_whose_write_answer_was_lost() {
     let dir = tempfile::tempdir().unwrap();
     let (addr, _) = serve(dir.path()).await;
     let proxy =
-        support::cut_proxy::CutProxy::start(addr.port(), xroot::proto::RequestId::WRITE).await;
+        xroot_testkit::cut_proxy::CutProxy::start(addr.port(), xroot::proto::RequestId::WRITE)
+            .await;
     let url = format!("root://127.0.0.1:{}//up.bin", proxy.port);
     let args: Vec<String> = ["-c", UPLOAD, &url].iter().map(|s| s.to_string()).collect();
-    let out = support::tools::run_ok("/usr/bin/python3", &args).await;
+    let out = xroot_testkit::tools::run_ok("/usr/bin/python3", &args).await;
     assert_eq!(String::from_utf8_lossy(&out).trim(), "ok");
     assert_eq!(proxy.cuts(), 1, "the first write's answer was lost");
     let want: Vec<u8> = (0..3)
@@ -324,7 +332,7 @@ async fn lock_sequence(addr: std::net::SocketAddr) -> Vec<String> {
     ];
     for (who, options) in steps {
         let r = &mut sessions[who];
-        r.send(9, support::raw::open_request("/l.bin", options))
+        r.send(9, xroot_testkit::raw::open_request("/l.bin", options))
             .await;
         out.push(match r.expect().await.1 {
             Response::Ok(_) => "ok".to_string(),
@@ -338,8 +346,11 @@ async fn lock_sequence(addr: std::net::SocketAddr) -> Vec<String> {
     let (mut r, _) = Raw::login(addr).await;
     let start = std::time::Instant::now();
     loop {
-        w.send(9, support::raw::open_request("/l.bin", OpenOptions::UPDATE))
-            .await;
+        w.send(
+            9,
+            xroot_testkit::raw::open_request("/l.bin", OpenOptions::UPDATE),
+        )
+        .await;
         match w.expect().await.1 {
             Response::Ok(_) => break,
             Response::Error(e) if e.code == ErrorCode::FILE_LOCKED => {}
@@ -348,8 +359,11 @@ async fn lock_sequence(addr: std::net::SocketAddr) -> Vec<String> {
         assert!(start.elapsed() < GUARD, "the readers' sessions do not end");
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    r.send(9, support::raw::open_request("/l.bin", OpenOptions::READ))
-        .await;
+    r.send(
+        9,
+        xroot_testkit::raw::open_request("/l.bin", OpenOptions::READ),
+    )
+    .await;
     out.push(match r.expect().await.1 {
         Response::Error(e) => format!("{}: {}", e.code, e.message_lossy()),
         other => format!("{other:?}"),
@@ -390,7 +404,7 @@ async fn locks_answer_with_the_stock_servers_messages() {
 async fn locks_answer_as_the_stock_server() {
     let dir = tempfile::tempdir().unwrap();
     let got = our_lock_sequence(dir.path()).await;
-    let Some(stock) = support::stock::StockServer::start(dir.path(), &[]) else {
+    let Some(stock) = xroot_testkit::stock::StockServer::start(dir.path(), &[]) else {
         return;
     };
     let addr = std::net::SocketAddr::from(([127, 0, 0, 1], stock.port));

@@ -15,8 +15,6 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::Path;
@@ -34,13 +32,10 @@ use xroot::proto::response::{LoginResponse, ProtocolResponse, Response};
 use xroot::proto::{ClientHandshake, ErrorCode, StreamId};
 use xroot::server::ServerHandle;
 
-use support::raw::login_request;
-use support::tls::TestPki;
-use support::tls_link::{client_config, hello, tls_link, Link, ABLE, GOTO_TLS, WANT};
-
-#[path = "../examples/serve.rs"]
-#[allow(dead_code)]
-mod serve;
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::raw::login_request;
+use xroot_testkit::tls_link::{client_config, hello, tls_link, Link, ABLE, GOTO_TLS, WANT};
+use xroot_tools::serve;
 
 const LEVELS: [&str; 5] = ["capable", "login", "session", "data", "all"];
 
@@ -128,7 +123,7 @@ fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn stock_xrdcp_reads_and_writes_at_every_level() {
-    if !support::stock::xrootd_client_available() {
+    if !xroot_testkit::stock::xrootd_client_available() {
         return;
     }
     let pki = TestPki::new();
@@ -452,7 +447,7 @@ async fn stock_xrdcp_client_certificates_are_verified_against_the_ca_dir() {
 #[cfg_attr(missing_stock_python, ignore = "needs the stock Python bindings")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn python_bindings_read_over_roots() {
-    if !support::stock::stock_python_available() {
+    if !xroot_testkit::stock::stock_python_available() {
         return;
     }
     let pki = TestPki::new();
@@ -528,7 +523,7 @@ async fn serve_reloads_its_certificate_on_sighup() {
     std::fs::copy(&pki.host_cert, &cert).unwrap();
     std::fs::copy(&pki.host_key, &key).unwrap();
     let data = dir_with(&[("f", b"0123456789")]);
-    let mut child = Command::new(support::example::example_bin("serve"))
+    let mut child = Command::new(xroot_testkit::example::example_bin("serve"))
         .args(["--port", "0", "--tls-cert"])
         .arg(&cert)
         .arg("--tls-key")
@@ -584,7 +579,7 @@ fn serve_names_the_tls_file_that_failed() {
     let pki = TestPki::new();
     let data = tempfile::tempdir().unwrap();
     let run = |args: &[&str]| {
-        Command::new(support::example::example_bin("serve"))
+        Command::new(xroot_testkit::example::example_bin("serve"))
             .args(["--port", "0"])
             .args(args)
             .arg(data.path())

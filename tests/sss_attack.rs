@@ -8,8 +8,6 @@
 //! for a `+` key, as the stock server does (XrdSecProtocolsss.cc keeps no
 //! record of credentials seen).
 
-mod support;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -21,7 +19,7 @@ use xroot::proto::{ClientHandshake, ErrorCode};
 use xroot::sec::sss::{self, Key, Keytab};
 use xroot::server::{Config, LocalFs, SssAuth};
 
-use support::raw::{login_request, Raw};
+use xroot_testkit::raw::{login_request, Raw};
 
 const SECRET: &[u8] = b"0123456789abcdef0123";
 
@@ -35,7 +33,7 @@ async fn server(data: &std::path::Path) -> SocketAddr {
         max_login_dlen: 2 << 20,
         ..Config::default()
     };
-    support::ours::serve_with(LocalFs::new(data).unwrap(), config).await
+    xroot_testkit::ours::serve_with(LocalFs::new(data).unwrap(), config).await
 }
 
 /// Handshake, protocol, login: a raw session waiting for `kXR_auth`.

@@ -11,8 +11,6 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::io::Write;
 use std::net::SocketAddr;
 use std::os::unix::fs::PermissionsExt;
@@ -22,8 +20,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
 use bytes::{Bytes, BytesMut};
-use support::raw::{login_request, open_request, Raw};
-use support::stock::{program_available, xrootd_available, StockServer};
 use xroot::client::{Client, Config as ClientConfig, Error, OpenFlags};
 use xroot::proto::request::{Auth, Expect, OpenOptions, Protocol};
 use xroot::proto::response::SecProtocol;
@@ -32,6 +28,8 @@ use xroot::proto::{ClientHandshake, ErrorCode};
 use xroot::sec::sss::{self, Key, Keytab, Params};
 use xroot::server::local::{Access, AccessPolicy};
 use xroot::server::{AuthContext, AuthOutcome, Authenticator, Config, Identity, LocalFs, SssAuth};
+use xroot_testkit::raw::{login_request, open_request, Raw};
+use xroot_testkit::stock::{program_available, xrootd_available, StockServer};
 
 /// Whether `xrdsssadmin` and the stock tools are installed (panics under
 /// `CI=true` when they are not).
@@ -140,7 +138,7 @@ async fn our_server_with(fs: LocalFs, keytab: &Path) -> (SocketAddr, Arc<Mutex<V
         authenticator: Some(Arc::new(auth)),
         ..Config::default()
     };
-    let addr = support::ours::serve_with(fs, config).await;
+    let addr = xroot_testkit::ours::serve_with(fs, config).await;
     (addr, seen)
 }
 
@@ -298,7 +296,7 @@ fn stock_server(data: &Path, keytab: &Path) -> Option<(StockServer, tempfile::Te
     std::fs::copy(keytab, &kt).unwrap();
     std::fs::set_permissions(&kt, std::fs::Permissions::from_mode(0o600)).unwrap();
     let mut cmd = Command::new("true");
-    support::stock::run_unprivileged(&mut cmd, &[ktdir.path()]);
+    xroot_testkit::stock::run_unprivileged(&mut cmd, &[ktdir.path()]);
     let lines = [
         "xrootd.seclib libXrdSec.so".to_string(),
         format!("sec.protocol sss -s {}", kt.display()),
@@ -636,7 +634,7 @@ async fn bad_credentials_are_refused_alike_by_the_stock_server() {
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 async fn serve_and_xcache_auth_flags() {
     use std::io::{BufRead, BufReader};
-    use support::example::example_bin;
+    use xroot_testkit::example::example_bin;
     if !tools_available() {
         return;
     }

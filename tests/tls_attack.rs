@@ -10,8 +10,6 @@
 //! - `kXR_bind`: a plain substream where data needs TLS (3028), a TLS
 //!   substream bound to a plain session, a bind from another host.
 
-mod support;
-
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -27,9 +25,9 @@ use xroot::server::{
     Config, LocalFs, Server, ServerHandle, ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement,
 };
 
-use support::raw::GUARD;
-use support::tls::TestPki;
-use support::tls_link::{self, client_config, read, Link, TlsLink, ABLE, GOTO_TLS, WANT};
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::raw::GUARD;
+use xroot_testkit::tls_link::{self, client_config, read, Link, TlsLink, ABLE, GOTO_TLS, WANT};
 
 const BIG: usize = 16 << 20;
 

@@ -7,16 +7,14 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::path::Path;
 use std::sync::Arc;
 
-use support::tls::TestPki;
-use support::tls_client::{client, pattern, read_write_stat_list};
 use xroot::server::{
     Config, LocalFs, Server, ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement,
 };
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::tls_client::{client, pattern, read_write_stat_list};
 
 const SIZE: usize = 1_000_000;
 
@@ -147,7 +145,7 @@ async fn our_cache_over_roots_serves_the_stock_xrdcp_over_roots() {
     let origin = serve(&pki, data.path(), TlsRequirement::All).await;
     let cache_dir = tempfile::tempdir().unwrap();
     let ca_dir = pki.ca_dir.display().to_string();
-    let mut child = Command::new(support::example::example_bin("xcache"))
+    let mut child = Command::new(xroot_testkit::example::example_bin("xcache"))
         .arg("--origin")
         .arg(format!("roots://localhost:{}", origin.port()))
         .args(["--port", "0", "--bind", "127.0.0.1", "--cache-dir"])

@@ -21,21 +21,16 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use support::stock::StockServer;
-use support::uproot::{check, python, read, Env};
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::{CacheFs, CacheStatsSnapshot};
 use xroot::server::{Config, LocalFs, Server, ServerHandle};
-
-#[path = "../examples/xcache.rs"]
-#[allow(dead_code)]
-mod xcache;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::uproot::{check, python, read, Env};
+use xroot_tools::xcache;
 
 /// One way of reading remote files with uproot.
 #[derive(Debug, Clone, Copy)]
@@ -186,7 +181,7 @@ fn assert_warm(what: &str, cold: &CacheStatsSnapshot, warm: &CacheStatsSnapshot)
 )]
 async fn uproot_reads_through_our_server_and_cache() {
     let Some(python) = python() else { return };
-    if !support::stock::xrootd_available() {
+    if !xroot_testkit::stock::xrootd_available() {
         return;
     }
     let data = tempfile::tempdir().unwrap();

@@ -21,20 +21,15 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::ffi::OsString;
 use std::net::SocketAddr;
 use std::path::Path;
 
 use clap::Parser;
-use support::tls::TestPki;
-use support::tokens::{secured_args, token_file, TestIssuer, ISSUER};
-use support::uproot::{check, python, read, run, Env};
-
-#[path = "../examples/serve.rs"]
-#[allow(dead_code)]
-mod serve;
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::tokens::{secured_args, token_file, TestIssuer, ISSUER};
+use xroot_testkit::uproot::{check, python, read, run, Env};
+use xroot_tools::serve;
 
 /// Our `serve` (in-process) on `dir`, [`secured_args`].
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> SocketAddr {
@@ -106,7 +101,7 @@ async fn uproot_reads_over_tls_with_a_bearer_token() {
     // no token, then an expired one: the read fails, with either source
     let none = work.path().join("none.tok");
     let mut old = iss.claims("storage.read:/");
-    old["exp"] = serde_json::json!(support::tokens::now() - 3600);
+    old["exp"] = serde_json::json!(xroot_testkit::tokens::now() - 3600);
     let expired = token_file(work.path(), "old.tok", &iss.es256(&old));
     for token in [&none, &expired] {
         for (url, handler) in [(&roots, "xrootd"), (&root, "fsspec")] {

@@ -18,31 +18,21 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Command, Output};
 use std::time::Duration;
 
 use clap::Parser;
-use support::tls::TestPki;
-use support::tokens::{output_text, secured_args, token_env, token_file, TestIssuer, ISSUER};
 use xroot::cache::origin::RemoteOrigin;
 use xroot::cache::CacheFs;
 use xroot::client::tls::{ClientTls, TrustStore};
 use xroot::client::{Client, Config, OpenFlags};
 use xroot::proto::ErrorCode;
 use xroot::sec::ztn::BearerToken;
-
-// both examples include `examples/common/*.rs`: two copies, on purpose
-#[path = "../examples/serve.rs"]
-#[allow(dead_code, clippy::duplicate_mod)]
-mod serve;
-
-#[path = "../examples/xcache.rs"]
-#[allow(dead_code, clippy::duplicate_mod)]
-mod xcache;
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::tokens::{output_text, secured_args, token_env, token_file, TestIssuer, ISSUER};
+use xroot_tools::{serve, xcache};
 
 /// How long a read through the cache may take before the test calls it a
 /// hang.
@@ -115,7 +105,7 @@ async fn xrdcp(pki: &TestPki, token: &Path, url: &str, dest: &Path) -> Output {
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
-    if !support::stock::xrootd_client_available() {
+    if !xroot_testkit::stock::xrootd_client_available() {
         return;
     }
     let pki = TestPki::new();
@@ -190,7 +180,7 @@ async fn xcache_with_its_own_token_in_front_of_a_tls_origin() {
 
     // a cache whose own token has expired: its client gets an error, soon
     let mut old = iss.claims("storage.read:/data");
-    old["exp"] = serde_json::json!(support::tokens::now() - 3600);
+    old["exp"] = serde_json::json!(xroot_testkit::tokens::now() - 3600);
     let expired = token("expired.tok", &old);
     let store = tempfile::tempdir().unwrap();
     let (bad, _) = start_cache(&pki, &iss, origin, &expired, store.path()).await;

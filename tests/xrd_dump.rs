@@ -2,11 +2,9 @@
 //! printed frame by frame; both halves of a capture are paired, each request
 //! with its typed answer.
 
-#[path = "support/example.rs"]
-mod example;
-
 use std::path::PathBuf;
 use std::process::Command;
+use xroot_testkit::example;
 
 fn vector(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

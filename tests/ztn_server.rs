@@ -4,14 +4,10 @@
 //! build — the scopes of an accepted token enforced on every request
 //! before it reaches the backend; and `xcache --origin-token-file`.
 
-mod support;
-
 use std::sync::Arc;
 
 use bytes::Bytes;
 use clap::Parser;
-use support::raw::{login_request, open_request, Raw};
-use support::tokens::{TestIssuer, AUDIENCE, ISSUER};
 use xroot::client::{Client, Error as ClientError, OpenFlags};
 use xroot::proto::request::{
     Auth, Dirlist, Mkdir, Mode, Mv, OpenOptions, Prepare, PrepareOptions, Rm, Stat,
@@ -24,11 +20,9 @@ use xroot::server::{
     AuthContext, AuthOutcome, Authenticator, Config, LocalFs, Server, TokenConfig, TokenValidator,
     ZtnAuth,
 };
-
-/// The example, compiled in so that its `start` can be called.
-#[path = "../examples/xcache.rs"]
-#[allow(dead_code)]
-mod xcache;
+use xroot_testkit::raw::{login_request, open_request, Raw};
+use xroot_testkit::tokens::{TestIssuer, AUDIENCE, ISSUER};
+use xroot_tools::xcache;
 
 fn ztn_auth(iss: &TestIssuer) -> ZtnAuth {
     let mut config = TokenConfig::new(vec![iss.arg().parse().unwrap()]);
@@ -156,7 +150,7 @@ async fn bad_tokens_are_refused_at_auth() {
     let dir = tempfile::tempdir().unwrap();
     let addr = serve(dir.path(), Arc::new(AssumeTls(ztn_auth(&iss)))).await;
     let mut expired = iss.claims("storage.read:/");
-    expired["exp"] = serde_json::json!(support::tokens::now() - 3600);
+    expired["exp"] = serde_json::json!(xroot_testkit::tokens::now() - 3600);
     let mut wrong_aud = iss.claims("storage.read:/");
     wrong_aud["aud"] = serde_json::json!("https://elsewhere.test");
     let forger = TestIssuer::new(ISSUER);
@@ -168,7 +162,7 @@ async fn bad_tokens_are_refused_at_auth() {
             "token signature invalid",
         ),
         (
-            support::tokens::unsigned(&iss.claims("storage.read:/")),
+            xroot_testkit::tokens::unsigned(&iss.claims("storage.read:/")),
             "token algorithm \"none\" refused (RS256 and ES256 only)",
         ),
     ] {
@@ -516,7 +510,7 @@ async fn scopes_hold_for_what_a_symlink_leads_to() {
 async fn xcache_origin_token_file_must_be_private() {
     use std::os::unix::fs::PermissionsExt;
     let work = tempfile::tempdir().unwrap();
-    let token = support::tokens::token_file(work.path(), "origin.tok", "abc.def.ghi");
+    let token = xroot_testkit::tokens::token_file(work.path(), "origin.tok", "abc.def.ghi");
     let cache = work.path().join("cache");
     let argv = |file: &std::path::Path| {
         xcache::Cli::try_parse_from([

@@ -13,20 +13,15 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-mod support;
-
 use std::path::Path;
 use std::process::{Command, Output};
 
 use clap::Parser;
-use support::tls::TestPki;
-use support::tokens::{
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::tokens::{
     output_text, secured_args, token_env, token_file, TestIssuer, AUDIENCE, ISSUER,
 };
-
-#[path = "../examples/serve.rs"]
-#[allow(dead_code)]
-mod serve;
+use xroot_tools::serve;
 
 /// Our `serve` (in-process) on `dir`, [`secured_args`].
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> std::net::SocketAddr {
@@ -61,7 +56,7 @@ async fn xrdcp(pki: &TestPki, token: &Path, args: &[&str]) -> Output {
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
-    if !support::stock::xrootd_client_available() {
+    if !xroot_testkit::stock::xrootd_client_available() {
         return;
     }
     let pki = TestPki::new();
@@ -130,7 +125,7 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     // an expired token is refused at authentication (the stock client
     // reports its own "Auth failed", not the server's reason)
     let mut old = iss.claims("storage.read:/data");
-    old["exp"] = serde_json::json!(support::tokens::now() - 3600);
+    old["exp"] = serde_json::json!(xroot_testkit::tokens::now() - 3600);
     let expired = token_file(work.path(), "old.tok", &iss.es256(&old));
     let o = xrdcp(&pki, &expired, &[&url("/data/f.bin"), "/dev/null"]).await;
     assert!(!o.status.success());
@@ -165,7 +160,7 @@ async fn our_client_against_the_stock_server_with_scitokens() {
     use xroot::sec::ztn::BearerToken;
 
     const PLUGIN: &str = "/usr/lib/x86_64-linux-gnu/libXrdAccSciTokens-5.so";
-    if !support::stock::xrootd_available() {
+    if !xroot_testkit::stock::xrootd_available() {
         return;
     }
     if !Path::new(PLUGIN).exists() || Command::new("scitokens-verify").arg("-h").output().is_err() {
@@ -224,7 +219,7 @@ async fn our_client_against_the_stock_server_with_scitokens() {
     let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
     // the server reads XDG_CACHE_HOME from the environment it inherits
     std::env::set_var("XDG_CACHE_HOME", &cache);
-    let Some(server) = support::stock::StockServer::start(data.path(), &lines) else {
+    let Some(server) = xroot_testkit::stock::StockServer::start(data.path(), &lines) else {
         return;
     };
     let base = format!("roots://localhost:{}", server.port);

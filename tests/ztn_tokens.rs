@@ -2,19 +2,17 @@
 //! RS256 keys made by `openssl`, a JWKS file written by the test), and key
 //! discovery over HTTPS from `openssl s_server -WWW` (a real HTTPS peer).
 
-mod support;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use jsonwebtoken::Algorithm;
 use serde_json::json;
-use support::tls::TestPki;
-use support::tokens::{self, now, TestIssuer, AUDIENCE, ISSUER};
 use xroot::server::authz::{allowed, Action};
 use xroot::server::jwks::{IssuerConfig, KeySource};
 use xroot::server::token::WLCG_ANY_AUDIENCE;
 use xroot::server::{TokenConfig, TokenError, TokenValidator};
+use xroot_testkit::pki::TestPki;
+use xroot_testkit::tokens::{self, now, TestIssuer, AUDIENCE, ISSUER};
 
 fn validator(issuer: &TestIssuer, audiences: &[&str]) -> TokenValidator {
     let mut config = TokenConfig::new(vec![issuer.arg().parse().unwrap()]);
@@ -214,7 +212,7 @@ impl Drop for Https {
 
 impl Https {
     fn start(pki: &TestPki, dir: &std::path::Path) -> Https {
-        let port = support::stock::free_port();
+        let port = xroot_testkit::stock::free_port();
         let mut child = Command::new("openssl")
             .args(["s_server", "-WWW", "-accept"])
             .arg(port.to_string())

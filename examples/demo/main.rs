@@ -16,7 +16,7 @@
 //! temporary directory (byte `i` of file `k` is `((i + 32k) * 7) % 251`, so
 //! every byte read is checked), serves them with our server
 //! ([`Server`] + [`LocalFs`]) behind a relay that adds 25 ms each way (a
-//! 50 ms round trip; tests/support/delay_proxy.rs, which also counts what
+//! 50 ms round trip; xroot-testkit/src/delay_proxy.rs, which also counts what
 //! the origin is asked for), and reads each file's trace with our client:
 //! one [`Client`], one session, 8 readers taking the vector reads of all
 //! files from a shared queue and sending them with [`File::readv`]. Three
@@ -38,7 +38,7 @@
 //! requests, also per client vector read.
 //!
 //! The origin server and the cache count their requests into the metrics
-//! `serve --metrics` and `xcache --metrics` serve (`examples/common/metrics.rs`),
+//! `serve --metrics` and `xcache --metrics` serve (`xroot_tools::metrics`),
 //! on an endpoint per role (`--metrics ADDR` to scrape them too). Before and
 //! after each replay the demo scrapes them over HTTP; the table shows what
 //! they counted beside its own figures, and the demo fails when the two
@@ -62,19 +62,9 @@
 //! [`ChannelStats`]: xroot::client::ChannelStats
 //! [`ServerStats`]: xroot::server::ServerStats
 
-#[path = "../../benches/common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-#[allow(dead_code)] // `serve`, for serve and xcache
-#[path = "../common/metrics.rs"]
-mod metrics;
 mod replay;
 mod report;
 mod scrape;
-#[path = "../../benches/trace/trace.rs"]
-mod trace;
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -83,17 +73,19 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
-use delay_proxy::DelayProxy;
 use replay::{compare, replay, Figures, Probe, Workload};
 use report::{item, mb, print_conclusion, print_table, NB};
 use scrape::Endpoint;
 use tokio::runtime::Runtime;
 use tokio::task::JoinHandle;
-use trace::Trace;
 use xroot::cache::store::Store;
 use xroot::cache::{CacheConfig, CacheFs, RemoteOrigin};
 use xroot::client::{Client, Url};
 use xroot::server::{Config, LocalFs, Server, ServerHandle};
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::trace::Trace;
+use xroot_testkit::{bench, trace};
+use xroot_tools::metrics;
 
 type Error = Box<dyn std::error::Error + Send + Sync>;
 type Result<T, E = Error> = std::result::Result<T, E>;
@@ -376,7 +368,7 @@ fn local(cli: &Cli, trace: &Trace, metrics: SocketAddr) -> Result<(Source, Workl
     let files: Vec<(String, Trace)> = (0..count)
         .map(|k| {
             let name = format!("nanoaod_{k}.bin");
-            common::write_pattern(&dir.path().join(&name), trace.size, k as u64);
+            bench::write_pattern(&dir.path().join(&name), trace.size, k as u64);
             (name, trace.clone())
         })
         .collect();

@@ -12,11 +12,12 @@ use md5::{Digest, Md5};
 use xroot::cache::CacheStatsSnapshot;
 use xroot::client::{ChannelStats, Client, File, OpenFlags, Url};
 use xroot::server::GaugeStats;
+use xroot_testkit::bench;
+use xroot_testkit::delay_proxy::Traffic;
+use xroot_testkit::trace::Trace;
 
-use crate::delay_proxy::Traffic;
 use crate::scrape::{scrape, Cached, Scrape, Served};
-use crate::trace::Trace;
-use crate::{common, Cache, Result, Wan};
+use crate::{Cache, Result, Wan};
 
 /// The files as the runs read them.
 pub struct Workload {
@@ -63,7 +64,7 @@ impl Workload {
             return Ok(Some(md5.finalize().into()));
         }
         for (&(offset, _), got) in ranges.iter().zip(data) {
-            if !common::is_pattern(f as u64, offset, got) {
+            if !bench::is_pattern(f as u64, offset, got) {
                 return Err(format!("{name}: wrong bytes at offset {offset}").into());
             }
         }

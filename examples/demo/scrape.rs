@@ -1,5 +1,5 @@
 //! The origin's and the cache's `/metrics`, as `serve --metrics` and
-//! `xcache --metrics` serve them (`examples/common/metrics.rs`): an
+//! `xcache --metrics` serve them (`xroot_tools::metrics`): an
 //! endpoint per role that renders the server of the run under way, a
 //! scrape over HTTP, and the check that what it says agrees with the
 //! demo's own figures.
@@ -21,8 +21,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use xroot::server::{RequestObserver, ServerHandle};
+use xroot_tools::metrics::{serve_text, Metrics, Observer};
 
-use crate::metrics::{serve_text, Metrics, Observer};
 use crate::replay::Figures;
 use crate::Result;
 

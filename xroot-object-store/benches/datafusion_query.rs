@@ -18,11 +18,6 @@
 //! `benches/report.sh`: `datafusion_query.local_s`,
 //! `datafusion_query.root_s`, `datafusion_query.wan_s` (median wall, s).
 
-#[path = "../../benches/common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../../tests/support/delay_proxy.rs"]
-mod delay_proxy;
 mod support;
 
 use std::sync::Arc;
@@ -36,6 +31,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use tokio::runtime::Runtime;
 use xroot_client::Client;
+use xroot_testkit::{bench, delay_proxy};
 
 const FILES: usize = 4;
 const ROWS: usize = 1 << 20;
@@ -89,10 +85,10 @@ fn main() {
             all.join(" ")
         );
     }
-    println!("load average at the end: {}", common::load_average());
-    common::summary("datafusion_query.local_s", medians[0]);
-    common::summary("datafusion_query.root_s", medians[1]);
-    common::summary("datafusion_query.wan_s", medians[2]);
+    println!("load average at the end: {}", bench::load_average());
+    bench::summary("datafusion_query.local_s", medians[0]);
+    bench::summary("datafusion_query.root_s", medians[1]);
+    bench::summary("datafusion_query.wan_s", medians[2]);
 }
 
 /// Writes the files; their bytes in all.

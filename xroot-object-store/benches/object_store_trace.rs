@@ -27,15 +27,7 @@
 //! `object_store_trace.RUN_ratio` (÷ direct) for RUN `cache_cold`,
 //! `cache_warm` and `cache_trusted`.
 
-#[path = "../../benches/common.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../../tests/support/delay_proxy.rs"]
-mod delay_proxy;
 mod support;
-#[allow(dead_code)]
-#[path = "../../benches/trace/trace.rs"]
-mod trace;
 
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -48,6 +40,7 @@ use tokio::runtime::Runtime;
 use xroot_cache::CacheConfig;
 use xroot_client::{Client, OpenFlags};
 use xroot_object_store::XrootStore;
+use xroot_testkit::{bench, delay_proxy, trace};
 
 /// Concurrent readers.
 const READERS: usize = 8;
@@ -60,7 +53,7 @@ const NAME: &str = "nanoaod.bin";
 fn main() {
     let trace = Arc::new(trace::nanoaod());
     let data = tempfile::tempdir().expect("temp dir");
-    common::write_file(&data.path().join(NAME), trace.size);
+    bench::write_file(&data.path().join(NAME), trace.size);
     let (_server_rt, port) = support::serve(data.path());
     let rt = support::clients();
     let relay = rt.block_on(delay_proxy::DelayProxy::start(port, ONE_WAY));
@@ -130,15 +123,15 @@ fn main() {
         println!("{name:<46} {m:>9.3} {:>8.3}  {}", m / d, all.join(" "));
     }
     println!("\nobject_store overhead: {overhead:+.1}% (target <= 5%)");
-    println!("load average at the end: {}", common::load_average());
+    println!("load average at the end: {}", bench::load_average());
     for (_, walls, key) in runs.iter().filter(|r| !r.2.is_empty()) {
         let m = median(walls);
-        common::summary(&format!("object_store_trace.{key}_s"), m);
-        common::summary(&format!("object_store_trace.{key}_ratio"), m / d);
+        bench::summary(&format!("object_store_trace.{key}_s"), m);
+        bench::summary(&format!("object_store_trace.{key}_ratio"), m / d);
     }
-    common::summary("object_store_trace.direct_s", d);
-    common::summary("object_store_trace.store_s", s);
-    common::summary("object_store_trace.overhead_pct", overhead);
+    bench::summary("object_store_trace.direct_s", d);
+    bench::summary("object_store_trace.store_s", s);
+    bench::summary("object_store_trace.overhead_pct", overhead);
 }
 
 /// One replay on one `File` of a new client: open, the trace's reads from
@@ -223,7 +216,7 @@ fn check(read: &[(u64, usize)], got: &[bytes::Bytes]) {
     for (&(offset, len), data) in read.iter().zip(got) {
         assert_eq!(data.len(), len);
         assert!(
-            common::is_pattern(0, offset, data),
+            bench::is_pattern(0, offset, data),
             "wrong bytes at {offset}"
         );
     }

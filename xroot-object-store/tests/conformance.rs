@@ -8,16 +8,6 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-#[allow(dead_code)]
-#[path = "../../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-#[allow(dead_code)]
-#[path = "../../tests/support/stock.rs"]
-mod stock;
-#[allow(dead_code)]
-#[path = "../../tests/support/tls.rs"]
-mod tls;
-
 use std::ops::Range;
 use std::sync::Arc;
 
@@ -28,6 +18,7 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt, PutMode, PutOptions};
 use xroot_object_store::XrootStore;
 use xroot_server::{Config, LocalFs, Server};
+use xroot_testkit::{delay_proxy, pki, stock};
 
 /// Our server on `dir`, on this runtime; its `root://` URL.
 async fn ours(dir: &std::path::Path) -> String {
@@ -80,7 +71,7 @@ async fn object_store_conformance_over_the_stock_server() {
 }
 
 /// A client trusting the CA of `pki` (its hashed CA directory).
-fn tls_client(pki: &tls::TestPki) -> xroot_client::Client {
+fn tls_client(pki: &pki::TestPki) -> xroot_client::Client {
     let trust = xroot_client::tls::TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
     let tls = xroot_client::tls::ClientTls::new(trust).unwrap();
     xroot_client::Client::with_config(xroot_client::Config::default().with_tls(tls))
@@ -88,7 +79,7 @@ fn tls_client(pki: &tls::TestPki) -> xroot_client::Client {
 
 /// Our server on `dir` requiring TLS for everything, with the host
 /// certificate of `pki`; its `roots://` URL.
-async fn ours_over_tls(pki: &tls::TestPki, dir: &std::path::Path) -> String {
+async fn ours_over_tls(pki: &pki::TestPki, dir: &std::path::Path) -> String {
     use xroot_server::{ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement};
     let files = ServerTlsFiles::new(&pki.host_cert, &pki.host_key).with_ca_dir(&pki.ca_dir);
     let config = Config {
@@ -112,7 +103,7 @@ async fn ours_over_tls(pki: &tls::TestPki, dir: &std::path::Path) -> String {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn object_store_conformance_over_roots() {
-    let pki = tls::TestPki::new();
+    let pki = pki::TestPki::new();
     let dir = tempfile::tempdir().unwrap();
     let url = ours_over_tls(&pki, dir.path()).await;
     let store = XrootStore::with_client(tls_client(&pki), &url).unwrap();
@@ -130,9 +121,9 @@ async fn object_store_conformance_over_roots() {
 #[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
 async fn object_store_conformance_over_roots_on_the_stock_server() {
-    let pki = tls::TestPki::new();
+    let pki = pki::TestPki::new();
     let dir = tempfile::tempdir().unwrap();
-    let key = tls::TestPki::stock_server_key(&pki.host_key);
+    let key = pki::TestPki::stock_server_key(&pki.host_key);
     let lines = [
         format!("xrd.tls {} {}", pki.host_cert.display(), key.display()),
         format!("xrd.tlsca certdir {}", pki.ca_dir.display()),

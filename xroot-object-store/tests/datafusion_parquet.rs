@@ -7,20 +7,11 @@
 //! `scripts/test` makes at `/opt/xroot-uproot` (ignored without one, failed
 //! under `CI=true`).
 
-#[allow(dead_code)]
-#[path = "../../tests/support/delay_proxy.rs"]
-mod delay_proxy;
-#[allow(dead_code)]
-#[path = "../../tests/support/example.rs"]
-mod example;
-#[allow(dead_code)]
-#[path = "../../tests/support/stock.rs"]
-mod stock;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use xroot_server::{Config, LocalFs, Server};
+use xroot_testkit::{delay_proxy, example, stock};
 
 // column names with capitals are quoted: DataFusion folds unquoted names
 // to lower case, as SQL does

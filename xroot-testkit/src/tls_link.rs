@@ -13,12 +13,12 @@ use tokio::net::TcpStream;
 use tokio_rustls::rustls::pki_types::pem::PemObject;
 use tokio_rustls::rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::rustls::{ClientConfig, RootCertStore};
-use xroot::proto::request::{Expect, Open, OpenOptions, Protocol, ProtocolFlags, Read, Request};
-use xroot::proto::response::{LoginResponse, ProtocolResponse, Response};
-use xroot::proto::{ClientHandshake, ErrorCode, FHandle, ResponseDecoder, StreamId};
+use xroot_proto::request::{Expect, Open, OpenOptions, Protocol, ProtocolFlags, Read, Request};
+use xroot_proto::response::{LoginResponse, ProtocolResponse, Response};
+use xroot_proto::{ClientHandshake, ErrorCode, FHandle, ResponseDecoder, StreamId};
 
-use super::raw::{login_request, GUARD};
-use super::tls::TestPki;
+use crate::pki::TestPki;
+use crate::raw::{login_request, GUARD};
 
 /// `kXR_ableTLS` in `kXR_protocol`'s flags (XProtocol.hh).
 pub const ABLE: u8 = 0x02;

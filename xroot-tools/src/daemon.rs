@@ -4,10 +4,8 @@
 use std::io::{self, IsTerminal};
 
 use tokio::signal::unix::{signal, SignalKind};
-use xroot::server::ServerHandle;
+use xroot_server::ServerHandle;
 
-/// Logs to stderr through `tracing`: info events, and debug ones too when
-/// `verbose`.
 /// `error` with what failed in front (`cannot serve /x: No such file or
 /// directory`), of the same kind.
 pub fn failed(what: impl std::fmt::Display, error: io::Error) -> io::Error {
@@ -26,6 +24,8 @@ pub fn exit(name: &str, result: io::Result<()>) -> std::process::ExitCode {
     }
 }
 
+/// Logs to stderr through `tracing`: info events, and debug ones too when
+/// `verbose`.
 pub fn init_logging(verbose: bool) {
     let level = if verbose {
         tracing::Level::DEBUG
@@ -39,17 +39,18 @@ pub fn init_logging(verbose: bool) {
         .init();
 }
 
-/// Shuts `handle`'s server down gracefully on the first Ctrl-C or SIGTERM.
+/// Shuts `handle`'s server down gracefully on the first Ctrl-C or SIGTERM;
+/// `tool` (`"serve"`, `"xcache"`) names the target of the log line.
 ///
 /// Errors: the SIGTERM handler cannot be installed.
-pub fn shutdown_on_signal(handle: ServerHandle) -> io::Result<()> {
+pub fn shutdown_on_signal(tool: &'static str, handle: ServerHandle) -> io::Result<()> {
     let mut terminate = signal(SignalKind::terminate())?;
     tokio::spawn(async move {
         tokio::select! {
             _ = tokio::signal::ctrl_c() => {}
             _ = terminate.recv() => {}
         }
-        tracing::info!("shutting down");
+        crate::tool_event!(tool, "daemon", info, "shutting down");
         handle.shutdown();
     });
     Ok(())

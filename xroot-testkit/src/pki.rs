@@ -38,6 +38,13 @@ pub fn openssl(args: &[&str], cwd: &Path) {
     );
 }
 
+impl Default for TestPki {
+    /// [`TestPki::new`].
+    fn default() -> Self {
+        TestPki::new()
+    }
+}
+
 impl TestPki {
     /// A fresh CA and host certificate, valid for a day.
     pub fn new() -> TestPki {

@@ -24,13 +24,13 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch, Notify};
 use tokio::task::AbortHandle;
-use xroot::proto::codes::version;
-use xroot::proto::request::{OpenOptions, Request};
-use xroot::proto::response::{
+use xroot_proto::codes::version;
+use xroot_proto::request::{OpenOptions, Request};
+use xroot_proto::response::{
     Attn, BindResponse, LoginResponse, OpenResponse, ProtocolFlags, ProtocolResponse, ReadvEncoder,
     Response, SecProtocol, ServerError, StatFlags, StatInfo,
 };
-use xroot::proto::{
+use xroot_proto::{
     ClientMessage, ErrorCode, FHandle, ReadListEntry, RequestDecoder, RequestId, ResponseDecoder,
     ServerHandshake, ServerType, StreamId,
 };
@@ -69,7 +69,7 @@ impl Step {
 
     /// `kXR_wait` for `seconds`.
     pub fn wait(seconds: i32) -> Step {
-        Step::Reply(Response::Wait(xroot::proto::response::Wait {
+        Step::Reply(Response::Wait(xroot_proto::response::Wait {
             seconds,
             message: Bytes::new(),
         }))
@@ -77,7 +77,7 @@ impl Step {
 
     /// `kXR_waitresp` for `seconds`.
     pub fn waitresp(seconds: i32) -> Step {
-        Step::Reply(Response::WaitResp(xroot::proto::response::WaitResp {
+        Step::Reply(Response::WaitResp(xroot_proto::response::WaitResp {
             seconds,
             message: Bytes::new(),
         }))

@@ -21,8 +21,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::task::AbortHandle;
-use xroot::proto::request::{PgReqFlags, Request};
-use xroot::proto::{ClientMessage, RequestDecoder, RequestId, ResponseDecoder, Status};
+use xroot_proto::request::{PgReqFlags, Request};
+use xroot_proto::{ClientMessage, RequestDecoder, RequestId, ResponseDecoder, Status};
 
 /// Which page data the proxy spoils.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

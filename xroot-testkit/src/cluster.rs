@@ -9,7 +9,7 @@
 //! cmsd has logged in every server and the manager accepts connections.
 //! Every process is stopped by its PID on drop.
 //!
-//! Like [`super::stock`]: a test that starts one is marked ignored where
+//! Like [`crate::stock`]: a test that starts one is marked ignored where
 //! xrootd is missing (`missing_xrootd`), and fails on it under `CI=true`.
 
 use std::net::TcpStream;
@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::stock::{free_port, run_unprivileged, xrootd_available};
+use crate::stock::{free_port, run_unprivileged, xrootd_available};
 
 /// One data server of a [`Cluster`].
 pub struct DataServer {

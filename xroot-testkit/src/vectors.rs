@@ -11,40 +11,20 @@
 //! build expected bytes ([`pattern`], [`text`], [`encoded`], [`wire`],
 //! [`adler32`]).
 
-#![allow(dead_code, unused_macros)] // each test crate that includes this module uses part of it
-
-pub mod cluster;
-pub mod corrupt_proxy;
-pub mod cut_proxy;
-pub mod delay_proxy;
-pub mod example;
-pub mod our_cache;
-pub mod ours;
-pub mod raw;
-pub mod scripted;
-pub mod stock;
-pub mod tls;
-pub mod tls_client;
-pub mod tls_link;
-pub mod tokens;
-pub mod tools;
-pub mod uproot;
-pub mod xcache;
-
 use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use bytes::{Bytes, BytesMut};
-use xroot::proto::request::Request;
-use xroot::proto::response::{Attn, Response};
-use xroot::proto::{
+use xroot_proto::request::Request;
+use xroot_proto::response::{Attn, Response};
+use xroot_proto::{
     ClientMessage, RequestDecoder, RequestFrame, RequestId, ResponseDecoder, ResponseFrame, Status,
     StreamId,
 };
 
 /// The directory holding the vectors.
 pub fn vectors_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/vectors")
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/vectors"))
 }
 
 /// Every scenario name (a `.c2s` file's stem), sorted. Panics if a `.c2s` has
@@ -86,7 +66,7 @@ fn split<T>(
     name: &str,
     stream: &Bytes,
     chunk: usize,
-    mut decode: impl FnMut(&mut BytesMut, bool) -> Result<Option<T>, xroot::proto::DecodeError>,
+    mut decode: impl FnMut(&mut BytesMut, bool) -> Result<Option<T>, xroot_proto::DecodeError>,
 ) -> Vec<T> {
     let chunk = if chunk == 0 {
         stream.len().max(1)
@@ -109,7 +89,9 @@ fn split<T>(
     out
 }
 
-/// Splits a client-to-server stream with a fresh [`RequestDecoder`]; see [`split`].
+/// Splits a client-to-server stream with a fresh [`RequestDecoder`], in pieces
+/// of `chunk` bytes (the whole stream when 0); panics on a decode error or
+/// bytes left over.
 pub fn split_requests(name: &str, stream: &Bytes, chunk: usize) -> Vec<ClientMessage> {
     let mut dec = RequestDecoder::new();
     split(name, stream, chunk, |buf, eof| {
@@ -121,7 +103,8 @@ pub fn split_requests(name: &str, stream: &Bytes, chunk: usize) -> Vec<ClientMes
     })
 }
 
-/// Splits a server-to-client stream with a fresh [`ResponseDecoder`]; see [`split`].
+/// Splits a server-to-client stream with a fresh [`ResponseDecoder`], as
+/// [`split_requests`] does.
 pub fn split_responses(name: &str, stream: &Bytes, chunk: usize) -> Vec<ResponseFrame> {
     let mut dec = ResponseDecoder::new();
     split(name, stream, chunk, |buf, eof| {
@@ -294,11 +277,13 @@ pub fn parse_script(script: &str) -> Vec<(RequestId, Vec<Status>)> {
         .collect()
 }
 
-/// The typed request of `reply`, which must be `Request::$variant`.
+/// The typed request of `reply` (a [`Reply`](crate::vectors::Reply)), which must be
+/// `Request::$variant`.
+#[macro_export]
 macro_rules! request {
     ($reply:expr, $variant:ident) => {
         match $reply.typed() {
-            xroot::proto::request::Request::$variant(r) => r,
+            $crate::xroot_proto::request::Request::$variant(r) => r,
             other => panic!("expected {}, got {other:?}", stringify!($variant)),
         }
     };
@@ -306,10 +291,11 @@ macro_rules! request {
 
 /// The only response of `reply` with status `$status`, typed, which must be
 /// `Response::$variant`.
+#[macro_export]
 macro_rules! response {
     ($reply:expr, $status:expr, $variant:ident) => {
         match $reply.typed_response($status) {
-            xroot::proto::response::Response::$variant(r) => r,
+            $crate::xroot_proto::response::Response::$variant(r) => r,
             other => panic!("expected {}, got {other:?}", stringify!($variant)),
         }
     };

@@ -26,8 +26,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
-use xroot::proto::request::Request;
-use xroot::proto::{ClientMessage, RequestDecoder, RequestFrame, RequestId};
+use xroot_proto::request::Request;
+use xroot_proto::{ClientMessage, RequestDecoder, RequestFrame, RequestId};
 
 /// What a [`DelayProxy`] relayed, over all its connections; units are
 /// bytes and requests.

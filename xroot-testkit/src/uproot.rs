@@ -7,7 +7,7 @@
 //! `/opt/xroot-uproot`. A test that needs it is marked
 //! `#[cfg_attr(missing_uproot, ignore = "...")]`: where that Python cannot
 //! import uproot, fsspec_xrootd, XRootD.client and pyarrow the build
-//! script sets the cfg (`tests/support/probes.rs`), so `cargo test` reports
+//! script sets the cfg ([`crate::probes`]), so `cargo test` reports
 //! the test as ignored, with the reason. [`python`] stays behind that: a
 //! failure under `CI=true` (no cfg is set then), elsewhere an early return
 //! printing "skipping" should the build script not have seen it missing.
@@ -22,7 +22,7 @@ pub const SCRIPT_TIMEOUT: Duration = Duration::from_secs(300);
 
 /// `tests/uproot/check.py`.
 pub fn script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/uproot/check.py")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/uproot/check.py")
 }
 
 /// The Python to run the script with, if it has uproot, fsspec-xrootd and

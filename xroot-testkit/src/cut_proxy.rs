@@ -18,8 +18,8 @@ use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 use tokio::task::AbortHandle;
-use xroot::proto::request::Request;
-use xroot::proto::{ClientMessage, RequestDecoder, RequestId};
+use xroot_proto::request::Request;
+use xroot_proto::{ClientMessage, RequestDecoder, RequestId};
 
 #[derive(Default)]
 struct Shared {

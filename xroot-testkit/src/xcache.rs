@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use super::stock::StockServer;
+use crate::stock::StockServer;
 
 /// A running stock XCache; stopped (by PID) and its cache directory removed
 /// on drop.

@@ -10,11 +10,11 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, ChildStdout, Command, Stdio};
 
-use xroot::cache::origin::RemoteOrigin;
-use xroot::cache::CacheFs;
-use xroot::server::{Server, ServerHandle};
+use xroot_cache::origin::RemoteOrigin;
+use xroot_cache::CacheFs;
+use xroot_server::{Server, ServerHandle};
 
-use super::example::example_bin;
+use crate::example::example_bin;
 
 /// `len` deterministic bytes, different for each `seed`: a 64-bit LCG's
 /// high bytes.

@@ -33,7 +33,7 @@ pub struct TestIssuer {
 
 /// `openssl` with `args` (absolute paths) in the current directory.
 fn openssl(args: &[&str]) {
-    super::tls::openssl(args, Path::new("."));
+    crate::pki::openssl(args, Path::new("."));
 }
 
 /// Seconds since the epoch.
@@ -165,7 +165,7 @@ pub fn token_file(dir: &std::path::Path, name: &str, token: &str) -> PathBuf {
 /// The `serve` / `xcache` flags that secure a test server: TLS required at
 /// login with the PKI's host certificate, `ztn` only, tokens of `iss` for
 /// [`AUDIENCE`].
-pub fn secured_args(pki: &super::tls::TestPki, iss: &TestIssuer) -> Vec<String> {
+pub fn secured_args(pki: &crate::pki::TestPki, iss: &TestIssuer) -> Vec<String> {
     let path = |p: &std::path::Path| p.to_str().unwrap().to_string();
     [
         "--tls-cert".to_string(),

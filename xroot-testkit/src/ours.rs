@@ -7,9 +7,9 @@ use std::net::SocketAddr;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 
-use xroot::server::{Config, FileSystem, Server};
+use xroot_server::{Config, FileSystem, Server};
 
-use super::example::example_bin;
+use crate::example::example_bin;
 
 /// Serves `fs` with the default [`Config`] on a free loopback port, on a
 /// task of the caller's runtime; returns the address.

@@ -7,8 +7,8 @@ use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use xroot::server::jwks::IssuerConfig;
-use xroot::server::{
+use xroot_server::jwks::IssuerConfig;
+use xroot_server::{
     AnyOf, Authenticator, Config, HostAuth, SssAuth, TokenConfig, TokenValidator, UnixAuth, ZtnAuth,
 };
 

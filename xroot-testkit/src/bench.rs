@@ -1,8 +1,6 @@
-//! Helpers shared by the side-by-side benchmarks and `examples/demo/`
-//! (included with `#[path]`): the deterministic test files, the load report
-//! and the machine-readable figures that `benches/report.sh` collects.
-
-#![allow(dead_code)] // each includer uses part of it
+//! Helpers shared by the side-by-side benchmarks and `examples/demo/`: the
+//! deterministic test files, the load report and the machine-readable
+//! figures that `benches/report.sh` collects.
 
 use std::io::Write;
 use std::path::Path;

@@ -8,9 +8,9 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
-use xroot::proto::request::{Login, Open, OpenOptions, Protocol, Readv, Request};
-use xroot::proto::response::{LoginResponse, ProtocolResponse, Response};
-use xroot::proto::{
+use xroot_proto::request::{Login, Open, OpenOptions, Protocol, Readv, Request};
+use xroot_proto::response::{LoginResponse, ProtocolResponse, Response};
+use xroot_proto::{
     ClientHandshake, ErrorCode, FHandle, ReadListEntry, ResponseDecoder, ServerHandshake, StreamId,
 };
 
@@ -88,7 +88,7 @@ impl Raw {
         r.write(&b).await;
         let proto = Protocol {
             clientpv: 0x511,
-            expect: xroot::proto::request::Expect(expect),
+            expect: xroot_proto::request::Expect(expect),
             ..Default::default()
         };
         r.send(0, proto).await;
@@ -175,7 +175,7 @@ pub fn readv_request(fhandle: FHandle, list: impl IntoIterator<Item = (u64, usiz
 pub fn open_request(path: &str, options: OpenOptions) -> Open {
     Open {
         options,
-        mode: xroot::proto::request::Mode(0o644),
+        mode: xroot_proto::request::Mode(0o644),
         path: Bytes::copy_from_slice(path.as_bytes()),
         ..Default::default()
     }
@@ -185,7 +185,7 @@ pub fn login_request() -> Login {
     Login {
         pid: 1,
         username: Login::pack_username("tester"),
-        capver: xroot::proto::request::Capver(0x85),
+        capver: xroot_proto::request::Capver(0x85),
         ..Default::default()
     }
 }

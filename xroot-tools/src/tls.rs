@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use clap::Args;
 use tokio::signal::unix::{signal, SignalKind};
-use xroot::server::{ServerHandle, ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement};
+use xroot_server::{ServerHandle, ServerTls, ServerTlsFiles, TlsConfig, TlsRequirement};
 
 /// `--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]`
 #[derive(Debug, Args)]
@@ -61,17 +61,23 @@ impl TlsArgs {
 }
 
 /// Reloads the TLS certificate and key on every SIGHUP; a failed reload is
-/// logged and the certificate in use kept.
+/// logged and the certificate in use kept; `tool` (`"serve"`, `"xcache"`)
+/// names the target of the log lines.
 ///
 /// Errors: the SIGHUP handler cannot be installed.
-pub fn reload_on_sighup(handle: ServerHandle) -> io::Result<()> {
+pub fn reload_on_sighup(tool: &'static str, handle: ServerHandle) -> io::Result<()> {
     let mut hup = signal(SignalKind::hangup())?;
     tokio::spawn(async move {
         while hup.recv().await.is_some() {
             match handle.reload_tls() {
-                Ok(true) => tracing::info!("TLS certificate reloaded"),
-                Ok(false) => tracing::info!("SIGHUP: no TLS to reload"),
-                Err(e) => tracing::warn!("TLS reload failed, keeping the old certificate: {e}"),
+                Ok(true) => crate::tool_event!(tool, "tls", info, "TLS certificate reloaded"),
+                Ok(false) => crate::tool_event!(tool, "tls", info, "SIGHUP: no TLS to reload"),
+                Err(e) => crate::tool_event!(
+                    tool,
+                    "tls",
+                    warn,
+                    "TLS reload failed, keeping the old certificate: {e}"
+                ),
             }
         }
     });

@@ -1,11 +1,11 @@
-//! The NanoAOD trace (`nanoaod.trace` next to this file; how it was made
-//! and what is in it: README.md here) as data: the file size it was
-//! recorded on and its vector reads. Shared by `benches/cache_trace.rs` and
-//! `examples/demo.rs` through `#[path]`.
+//! The NanoAOD trace (`benches/trace/nanoaod.trace`; how it was made and
+//! what is in it: `benches/trace/README.md`) as data: the file size it was
+//! recorded on and its vector reads. For `benches/cache_trace.rs`,
+//! xroot-object-store's `object_store_trace` bench and `examples/demo/`.
 
 /// The recorded trace, parsed.
 pub fn nanoaod() -> Trace {
-    Trace::parse(include_str!("nanoaod.trace"))
+    Trace::parse(include_str!("../../benches/trace/nanoaod.trace"))
 }
 
 /// A file size and the vector reads made of such a file, in order; each

@@ -19,7 +19,7 @@ pub fn example_bin(name: &str) -> PathBuf {
     let mut cargo = Command::new(env!("CARGO"));
     cargo
         .args(["build", "--workspace", "--example", name, "--manifest-path"])
-        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("Cargo.toml"))
+        .arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../Cargo.toml"))
         .env("CARGO_TARGET_DIR", profile_dir.parent().unwrap());
     match profile_dir.file_name().and_then(|n| n.to_str()) {
         Some("debug") => {}

@@ -3,7 +3,7 @@
 //!
 //! A test that needs the stock xrootd is marked
 //! `#[cfg_attr(missing_xrootd, ignore = "...")]`: on a machine without it
-//! the build script sets that cfg (`tests/support/probes.rs`), so `cargo
+//! the build script sets that cfg ([`crate::probes`]), so `cargo
 //! test` reports the test as ignored, with the reason. The run-time checks
 //! here ([`xrootd_available`], [`xrootd_client_available`],
 //! [`stock_python_available`], [`program_available`]) stay behind that:

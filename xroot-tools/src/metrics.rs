@@ -44,10 +44,10 @@ use prometheus_client::registry::{Metric, Registry};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Semaphore;
-use xroot::cache::purge::disk_space;
-use xroot::cache::CacheStatsSnapshot;
-use xroot::proto::RequestId;
-use xroot::server::{RequestObserver, RequestRecord, ServerHandle};
+use xroot_cache::purge::disk_space;
+use xroot_cache::CacheStatsSnapshot;
+use xroot_proto::RequestId;
+use xroot_server::{RequestObserver, RequestRecord, ServerHandle};
 
 type Labels = Vec<(&'static str, String)>;
 type FloatGauge = Gauge<f64, AtomicU64>;

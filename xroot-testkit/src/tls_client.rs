@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use bytes::Bytes;
-use xroot::client::tls::{ClientTls, TrustStore};
-use xroot::client::{Client, Config, OpenFlags};
+use xroot_client::tls::{ClientTls, TrustStore};
+use xroot_client::{Client, Config, OpenFlags};
 
 /// `len` bytes of the test pattern these tests write and read.
 pub fn pattern(len: usize) -> Vec<u8> {

@@ -1,7 +1,7 @@
 //! The cluster flags `serve` and `xcache` share: `--role` and `--manager`,
 //! in the stock configuration's words (`all.role`, `all.manager`).
 
-use xroot::server::ClusterConfig;
+use xroot_server::ClusterConfig;
 
 /// A role in a stock XRootD cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]

@@ -1,0 +1,242 @@
+//! Serves a local directory to stock XRootD clients (`xrdcp`, `xrdfs`, the
+//! Python bindings, ROOT) with [`LocalFs`] behind [`Server`].
+//!
+//! ```text
+//! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] \
+//!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
+//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... \
+//!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
+//!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] [-v] DIR
+//! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
+//! xrdcp root://127.0.0.1:1094//file.root /tmp/
+//! ```
+//!
+//! `--role server --manager HOST:CMSPORT` makes the server a data server of
+//! a stock cluster: it logs into that manager's `cmsd` (repeat `--manager`
+//! for several), which then redirects clients here for the files in DIR.
+//! `--role manager --manager HOST:CMSPORT` runs a redirector instead (no
+//! DIR): in front of that manager `cmsd`, as the stock manager `xrootd`, it
+//! sends every client to a data server of the cluster.
+//!
+//! Without `--auth` there is no authentication and clients may write; with
+//! it, clients authenticate with one of the protocols listed (`sss` needs
+//! `--sss-keytab`, a keytab `xrdsssadmin` wrote; `ztn` needs TLS and
+//! `--token-issuer`, and each request is then checked against the token's
+//! WLCG scopes). The default address
+//! is the loopback one; `--bind 0.0.0.0` (or `::`) serves other hosts.
+//! The first line on stdout is `serve listening on ADDR` once the port is
+//! bound (with `--port 0`, the port picked).
+//! Ctrl-C or SIGTERM shuts down gracefully (requests in flight are
+//! answered first).
+//! `xrdfs HOST:PORT query stats a` answers the stock server's XML shape
+//! (sections `info`, `link`, `xrootd`; see xroot-server's `query` docs).
+//! With `--tls-cert`/`--tls-key` TLS is offered (`roots://`) or required
+//! (`--tls`); SIGHUP reloads the certificate and key.
+//! Logging goes to stderr through `tracing`; `-v` adds a line per request
+//! answered (target `xroot::request`: client, user, request, path, status,
+//! duration, bytes in and out) and the debug events. `--metrics ADDR`
+//! serves the Prometheus text format at `http://ADDR/metrics`
+//! ([`crate::metrics`] lists the metrics); the second line on
+//! stdout is then `serve metrics on http://ADDR/metrics`.
+
+use std::io::{self, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use clap::Parser;
+use xroot_server::cluster::Redirector;
+use xroot_server::local::{Access, AccessPolicy};
+use xroot_server::{
+    Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle,
+};
+
+use crate::{auth, cluster, config_file, daemon, metrics, tls};
+
+/// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [--read-only] [-v] DIR`
+#[derive(Debug, Parser)]
+#[command(about = "Serve a directory over the XRootD protocol")]
+pub struct Cli {
+    /// TCP port (0 picks a free one).
+    #[arg(long, default_value_t = 1094)]
+    pub port: u16,
+    /// Address to listen on (IPv4 or IPv6).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Vector reads of one file served at once; 1 for a spinning disk,
+    /// where overlapping reads make the head seek back and forth.
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u16).range(1..))]
+    pub readv_concurrency: u16,
+    /// Refuse every request that would change the directory (open for
+    /// writing, mkdir, rm, mv, chmod, truncate) with `kXR_NotAuthorized`.
+    #[arg(long)]
+    pub read_only: bool,
+    #[command(flatten)]
+    pub tls: tls::TlsArgs,
+    /// Log each request answered (client, request, path, status,
+    /// duration, bytes) and debug events.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Serve metrics in the Prometheus text format at
+    /// `http://ADDR/metrics` (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Read flags from a TOML file too: its keys are the long flags'
+    /// names (`port = 1094`, `read-only = true`, `dir = "/data"`); a flag
+    /// given on the command line wins.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    #[command(flatten)]
+    pub auth: auth::AuthArgs,
+    #[command(flatten)]
+    pub cluster: cluster::ClusterArgs,
+    /// The directory to export; nothing outside it is reachable (none for
+    /// `--role manager`).
+    #[arg(required_unless_present = "role")]
+    pub dir: Option<PathBuf>,
+}
+
+/// The backend and the listener `cli` asks for, bound but not serving yet
+/// (with `-v`, logging each request).
+///
+/// Errors: those of [`start_counted`].
+pub async fn start(cli: &Cli) -> io::Result<Server<LocalFs>> {
+    start_counted(cli, None).await
+}
+
+/// As [`start`], counting each request into `metrics` too.
+///
+/// Errors: no DIR or `dir` is not a directory, or the address cannot be
+/// bound.
+pub async fn start_counted(
+    cli: &Cli,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> io::Result<Server<LocalFs>> {
+    let readv = match cli.readv_concurrency {
+        1 => ReadvConcurrency::Serial,
+        n => ReadvConcurrency::Parallel(n.into()),
+    };
+    let dir = cli.dir.as_ref().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "DIR is required to serve files",
+        )
+    })?;
+    let mut fs = LocalFs::new(dir)
+        .map_err(|e| daemon::failed(format!("cannot serve {}", dir.display()), e))?
+        .readv_concurrency(readv);
+    if cli.read_only {
+        fs = fs.with_policy(AccessPolicy::new(Access::ReadOnly));
+    }
+    let root = fs.root().display().to_string();
+    let config = Config {
+        tls: cli.tls.config()?,
+        // what the node offers its manager: reading only, or writing too
+        cluster: cli
+            .cluster
+            .config(&[if cli.read_only { "r /" } else { "w /" }]),
+        observer: observer(cli, metrics),
+        ..cli.auth.config()?
+    };
+    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let server = Server::bind(addr, fs, config)
+        .await
+        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    tracing::info!(
+        target: "serve",
+        %root,
+        addr = %server.local_addr(),
+        readv = ?readv,
+        "serving"
+    );
+    Ok(server)
+}
+
+/// The request log (`-v`) and the counting into `metrics`.
+fn observer(cli: &Cli, metrics: Option<Arc<metrics::Metrics>>) -> Option<Arc<dyn RequestObserver>> {
+    metrics::Observer::new(cli.verbose, metrics).map(|o| o as Arc<dyn RequestObserver>)
+}
+
+/// `--role manager`: a redirector in front of the `--manager` cmsd,
+/// bound but not serving yet.
+///
+/// Errors: the address cannot be bound, or a TLS or auth flag is unusable.
+pub async fn start_redirector(
+    cli: &Cli,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> io::Result<Server<Redirector>> {
+    let cfg = cli.cluster.config(&[]).ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "--role manager needs --manager",
+        )
+    })?;
+    let config = Config {
+        tls: cli.tls.config()?,
+        observer: observer(cli, metrics),
+        ..cli.auth.config()?
+    };
+    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let server = Server::bind(addr, Redirector::start(&cfg), config)
+        .await
+        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    tracing::info!(target: "serve", addr = %server.local_addr(), managers = ?cfg.managers, "redirecting");
+    Ok(server)
+}
+
+/// The `serve` example's `main`: reads the command line (and `--config`),
+/// serves until a signal, exits 0, or 1 after printing `serve: ERROR`.
+#[tokio::main]
+pub async fn main() -> std::process::ExitCode {
+    // freed request and answer buffers go back to the kernel at once
+    xroot_server::allocator::unmap_large_buffers();
+    let args = match config_file::with_config_file(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => return daemon::exit("serve", Err(e)),
+    };
+    let cli = Cli::parse_from(args);
+    daemon::init_logging(cli.verbose);
+    daemon::exit("serve", serve(&cli).await)
+}
+
+/// Serves as `cli` asks until a signal stops it.
+async fn serve(cli: &Cli) -> io::Result<()> {
+    let metrics = cli.metrics.map(|_| metrics::Metrics::new(None));
+    let handle = if cli.cluster.role == Some(cluster::Role::Manager) {
+        let server = start_redirector(cli, metrics.clone()).await?;
+        run(cli, server, metrics).await?
+    } else {
+        run(cli, start_counted(cli, metrics.clone()).await?, metrics).await?
+    };
+    let s = handle.stats();
+    tracing::info!(
+        target: "serve",
+        connections = s.connections,
+        requests = s.in_flight.all.total,
+        peak_in_flight = s.in_flight.all.peak,
+        "stopped"
+    );
+    Ok(())
+}
+
+/// Prints the listening line, starts the metrics endpoint (`--metrics`;
+/// its line follows), serves until a signal, returns the handle.
+async fn run<F: FileSystem>(
+    cli: &Cli,
+    server: Server<F>,
+    metrics: Option<Arc<metrics::Metrics>>,
+) -> io::Result<ServerHandle> {
+    println!("serve listening on {}", server.local_addr());
+    if let (Some(at), Some(m)) = (cli.metrics, metrics) {
+        let bound = metrics::serve(at, m, server.handle())
+            .await
+            .map_err(|e| daemon::failed(format!("cannot serve metrics on {at}"), e))?;
+        println!("serve metrics on http://{bound}/metrics");
+    }
+    io::stdout().flush()?;
+    let handle = server.handle();
+    daemon::shutdown_on_signal("serve", handle.clone())?;
+    tls::reload_on_sighup("serve", handle.clone())?;
+    server.serve().await?;
+    Ok(handle)
+}

@@ -1,0 +1,306 @@
+//! A caching proxy for an XRootD origin: [`CacheFs`] behind [`Server`], the
+//! equivalent of the stock XCache, used by stock clients unmodified.
+//!
+//! ```text
+//! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
+//!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
+//!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
+//!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE]
+//!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]]
+//!     [--role server --manager HOST:CMSPORT] [--metrics ADDR] [-v]
+//! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
+//! ```
+//!
+//! `--role server --manager HOST:CMSPORT` joins a stock cluster as a data
+//! server: the cache logs into the manager's `cmsd` exporting `r /` and
+//! answers its `state` queries with `have` for every file its origin has,
+//! so the manager spreads clients over all such caches.
+//!
+//! Sizes take a `k`, `m` or `g` suffix (powers of 1024). The first line on
+//! stdout is `xcache listening on ADDR` once the port is bound. Ctrl-C or
+//! SIGTERM stops it gracefully: requests in flight are answered, every
+//! open file's sidecar is written, and the cache's statistics are printed
+//! on stdout. `xrdfs HOST:PORT query stats a` answers the same figures
+//! while it runs.
+//!
+//! `-v` logs each request answered through `tracing` (target
+//! `xroot::request`: client, user, request, path, status, duration, bytes
+//! in and out). `--metrics ADDR` serves the Prometheus text format at
+//! `http://ADDR/metrics`, the server's figures and the cache's (bytes asked
+//! and fetched, origin requests per client request, hit ratio, disk use;
+//! [`crate::metrics`] lists them); the second line on stdout is
+//! then `xcache metrics on http://ADDR/metrics`.
+//!
+//! `--tls-cert`/`--tls-key` offer TLS to clients (`--tls` requires it:
+//! capable, login, session, data or all); SIGHUP reloads the certificate.
+//!
+//! Purge is on by default, as in the stock XCache (`pfc.diskusage 0.90
+//! 0.95`): every `--purge-interval` seconds (and at once when the disk
+//! fills up) the cache checks the file system holding `--cache-dir` and,
+//! when what is in use on it (every file counted) is above `--purge-high`,
+//! removes least recently used closed files down to `--purge-low`. A
+//! watermark is a fraction of the disk (`0.9`, `90%`) or a size (`500g`;
+//! a plain integer is bytes). `--no-purge` keeps every file: a cache whose
+//! disk fills up then stops storing (it keeps serving, from the origin)
+//! until something else makes room.
+
+use std::io::{self, Write};
+use std::net::{IpAddr, SocketAddr};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::Parser;
+use xroot_cache::origin::RemoteOrigin;
+use xroot_cache::plan::Geometry;
+use xroot_cache::purge::{disk_space, Level, PurgeConfig};
+use xroot_cache::store::Store;
+use xroot_cache::{CacheConfig, CacheFs};
+use xroot_client::{Client, Config as ClientConfig};
+use xroot_sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
+use xroot_server::{Config, RequestObserver, Server};
+
+use crate::{auth, cluster, config_file, daemon, metrics, tls};
+
+/// `xcache --origin URL --cache-dir DIR [options]`
+#[derive(Debug, Parser)]
+#[command(about = "A caching proxy (XCache equivalent) in front of an XRootD origin")]
+pub struct Cli {
+    /// The origin server, `root://HOST:PORT`.
+    #[arg(long)]
+    pub origin: String,
+    /// Where cached blocks are kept (created if missing).
+    #[arg(long)]
+    pub cache_dir: PathBuf,
+    /// TCP port (0 picks a free one).
+    #[arg(long, default_value_t = 1094)]
+    pub port: u16,
+    /// Address to listen on (IPv4 or IPv6).
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: IpAddr,
+    /// Cache block size: the unit of cache state (a power of two, at least 4k).
+    #[arg(long, default_value = "4k", value_parser = size)]
+    pub block_size: u64,
+    /// The largest block run fetched as one element of an origin request.
+    #[arg(long, default_value = "1m", value_parser = size)]
+    pub io_size: u64,
+    /// Runs closer than this are fetched as one, gap included (0, the
+    /// default, merges none: merging saves readv elements, not requests,
+    /// and costs bytes).
+    #[arg(long, default_value = "0", value_parser = size)]
+    pub io_gap: u64,
+    /// Bytes fetched from the origin and not yet on disk, at most.
+    #[arg(long, default_value = "1g", value_parser = size)]
+    pub ram: u64,
+    /// Blocks fetched ahead of each read in the background (0: off).
+    #[arg(long, default_value_t = 0)]
+    pub prefetch: u64,
+    /// Purge down to this disk usage (a fraction of the disk holding the
+    /// cache, `0.9` or `90%`, or a size)...
+    #[arg(long, default_value = "0.90", value_parser = level)]
+    pub purge_low: Level,
+    /// ...once usage (every file on that disk counted) is above this.
+    #[arg(long, default_value = "0.95", value_parser = level)]
+    pub purge_high: Level,
+    /// Seconds between two disk checks.
+    #[arg(long, default_value_t = 10)]
+    pub purge_interval: u64,
+    /// Never remove cached files (a full disk then stops storing until
+    /// something else makes room).
+    #[arg(long)]
+    pub no_purge: bool,
+    /// Seconds after the origin last confirmed a file (at an open that
+    /// asked it) during which the file is opened from the cache without
+    /// asking the origin again, which is asked only for blocks not cached
+    /// (0, the default: every open asks).
+    /// Within it a file changed at the origin is served as it was cached.
+    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    pub trust_window: u64,
+    #[command(flatten)]
+    pub tls: tls::TlsArgs,
+    /// Log each request answered (client, request, path, status,
+    /// duration, bytes) and debug events.
+    #[arg(short, long)]
+    pub verbose: bool,
+    /// Serve metrics in the Prometheus text format at
+    /// `http://ADDR/metrics` (port 0 picks a free one).
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<SocketAddr>,
+    /// Read flags from a TOML file too: its keys are the long flags'
+    /// names (`port = 1094`, `read-only = true`, `dir = "/data"`); a flag
+    /// given on the command line wins.
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// A bearer token file (mode 0600) the cache presents to its origin
+    /// when the origin asks for `ztn` (over `roots://`). Without it the
+    /// cache's client discovers one as any client does (`BEARER_TOKEN`,
+    /// `BEARER_TOKEN_FILE`, `$XDG_RUNTIME_DIR/bt_u<euid>`, `/tmp/bt_u<euid>`).
+    #[arg(long, value_name = "FILE")]
+    pub origin_token_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub auth: auth::AuthArgs,
+    /// `--role server --manager HOST:CMSPORT`: join a stock cluster as a
+    /// data server that can serve any file of its origin.
+    #[command(flatten)]
+    pub cluster: cluster::ClusterArgs,
+}
+
+/// A size in bytes with an optional `k`, `m`, `g` suffix (powers of 1024).
+fn size(s: &str) -> Result<u64, String> {
+    let lower = s.trim().to_ascii_lowercase();
+    let (digits, unit) = match lower.char_indices().last() {
+        Some((i, 'k')) => (&lower[..i], 1 << 10),
+        Some((i, 'm')) => (&lower[..i], 1 << 20),
+        Some((i, 'g')) => (&lower[..i], 1 << 30),
+        _ => (&lower[..], 1),
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(unit))
+        .ok_or_else(|| format!("{s:?} is not a size (e.g. 4096, 4k, 1m, 1g)"))
+}
+
+/// A disk-usage watermark: a fraction (`0.9`, `90%`) or a size.
+fn level(s: &str) -> Result<Level, String> {
+    s.parse::<Level>().map_err(|e| e.to_string())
+}
+
+/// The cache `cli` asks for, bound but not serving yet: as
+/// [`start_with_metrics`], without the metrics address.
+///
+/// Errors: those of [`start_with_metrics`].
+pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
+    start_with_metrics(cli).await.map(|(server, _)| server)
+}
+
+/// The cache `cli` asks for, bound but not serving yet, and the address
+/// its metrics are served on (`--metrics`).
+///
+/// Errors: an origin that is not a `root://` URL, a geometry the cache
+/// refuses, a cache directory that cannot be created, purge watermarks
+/// whose low one is not below the high one or that exceed the disk (as
+/// the stock XCache refuses them), an `--origin-token-file` that cannot be
+/// used (missing, empty, open to group or others), or an address (of the
+/// server or the metrics) that cannot be bound.
+pub async fn start_with_metrics(
+    cli: &Cli,
+) -> io::Result<(Server<CacheFs<RemoteOrigin>>, Option<SocketAddr>)> {
+    let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+    let geometry = Geometry::new(cli.block_size, cli.io_size, cli.io_gap)
+        .map_err(|e| invalid(e.to_string()))?;
+    let store = Store::open(&cli.cache_dir)
+        .map_err(|e| daemon::failed(format!("cannot cache in {}", cli.cache_dir.display()), e))?;
+    let total = disk_space(store.root())?.total;
+    let (low, high) = (cli.purge_low.bytes(total), cli.purge_high.bytes(total));
+    if low >= high || high > total {
+        return Err(invalid(format!(
+            "--purge-low {} ({low} bytes) must be below --purge-high {} ({high} bytes), \
+             at most the disk's {total} bytes",
+            cli.purge_low, cli.purge_high
+        )));
+    }
+    let config = CacheConfig {
+        geometry,
+        ram: cli.ram,
+        prefetch_blocks: cli.prefetch,
+        purge: PurgeConfig {
+            enabled: !cli.no_purge,
+            low: cli.purge_low,
+            high: cli.purge_high,
+            interval: Duration::from_secs(cli.purge_interval.max(1)),
+        },
+        trust_window: Duration::from_secs(cli.trust_window),
+        ..CacheConfig::default()
+    };
+    let mut client = ClientConfig::default();
+    if let Some(file) = &cli.origin_token_file {
+        let token = read_token_file(file, DEFAULT_MAX_TOKEN_SIZE)
+            .map_err(|e| invalid(format!("--origin-token-file: {e}")))?
+            .ok_or_else(|| {
+                invalid(format!(
+                    "--origin-token-file: {} does not exist or is empty",
+                    file.display()
+                ))
+            })?;
+        client.bearer_token = Some(BearerToken::new(token));
+    }
+    let origin = RemoteOrigin::new(Client::with_config(client), &cli.origin)
+        .map_err(|e| invalid(format!("--origin: {e}")))?;
+    let fs = CacheFs::new(origin, store, config);
+    if cli.cluster.role == Some(cluster::Role::Manager) {
+        return Err(invalid("xcache takes --role server only".to_string()));
+    }
+    let figures = cli.metrics.map(|_| {
+        let fs = fs.clone();
+        let figures: metrics::CacheFigures = Box::new(move || fs.stats());
+        metrics::Metrics::new(Some((figures, cli.cache_dir.clone())))
+    });
+    let config = Config {
+        tls: cli.tls.config()?,
+        // a cache is read-only: it exports `/` for reading, and answers a
+        // manager's `state` for every file its origin has
+        cluster: cli.cluster.config(&["r /"]),
+        observer: metrics::Observer::new(cli.verbose, figures.clone())
+            .map(|o| o as Arc<dyn RequestObserver>),
+        ..cli.auth.config()?
+    };
+    let addr = SocketAddr::new(cli.bind, cli.port);
+    let server = Server::bind(addr, fs, config)
+        .await
+        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    let metrics_addr = match (cli.metrics, figures) {
+        (Some(at), Some(m)) => Some(
+            metrics::serve(at, m, server.handle())
+                .await
+                .map_err(|e| daemon::failed(format!("cannot serve metrics on {at}"), e))?,
+        ),
+        _ => None,
+    };
+    tracing::info!(
+        target: "xcache",
+        origin = %cli.origin,
+        cache = %cli.cache_dir.display(),
+        addr = %server.local_addr(),
+        ?geometry,
+        purge = !cli.no_purge,
+        purge_low = %cli.purge_low,
+        purge_high = %cli.purge_high,
+        metrics = ?metrics_addr,
+        "caching"
+    );
+    Ok((server, metrics_addr))
+}
+
+/// The `xcache` example's `main`: reads the command line (and
+/// `--config`), caches and serves until a signal, prints the statistics,
+/// exits 0, or 1 after printing `xcache: ERROR`.
+#[tokio::main]
+pub async fn main() -> std::process::ExitCode {
+    // freed request and answer buffers go back to the kernel at once
+    xroot_server::allocator::unmap_large_buffers();
+    let args = match config_file::with_config_file(std::env::args_os().collect()) {
+        Ok(args) => args,
+        Err(e) => return daemon::exit("xcache", Err(e)),
+    };
+    let cli = Cli::parse_from(args);
+    daemon::init_logging(cli.verbose);
+    daemon::exit("xcache", serve(&cli).await)
+}
+
+/// Caches and serves as `cli` asks until a signal stops it.
+async fn serve(cli: &Cli) -> io::Result<()> {
+    let (server, metrics_addr) = start_with_metrics(cli).await?;
+    let fs = server.fs().clone();
+    println!("xcache listening on {}", server.local_addr());
+    if let Some(at) = metrics_addr {
+        println!("xcache metrics on http://{at}/metrics");
+    }
+    io::stdout().flush()?;
+    daemon::shutdown_on_signal("xcache", server.handle())?;
+    tls::reload_on_sighup("xcache", server.handle())?;
+    server.serve().await?;
+    fs.flush_all().await?;
+    println!("{}", fs.stats());
+    Ok(())
+}
