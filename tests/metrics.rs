@@ -17,11 +17,11 @@ use std::process::{Child, ChildStderr, Command, Stdio};
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use xroot::client::{Client, OpenFlags};
+use xroot::proto::exchange::Answer;
 use xroot::proto::request::{self, Request, Stat};
-use xroot::proto::response::{ReadvIter, Response};
 use xroot::proto::{ErrorCode, FHandle, StreamId};
 use xroot_testkit::example::example_bin;
-use xroot_testkit::raw::{is_final, readv_request, Raw, GUARD};
+use xroot_testkit::raw::{readv_request, Raw, GUARD};
 
 /// An example (`serve` or `xcache`) run as a process with `--port 0
 /// --metrics 127.0.0.1:0`; killed on drop.
@@ -395,32 +395,26 @@ fn in_flight(m: &BTreeMap<String, f64>) -> f64 {
     sum(m, "xroot_requests_in_flight", &[]) + value(m, "xroot_vector_reads_in_flight")
 }
 
-/// `(streamid, data, error)` of each final answer to the requests sent,
-/// reading until all `n` have one: the data of `kXR_ok`/`kXR_oksofar`
-/// frames, vector reads' elements unpacked (`readv`: their streamids).
+/// `(streamid, data, error)` of each answer to the requests `sent`,
+/// paired with them by [`Raw::answers`] (`xroot_proto::exchange`): a
+/// read's data, a vector read's elements joined, or the error code.
 async fn answers(
     raw: &mut Raw,
-    n: usize,
-    readv: &[u16],
+    sent: Vec<(StreamId, Request)>,
 ) -> BTreeMap<u16, (Vec<u8>, Option<ErrorCode>)> {
-    let mut out: BTreeMap<u16, (Vec<u8>, Option<ErrorCode>)> = BTreeMap::new();
-    let mut finished = 0;
-    while finished < n {
-        let (sid, r) = raw.expect().await;
-        let sid = sid.to_u16();
-        let last = is_final(&r);
-        let entry = out.entry(sid).or_default();
-        match r {
-            Response::Ok(b) | Response::OkSoFar(b) if readv.contains(&sid) => {
-                for e in ReadvIter::new(b) {
-                    entry.0.extend_from_slice(&e.unwrap().1);
-                }
-            }
-            Response::Ok(b) | Response::OkSoFar(b) => entry.0.extend_from_slice(&b),
-            Response::Error(e) => entry.1 = Some(e.code),
+    let mut out = BTreeMap::new();
+    for x in raw.answers(sent).await {
+        let sid = x.streamid.to_u16();
+        let answer = match x.answer {
+            Answer::Read(b) => (b.to_vec(), None),
+            Answer::Readv(elements) => (
+                elements.iter().flat_map(|(_, b)| b.to_vec()).collect(),
+                None,
+            ),
+            Answer::Error(e) => (Vec::new(), Some(e.code)),
             other => panic!("{sid}: {other:?}"),
-        }
-        finished += usize::from(last);
+        };
+        assert!(out.insert(sid, answer).is_none(), "two answers to {sid}");
     }
     out
 }
@@ -453,14 +447,16 @@ async fn pipelined_requests_and_a_close_mid_read_are_counted_exactly() {
     let mut frames = BytesMut::new();
     let mut expected: BTreeMap<u16, Vec<u8>> = BTreeMap::new();
     let mut sid = 100u16;
-    let mut put = |r: Request, frames: &mut BytesMut| {
+    let mut sent = Vec::new();
+    let mut put = |r: Request, frames: &mut BytesMut, sent: &mut Vec<(StreamId, Request)>| {
         r.encode(StreamId::from_u16(sid), frames);
+        sent.push((StreamId::from_u16(sid), r));
         sid += 1;
         sid - 1
     };
     for i in 0..READS {
         let (at, len) = (i * 37_003 % (7 << 20), 1 + i * 311 % 20_000);
-        let s = put(read(fh, at, len), &mut frames);
+        let s = put(read(fh, at, len), &mut frames, &mut sent);
         expected.insert(s, data[at..at + len].to_vec());
     }
     for i in 0..STATS {
@@ -468,16 +464,14 @@ async fn pipelined_requests_and_a_close_mid_read_are_counted_exactly() {
             path: Bytes::from(format!("/missing{i}")),
             ..Default::default()
         };
-        put(Request::from(stat), &mut frames);
+        put(Request::from(stat), &mut frames, &mut sent);
     }
-    let mut readvs = Vec::new();
     for i in 0..READVS {
         let list: Vec<(usize, usize)> = (0..1 + i % 7)
             .map(|k| (k * 65_537 + i * 999, 100 + k * i))
             .collect();
         let readv = readv_request(fh, list.iter().map(|&(at, len)| (at as u64, len)));
-        let s = put(Request::from(readv), &mut frames);
-        readvs.push(s);
+        let s = put(Request::from(readv), &mut frames, &mut sent);
         expected.insert(
             s,
             list.iter()
@@ -486,7 +480,8 @@ async fn pipelined_requests_and_a_close_mid_read_are_counted_exactly() {
         );
     }
     raw.write(&frames).await;
-    let got = answers(&mut raw, READS + STATS + READVS, &readvs).await;
+    assert_eq!(sent.len(), READS + STATS + READVS);
+    let got = answers(&mut raw, sent).await;
     let mut data_sent = 0;
     for (sid, (bytes, error)) in &got {
         match expected.get(sid) {
@@ -519,7 +514,11 @@ async fn pipelined_requests_and_a_close_mid_read_are_counted_exactly() {
     // big reads pipelined, none read; closed once the server serves one
     frames.clear();
     for i in 0..BIG {
-        put(read(fh, i % 7 * BIG_LEN, BIG_LEN), &mut frames);
+        put(
+            read(fh, i % 7 * BIG_LEN, BIG_LEN),
+            &mut frames,
+            &mut Vec::new(),
+        );
     }
     raw.write(&frames).await;
     serve

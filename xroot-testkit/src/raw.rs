@@ -1,6 +1,8 @@
 //! A raw client connection for tests: requests encoded by xroot-proto and
 //! written as they are (pipelined, partial, hostile), every response frame
-//! decoded as it arrives. Works against our server and the stock one.
+//! decoded as it arrives ([`Raw::next`]), or paired with the requests sent
+//! through `xroot_proto::exchange` ([`Raw::answers`]). Works against our
+//! server and the stock one.
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -8,10 +10,12 @@ use std::time::Duration;
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use xroot_proto::exchange::{Conversation, Event, Exchange};
 use xroot_proto::request::{Login, Open, OpenOptions, Protocol, Readv, Request};
 use xroot_proto::response::{LoginResponse, ProtocolResponse, Response};
 use xroot_proto::{
-    ClientHandshake, ErrorCode, FHandle, ReadListEntry, ResponseDecoder, ServerHandshake, StreamId,
+    ClientHandshake, ErrorCode, FHandle, ReadListEntry, ResponseDecoder, ResponseFrame,
+    ServerHandshake, StreamId,
 };
 
 /// Hang guard for every wait on the network.
@@ -45,20 +49,10 @@ impl Raw {
         self.write(&b).await;
     }
 
-    /// The next frame, or `None` once the server closed the link.
+    /// The next frame, typed, or `None` once the server closed the link.
     pub async fn next(&mut self) -> Option<(StreamId, Response)> {
-        loop {
-            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
-                return Some((f.header.streamid, Response::decode(f).unwrap()));
-            }
-            let n = tokio::time::timeout(GUARD, self.s.read_buf(&mut self.buf))
-                .await
-                .expect("server answers within the guard")
-                .unwrap_or(0);
-            if n == 0 {
-                return None;
-            }
-        }
+        let f = self.next_frame().await?;
+        Some((f.header.streamid, Response::decode(f).unwrap()))
     }
 
     pub async fn expect(&mut self) -> (StreamId, Response) {
@@ -131,28 +125,51 @@ impl Raw {
         }
     }
 
-    /// Every frame up to and including the final answer to `sid`, with
-    /// the frames to other streamids that came in between.
-    pub async fn until_final(&mut self, sid: u16) -> Vec<(StreamId, Response)> {
+    /// Reads until each request of `sent` (written by the test, on its
+    /// streamid) is answered in full, the frames paired with the requests
+    /// by an [`xroot_proto::exchange::Conversation`]: the exchanges, in the
+    /// order they completed. Panics on a frame that does not pair (an
+    /// answer nobody asked for, one that does not fit its request), an
+    /// unsolicited `kXR_attn`, or a link closed first.
+    pub async fn answers(
+        &mut self,
+        sent: impl IntoIterator<Item = (StreamId, Request)>,
+    ) -> Vec<Exchange> {
+        let mut talk = Conversation::new();
+        for (sid, request) in sent {
+            talk.push_request(sid, request).expect("a request to pair");
+        }
         let mut out = Vec::new();
-        loop {
-            let (s, r) = self.expect().await;
-            let last = s == StreamId::from_u16(sid) && is_final(&r);
-            out.push((s, r));
-            if last {
-                return out;
+        while talk.outstanding() > 0 {
+            let frame = self
+                .next_frame()
+                .await
+                .expect("a response, not a closed link");
+            let header = frame.header;
+            match talk.push_response(frame) {
+                Ok(Some(Event::Exchange(x))) => out.push(x),
+                Ok(Some(Event::Deferred { .. }) | None) => {}
+                Ok(Some(Event::Unsolicited(a))) => panic!("unsolicited {a:?}"),
+                Err(e) => panic!("{header:?}: {e}"),
             }
         }
+        out
     }
-}
 
-/// Whether `r` ends the answer to its request (not `kXR_oksofar`, a
-/// Partial `kXR_status`, `kXR_waitresp` or `kXR_attn`).
-pub fn is_final(r: &Response) -> bool {
-    match r {
-        Response::OkSoFar(_) | Response::WaitResp(_) | Response::Attn(_) => false,
-        Response::Status(s) => s.is_final(),
-        _ => true,
+    /// The next frame as it came, or `None` once the server closed the link.
+    async fn next_frame(&mut self) -> Option<ResponseFrame> {
+        loop {
+            if let Some(f) = self.dec.decode(&mut self.buf).unwrap() {
+                return Some(f);
+            }
+            let n = tokio::time::timeout(GUARD, self.s.read_buf(&mut self.buf))
+                .await
+                .expect("server answers within the guard")
+                .unwrap_or(0);
+            if n == 0 {
+                return None;
+            }
+        }
     }
 }
 

@@ -5,7 +5,8 @@
 //! 20-byte handshake, then requests) and `NAME.s2c` (server to client: the
 //! 16-byte handshake reply, then responses).
 //!
-//! Also: [`Exchange::replies`] pairs responses with requests by streamid,
+//! Also: [`Exchange::replies`] pairs responses with requests (through
+//! [`xroot_proto::exchange::Conversation`]),
 //! [`parse_script`] reads the expected request/status sequences, the
 //! `request!`/`response!` macros pick a typed variant, and small helpers
 //! build expected bytes ([`pattern`], [`text`], [`encoded`], [`wire`],
@@ -15,6 +16,7 @@ use std::collections::{HashMap, VecDeque};
 use std::path::PathBuf;
 
 use bytes::{Bytes, BytesMut};
+use xroot_proto::exchange::{Conversation, Event};
 use xroot_proto::request::Request;
 use xroot_proto::response::{Attn, Response};
 use xroot_proto::{
@@ -159,13 +161,14 @@ impl Exchange {
     }
 
     /// Pairs every request with the frames that answered it (see [`Reply`]),
-    /// in the order the requests were sent. Responses are matched by
-    /// streamid: the frames for one streamid answer that streamid's requests
-    /// in order, a request being complete at its final frame
-    /// ([`Response::is_final`]). A `kXR_attn` asynresp (streamid 0) is
-    /// credited to the streamid of the response it carries. Panics on a frame
-    /// that does not decode, a response nobody asked for, a request never
-    /// completed or an unsolicited frame other than asynresp.
+    /// in the order the requests were sent: the requests and then the
+    /// responses go through an [`xroot_proto::exchange::Conversation`],
+    /// which ties each frame to the request outstanding on its streamid (a
+    /// `kXR_attn` asynresp to the streamid of the response it carries) and
+    /// says when a request's answer is complete. Panics on a frame that
+    /// does not decode or pair (a response nobody asked for, an answer that
+    /// does not fit its request), a request never completed or an
+    /// unsolicited `kXR_attn`.
     pub fn replies(&self) -> Vec<Reply> {
         let name = &self.name;
         let mut replies: Vec<Reply> = self
@@ -176,35 +179,39 @@ impl Exchange {
                 responses: Vec::new(),
             })
             .collect();
+        let mut talk = Conversation::new();
+        // the requests on each streamid, in the order the conversation
+        // answers them
         let mut waiting: HashMap<StreamId, VecDeque<usize>> = HashMap::new();
         for (i, r) in self.requests.iter().enumerate() {
+            talk.push_request_frame(r.clone())
+                .unwrap_or_else(|e| panic!("{name}: {:?}: {e}", r.header));
             waiting.entry(r.header.streamid).or_default().push_back(i);
         }
         for f in &self.responses[1..] {
-            let typed = Response::decode(f.clone())
-                .unwrap_or_else(|e| panic!("{name}: {:?} does not decode: {e}", f.header));
-            let (sid, done) = match typed {
-                Response::Attn(Attn::AsynResp { streamid, response }) => {
-                    (streamid, response.is_final())
-                }
-                Response::Attn(a) => panic!("{name}: unsolicited {a:?}"),
-                r => (f.header.streamid, r.is_final()),
+            let event = talk
+                .push_response(f.clone())
+                .unwrap_or_else(|e| panic!("{name}: {:?}: {e}", f.header));
+            let (sid, done) = match event {
+                Some(Event::Exchange(x)) => (x.streamid, true),
+                Some(Event::Deferred { streamid, .. }) => (streamid, false),
+                Some(Event::Unsolicited(a)) => panic!("{name}: unsolicited {a:?}"),
+                // a partial answer, held: on the frame's streamid, or the
+                // one an asynresp carries
+                None => match Response::decode(f.clone()) {
+                    Ok(Response::Attn(Attn::AsynResp { streamid, .. })) => (streamid, false),
+                    _ => (f.header.streamid, false),
+                },
             };
-            let queue = waiting.get_mut(&sid);
-            let Some(&i) = queue.as_ref().and_then(|q| q.front()) else {
-                panic!("{name}: a response for {sid:?} that no request is waiting for")
-            };
+            let queue = waiting.get_mut(&sid).expect("the conversation paired it");
+            let i = *queue.front().expect("the conversation paired it");
             replies[i].responses.push(f.clone());
             if done {
-                queue.unwrap().pop_front();
+                queue.pop_front();
             }
         }
-        for (sid, q) in waiting {
-            assert!(
-                q.is_empty(),
-                "{name}: {sid:?} has unanswered requests {q:?}"
-            );
-        }
+        talk.finish()
+            .unwrap_or_else(|e| panic!("{name}: unanswered requests: {e}"));
         replies
     }
 }
