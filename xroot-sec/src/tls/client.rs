@@ -486,60 +486,7 @@ fn client_cert_alert(a: AlertDescription) -> bool {
 mod tests {
     use super::*;
     use rustls::pki_types::UnixTime;
-    use std::process::Command;
     use std::time::Duration;
-
-    /// A self-signed CA made with openssl in `dir` as `name.pem`.
-    fn ca(dir: &Path, name: &str) -> PathBuf {
-        let pem = dir.join(format!("{name}.pem"));
-        let out = Command::new("openssl")
-            .args(["req", "-x509", "-newkey", "ec", "-pkeyopt"])
-            .args(["ec_paramgen_curve:P-256", "-nodes", "-days", "2"])
-            .arg("-keyout")
-            .arg(dir.join(format!("{name}.key")))
-            .arg("-out")
-            .arg(&pem)
-            .args(["-subj", &format!("/CN={name}")])
-            .args(["-addext", "basicConstraints=critical,CA:TRUE"])
-            .output()
-            .expect("run openssl");
-        assert!(out.status.success(), "openssl req: {out:?}");
-        pem
-    }
-
-    #[test]
-    #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
-    fn a_grid_dir_loads_each_ca_once_and_skips_the_rest() {
-        let d = tempfile::tempdir().unwrap();
-        let a = ca(d.path(), "a");
-        let b = ca(d.path(), "b");
-        let dir = d.path().join("certificates");
-        std::fs::create_dir(&dir).unwrap();
-        std::fs::copy(&a, dir.join("a.pem")).unwrap();
-        std::fs::copy(&b, dir.join("b.pem")).unwrap();
-        // the hash links of `openssl rehash`, a policy file, a DER blob, a subdir
-        std::os::unix::fs::symlink(dir.join("a.pem"), dir.join("1a2b3c4d.0")).unwrap();
-        std::os::unix::fs::symlink(dir.join("b.pem"), dir.join("5e6f7a8b.0")).unwrap();
-        std::fs::write(
-            dir.join("1a2b3c4d.signing_policy"),
-            "access_id_CA X509 '/CN=a'\n",
-        )
-        .unwrap();
-        std::fs::write(dir.join("1a2b3c4d.r0"), [0x30u8, 0x82, 0x01, 0x00, 0xff]).unwrap();
-        std::fs::create_dir(dir.join("sub")).unwrap();
-        // a bundle with both, in one file
-        let mut bundle = std::fs::read(&a).unwrap();
-        bundle.extend(std::fs::read(&b).unwrap());
-        std::fs::write(dir.join("bundle.pem"), bundle).unwrap();
-
-        let store = TrustStore::from_ca_dir(&dir).unwrap();
-        assert_eq!(store.len(), 2, "{store:?}");
-        // the same again adds nothing
-        let mut store = store;
-        assert_eq!(store.add_ca_dir(&dir).unwrap(), 0);
-        assert_eq!(store.add_ca_file(&a).unwrap(), 0);
-        assert_eq!(store.len(), 2);
-    }
 
     #[test]
     fn empty_or_missing_sources_are_typed_errors() {
@@ -565,22 +512,6 @@ mod tests {
                 ..
             })
         ));
-    }
-
-    #[test]
-    #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
-    fn the_config_trusts_the_store_and_sends_no_sni() {
-        let d = tempfile::tempdir().unwrap();
-        let a = ca(d.path(), "a");
-        let mut trust = TrustStore::new();
-        assert_eq!(trust.add_ca_file(&a).unwrap(), 1);
-        let tls = ClientTls::new(trust).unwrap();
-        assert_eq!(tls.trusted(), 1);
-        assert!(!tls.rustls_config().enable_sni);
-        // with a client certificate: the CA's own pair will do
-        let with =
-            ClientTls::with_client_cert(TrustStore::new(), &a, d.path().join("a.key")).unwrap();
-        assert!(with.rustls_config().client_auth_cert_resolver.has_certs());
     }
 
     #[test]
