@@ -240,3 +240,43 @@ async fn run<F: FileSystem>(
     server.serve().await?;
     Ok(handle)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flags_and_their_defaults() {
+        let cli = Cli::try_parse_from(["serve", "/data"]).unwrap();
+        assert_eq!(cli.port, 1094);
+        assert_eq!(cli.bind.to_string(), "127.0.0.1");
+        assert_eq!(cli.readv_concurrency, 8);
+        assert!(!cli.read_only && !cli.verbose);
+        assert_eq!(cli.dir.as_deref(), Some(std::path::Path::new("/data")));
+        let cli = Cli::try_parse_from([
+            "serve",
+            "--port",
+            "0",
+            "--bind",
+            "::",
+            "--read-only",
+            "-v",
+            "/d",
+        ])
+        .unwrap();
+        assert_eq!((cli.port, cli.bind.to_string()), (0, "::".to_string()));
+        assert!(cli.read_only && cli.verbose);
+    }
+
+    #[test]
+    fn a_directory_is_needed_unless_a_manager_is_run() {
+        assert!(Cli::try_parse_from(["serve"]).is_err());
+        assert!(Cli::try_parse_from(["serve", "--readv-concurrency", "0", "/d"]).is_err());
+        let manager =
+            Cli::try_parse_from(["serve", "--role", "manager", "--manager", "m:1213"]).unwrap();
+        assert_eq!(manager.cluster.role, Some(cluster::Role::Manager));
+        assert!(manager.dir.is_none());
+        // --role needs --manager
+        assert!(Cli::try_parse_from(["serve", "--role", "server", "/d"]).is_err());
+    }
+}

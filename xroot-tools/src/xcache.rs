@@ -304,3 +304,67 @@ async fn serve(cli: &Cli) -> io::Result<()> {
     println!("{}", fs.stats());
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_take_powers_of_1024() {
+        assert_eq!(size("4096"), Ok(4096));
+        assert_eq!(size("4k"), Ok(4 << 10));
+        assert_eq!(size(" 1M "), Ok(1 << 20));
+        assert_eq!(size("2g"), Ok(2 << 30));
+        assert_eq!(size("0"), Ok(0));
+        for bad in ["", "k", "1t", "1.5m", "-1", "99999999999g"] {
+            assert!(size(bad).unwrap_err().contains("is not a size"), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn watermarks_are_fractions_or_sizes() {
+        assert!(matches!(level("0.9"), Ok(Level::Fraction(f)) if f == 0.9));
+        assert!(matches!(level("95%"), Ok(Level::Fraction(f)) if (f - 0.95).abs() < 1e-12));
+        assert!(level("500g").is_ok());
+        assert!(level("1.5").is_err());
+        assert!(level("lots").is_err());
+    }
+
+    #[test]
+    fn flags_and_their_defaults() {
+        let cli = Cli::try_parse_from(["xcache", "--origin", "root://o:1094", "--cache-dir", "/c"])
+            .unwrap();
+        assert_eq!(cli.port, 1094);
+        assert_eq!(cli.bind.to_string(), "127.0.0.1");
+        assert_eq!(
+            (cli.block_size, cli.io_size, cli.io_gap),
+            (4096, 1 << 20, 0)
+        );
+        assert_eq!((cli.ram, cli.prefetch), (1 << 30, 0));
+        assert_eq!(
+            (cli.purge_interval, cli.no_purge, cli.trust_window),
+            (10, false, 0)
+        );
+        assert_eq!(
+            cli.purge_low.to_string(),
+            level("0.90").unwrap().to_string()
+        );
+        assert!(cli.cluster.role.is_none() && cli.metrics.is_none());
+        // the origin and the cache directory are required
+        assert!(Cli::try_parse_from(["xcache", "--cache-dir", "/c"]).is_err());
+        assert!(Cli::try_parse_from(["xcache", "--origin", "root://o"]).is_err());
+        // --role needs --manager and the other way round
+        let role = [
+            "xcache",
+            "--origin",
+            "root://o",
+            "--cache-dir",
+            "/c",
+            "--role",
+            "server",
+        ];
+        assert!(Cli::try_parse_from(role).is_err());
+        let cli = Cli::try_parse_from(role.iter().chain(&["--manager", "m:1213"])).unwrap();
+        assert_eq!(cli.cluster.managers, ["m:1213"]);
+    }
+}

@@ -301,18 +301,23 @@ pub fn main() -> ExitCode {
 fn usage(e: clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayVersion => {
-            println!("v{}", env!("CARGO_PKG_VERSION"));
-            ExitCode::SUCCESS
-        }
-        ErrorKind::DisplayHelp | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            ExitCode::SUCCESS
-        }
+        ErrorKind::DisplayVersion => println!("v{}", env!("CARGO_PKG_VERSION")),
         _ => {
             let _ = e.print();
-            ExitCode::from(22)
         }
+    }
+    ExitCode::from(usage_code(&e))
+}
+
+/// The exit code [`usage`] gives `e`: 0 for `--help` and `--version`, 22
+/// (`EINVAL`) for a usage error.
+fn usage_code(e: &clap::Error) -> u8 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelp
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => 0,
+        _ => 22,
     }
 }
 
@@ -1050,4 +1055,208 @@ fn open_local(path: &Path, force: bool) -> Res<std::fs::File> {
         .create(true)
         .truncate(regular)
         .open(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io;
+    use std::time::Duration;
+
+    use xroot_client::Error as E;
+    use xroot_proto::ErrorCode;
+
+    use super::*;
+
+    fn code(e: impl Into<BoxError>) -> u8 {
+        exit_code(e.into().as_ref())
+    }
+
+    fn server(code: ErrorCode) -> E {
+        E::Server {
+            code,
+            message: "the server's words".into(),
+        }
+    }
+
+    fn io_error(endpoint: &str, kind: io::ErrorKind) -> E {
+        E::Io {
+            endpoint: endpoint.into(),
+            source: kind.into(),
+        }
+    }
+
+    #[test]
+    fn a_server_error_exits_54_and_a_remote_target_that_exists_50() {
+        assert_eq!(code(server(ErrorCode::NOT_FOUND)), 54);
+        assert_eq!(code(server(ErrorCode::NOT_AUTHORIZED)), 54);
+        assert_eq!(code(server(ErrorCode::ITEM_EXISTS)), 50);
+        // through the context naming the side
+        assert_eq!(
+            code(context("source root://h//f", server(ErrorCode::NOT_FOUND))),
+            54
+        );
+    }
+
+    #[test]
+    fn connections_exit_51_logins_and_timeouts_52_bad_answers_53() {
+        assert_eq!(
+            code(io_error("h:1094", io::ErrorKind::ConnectionRefused)),
+            51
+        );
+        assert_eq!(
+            code(E::ConnectionLost {
+                endpoint: "h:1094".into()
+            }),
+            51
+        );
+        let timeout = E::Timeout {
+            what: "read",
+            after: Duration::from_secs(60),
+        };
+        assert_eq!(code(timeout), 52);
+        let unsupported = E::AuthUnsupported {
+            endpoint: "h:1094".into(),
+            offered: vec!["gsi".into()],
+        };
+        assert_eq!(code(unsupported), 52);
+        let credential = E::Credential {
+            endpoint: "h:1094".into(),
+            protocol: "sss".into(),
+            reason: "no keytab".into(),
+        };
+        assert_eq!(code(credential), 52);
+        let redirects = E::RedirectLimit {
+            limit: 16,
+            last: "root://h2//f".into(),
+        };
+        assert_eq!(code(redirects), 53);
+        assert_eq!(code(E::ForeignRedirect("http://h//f".into())), 53);
+        assert_eq!(code(Mismatch("adler32 differs".into())), 53);
+        // anything else of the client's
+        assert_eq!(code(E::NotOpen), 50);
+        assert_eq!(code(E::InvalidArgument("?".into())), 50);
+    }
+
+    #[test]
+    fn a_local_error_exits_with_its_errno() {
+        assert_eq!(code(Exists("file exists".into())), 54);
+        assert_eq!(code(io::Error::from_raw_os_error(13)), 13);
+        assert_eq!(
+            code(context("source /x", io::Error::from_raw_os_error(2))),
+            2
+        );
+        assert_eq!(code(io::Error::new(io::ErrorKind::NotFound, "gone")), 2);
+        assert_eq!(code(io::Error::other("no errno")), 50);
+        assert_eq!(code("a plain message"), 50);
+    }
+
+    #[test]
+    fn only_connections_and_timeouts_may_pass() {
+        let may = |e: BoxError| may_pass(e.as_ref());
+        assert!(may(Box::new(io_error(
+            "h:1",
+            io::ErrorKind::ConnectionReset
+        ))));
+        assert!(may(context(
+            "target root://h//f",
+            E::ConnectionLost {
+                endpoint: "h:1".into()
+            }
+        )));
+        assert!(may(Box::new(E::Timeout {
+            what: "open",
+            after: Duration::from_secs(1)
+        })));
+        assert!(!may(Box::new(server(ErrorCode::NOT_FOUND))));
+        assert!(!may(Box::new(io::Error::from_raw_os_error(2))));
+    }
+
+    #[test]
+    fn usage_errors_exit_22_help_and_version_0() {
+        let parsed = |argv: &[&str]| Args::try_parse_from(argv).map(|_| ());
+        assert_eq!(usage_code(&parsed(&["xrdcp", "--help"]).unwrap_err()), 0);
+        assert_eq!(usage_code(&parsed(&["xrdcp", "--version"]).unwrap_err()), 0);
+        for bad in [
+            &["xrdcp"][..],
+            &["xrdcp", "only-one"],
+            &["xrdcp", "--streams", "0", "a", "b"],
+            &["xrdcp", "--streams", "17", "a", "b"],
+            &["xrdcp", "--connections", "65", "a", "b"],
+            &["xrdcp", "--parallel", "0", "a", "b"],
+            &["xrdcp", "--cksum", "sha1", "a", "b"],
+            &["xrdcp", "--cksum", "md5:show", "a", "b"],
+            &["xrdcp", "--no-such-flag", "a", "b"],
+        ] {
+            let e = parsed(bad).unwrap_err();
+            assert_eq!(usage_code(&e), 22, "{bad:?}: {e}");
+        }
+    }
+
+    #[test]
+    fn flags_as_the_stock_tool_spells_them() {
+        let args = Args::try_parse_from([
+            "xrdcp",
+            "-C",
+            "adler32:print",
+            "-S",
+            "4",
+            "-f",
+            "-N",
+            "-s",
+            "-r",
+            "-t",
+            "3",
+            "a",
+            "b",
+            "c",
+        ])
+        .unwrap();
+        let cksum = args.cksum.unwrap();
+        assert_eq!((cksum.alg, cksum.verify), (Algorithm::Adler32, false));
+        assert_eq!(args.streams, 4);
+        assert!(args.force && args.nopbar && args.silent && args.recursive);
+        assert_eq!(args.retry, Some(3));
+        assert_eq!(args.paths, ["a", "b", "c"]);
+        let args = Args::try_parse_from(["xrdcp", "--cksum", "crc32c", "a", "b"]).unwrap();
+        let cksum = args.cksum.unwrap();
+        assert_eq!((cksum.alg, cksum.verify), (Algorithm::Crc32c, true));
+        assert_eq!((args.streams, args.connections, args.parallel), (1, 1, 1));
+        assert_eq!((args.chunks, args.retry), (None, None));
+    }
+
+    #[test]
+    fn places_are_urls_paths_or_the_standard_streams() {
+        assert!(matches!(Place::parse("-").unwrap(), Place::Std));
+        assert!(
+            matches!(Place::parse("/tmp/x").unwrap(), Place::Local(p) if p == Path::new("/tmp/x"))
+        );
+        let Place::Remote(url) = Place::parse("root://h:1095//d/f").unwrap() else {
+            panic!("a URL")
+        };
+        assert_eq!(url.path, "/d/f");
+        assert!(Place::parse("root://").is_err());
+        let dir = Place::parse("root://h//d/").unwrap();
+        assert_eq!(dir.join("f").to_string(), "root://h:1094//d/f");
+        assert_eq!(
+            Place::parse("root://h//d/f")
+                .unwrap()
+                .file_name()
+                .as_deref(),
+            Some("f")
+        );
+        assert_eq!(
+            Place::parse("/a/b/").unwrap().file_name().as_deref(),
+            Some("b")
+        );
+        assert_eq!(Place::Std.file_name(), None);
+    }
+
+    #[test]
+    fn checksum_values_compare_as_numbers() {
+        assert!(same_value("0x91E01DE", "091e01de"));
+        assert!(same_value("091e01de", "91e01de"));
+        assert!(!same_value("091e01de", "091e01df"));
+        assert!(!same_value("", ""));
+        assert!(!same_value("xyz", "xyz"));
+    }
 }

@@ -310,12 +310,18 @@ pub async fn main() -> ExitCode {
 /// any other usage error (an unknown command, a missing argument) exits
 /// 50, as the stock `xrdfs` 5.5.3 does.
 fn usage(e: clap::Error) -> ExitCode {
-    use clap::error::ErrorKind;
     let _ = e.print();
+    ExitCode::from(usage_code(&e, std::env::args_os().len()))
+}
+
+/// The exit code [`usage`] gives `e`, for a command line of `args`
+/// arguments (the program's name counted).
+fn usage_code(e: &clap::Error, args: usize) -> u8 {
+    use clap::error::ErrorKind;
     match e.kind() {
-        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => ExitCode::SUCCESS,
-        _ if std::env::args_os().len() <= 1 => ExitCode::from(1),
-        _ => ExitCode::from(50),
+        ErrorKind::DisplayHelp | ErrorKind::DisplayVersion => 0,
+        _ if args <= 1 => 1,
+        _ => 50,
     }
 }
 
@@ -1076,5 +1082,81 @@ mod tests {
                 .code,
             50
         );
+    }
+
+    use xroot_client::proto::ErrorCode;
+
+    fn usage_of(argv: &[&str]) -> u8 {
+        let e = Cli::try_parse_from(argv).map(|_| ()).unwrap_err();
+        usage_code(&e, argv.len())
+    }
+
+    #[test]
+    fn usage_exits_0_for_help_1_for_nothing_50_for_the_rest() {
+        assert_eq!(usage_of(&["xrdfs", "--help"]), 0);
+        assert_eq!(usage_of(&["xrdfs", "h", "help"]), 0);
+        assert_eq!(usage_of(&["xrdfs"]), 1);
+        assert_eq!(usage_of(&["xrdfs", "h"]), 50);
+        assert_eq!(usage_of(&["xrdfs", "h", "frobnicate", "/x"]), 50);
+        assert_eq!(usage_of(&["xrdfs", "h", "mv", "/a"]), 50);
+    }
+
+    #[test]
+    fn commands_parse_as_the_stock_tool_spells_them() {
+        let cli = Cli::try_parse_from(["xrdfs", "user@host:1095", "ls", "-l", "-R", "/d"]).unwrap();
+        assert_eq!(server_url(&cli.url), "root://user@host:1095");
+        assert!(matches!(
+            cli.command,
+            Command::Ls { long: true, recursive: true, ref path } if path == "/d"
+        ));
+        assert_eq!(server_url("roots://h:1094"), "roots://h:1094");
+    }
+
+    #[test]
+    fn failures_exit_as_the_stock_tool() {
+        let server: Failure = Error::Server {
+            code: ErrorCode::NOT_FOUND,
+            message: "no such file".into(),
+        }
+        .into();
+        assert_eq!(server.code, 54);
+        assert_eq!(
+            server.message,
+            "[ERROR] Server responded with an error: [3011] no such file"
+        );
+        let invalid_argument: Failure = Error::InvalidArgument("bad".into()).into();
+        assert_eq!(invalid_argument.code, 50);
+        assert!(invalid_argument
+            .message
+            .starts_with("[ERROR] Invalid arguments: "));
+        let lost: Failure = Error::ConnectionLost {
+            endpoint: "h:1094".into(),
+        }
+        .into();
+        assert_eq!(lost.code, 51);
+        assert!(lost.message.starts_with("[ERROR] "), "{}", lost.message);
+        let output: Failure = std::io::Error::from_raw_os_error(32).into();
+        assert_eq!(output.code, 51);
+        assert!(output.message.starts_with("[ERROR] writing the output: "));
+        assert_eq!(
+            (invalid().code, invalid().message.as_str()),
+            (50, "[ERROR] Invalid arguments")
+        );
+    }
+
+    #[test]
+    fn status_lines_give_the_errno_text_of_a_server_error() {
+        let e = Error::Server {
+            code: ErrorCode::NOT_FOUND,
+            message: "whatever".into(),
+        };
+        assert_eq!(status_text(&e), "Error response: no such file or directory");
+        let e = Error::Server {
+            code: ErrorCode::NOT_AUTHORIZED,
+            message: "no".into(),
+        };
+        assert_eq!(status_text(&e), "Error response: permission denied");
+        let e = Error::NotOpen;
+        assert_eq!(status_text(&e), e.to_string());
     }
 }
