@@ -28,6 +28,8 @@
 //! examples) are found from this crate's directory, so it is used from
 //! within the workspace only.
 
+#![warn(missing_docs)]
+
 pub mod bench;
 pub mod cluster;
 pub mod corrupt_proxy;

@@ -24,12 +24,14 @@ pub const GUARD: Duration = Duration::from_secs(20);
 /// A raw client connection: requests encoded by xroot-proto, every response
 /// frame decoded as it arrives.
 pub struct Raw {
+    /// The socket, for writes and shutdowns the methods do not make.
     pub s: TcpStream,
     buf: BytesMut,
     dec: ResponseDecoder,
 }
 
 impl Raw {
+    /// Connects to `addr`; nothing is sent yet (not even the handshake).
     pub async fn connect(addr: SocketAddr) -> Raw {
         let s = TcpStream::connect(addr).await.unwrap();
         Raw {
@@ -39,10 +41,12 @@ impl Raw {
         }
     }
 
+    /// Writes `bytes` as they are.
     pub async fn write(&mut self, bytes: &[u8]) {
         self.s.write_all(bytes).await.unwrap();
     }
 
+    /// Writes `req`, encoded, on streamid `sid`.
     pub async fn send(&mut self, sid: u16, req: impl Into<Request>) {
         let mut b = BytesMut::new();
         req.into().encode(StreamId::from_u16(sid), &mut b);
@@ -55,6 +59,7 @@ impl Raw {
         Some((f.header.streamid, Response::decode(f).unwrap()))
     }
 
+    /// The next frame, typed; panics if the server closed the link.
     pub async fn expect(&mut self) -> (StreamId, Response) {
         self.next().await.expect("a response, not a closed link")
     }
@@ -67,6 +72,7 @@ impl Raw {
         }
     }
 
+    /// Panics unless the server closes the link before another frame.
     pub async fn expect_closed(&mut self) {
         assert!(
             self.next().await.is_none(),
@@ -198,6 +204,7 @@ pub fn open_request(path: &str, options: OpenOptions) -> Open {
     }
 }
 
+/// A `kXR_login` as user `tester` (pid 1, capver 0x85).
 pub fn login_request() -> Login {
     Login {
         pid: 1,

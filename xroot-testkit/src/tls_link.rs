@@ -29,7 +29,9 @@ pub const GOTO_TLS: u32 = 0x4000_0000;
 
 /// A link over `S` (TCP, or TLS over TCP) with its unread bytes.
 pub struct Link<S> {
+    /// The stream.
     pub s: S,
+    /// Bytes read and not yet decoded.
     pub buf: BytesMut,
     dec: ResponseDecoder,
 }
@@ -38,6 +40,7 @@ pub struct Link<S> {
 pub type TlsLink = Link<tokio_rustls::client::TlsStream<TcpStream>>;
 
 impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
+    /// A link over `s`, nothing read yet.
     pub fn new(s: S) -> Link<S> {
         Link {
             s,
@@ -54,6 +57,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
         }
     }
 
+    /// Writes `req`, encoded, on streamid `sid`, and flushes.
     pub async fn send(&mut self, sid: u16, req: impl Into<Request>) -> std::io::Result<()> {
         let mut b = BytesMut::new();
         req.into().encode(StreamId::from_u16(sid), &mut b);
@@ -77,6 +81,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
         }
     }
 
+    /// The next answer; panics on a closed or broken link.
     pub async fn expect(&mut self) -> Response {
         self.next()
             .await
@@ -84,6 +89,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
             .expect("an answer, not a closed link")
     }
 
+    /// Expects a `kXR_error` with `code`, and returns its message.
     pub async fn expect_error(&mut self, code: ErrorCode) -> String {
         match self.expect().await {
             Response::Error(e) if e.code == code => e.message_lossy().into_owned(),
@@ -105,6 +111,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
         }
     }
 
+    /// Logs in ([`login_request`] on streamid 0); the session id.
     pub async fn login(&mut self) -> [u8; 16] {
         self.send(0, login_request()).await.unwrap();
         let Response::Ok(body) = self.expect().await else {
@@ -113,6 +120,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> Link<S> {
         LoginResponse::decode(body).unwrap().sessid
     }
 
+    /// Opens `path` for reading (on streamid 1); the handle.
     pub async fn open(&mut self, path: &str) -> FHandle {
         let open = Open {
             options: OpenOptions::READ,

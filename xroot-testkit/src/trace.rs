@@ -14,6 +14,7 @@ pub fn nanoaod() -> Trace {
 pub struct Trace {
     /// Bytes.
     pub size: u64,
+    /// The vector reads, in order: `(offset, len)` elements.
     pub reads: Vec<Vec<(u64, usize)>>,
 }
 
