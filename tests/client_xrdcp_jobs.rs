@@ -17,6 +17,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use xroot_testkit::stock::{free_port, program_available, xrootd_available, StockServer};
 use xroot_testkit::tools::{self, stderr};
@@ -148,7 +149,8 @@ async fn connection_attempts_wait_for_a_late_server() {
 }
 
 /// A relay on 127.0.0.1 to `upstream` that closes the first `drop`
-/// connections as soon as it accepts them and relays the others.
+/// connections as soon as it accepts them (a FIN, never a reset) and
+/// relays the others.
 async fn dropping_relay(upstream: u16, drop: usize) -> (u16, tokio::task::AbortHandle) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
@@ -156,7 +158,17 @@ async fn dropping_relay(upstream: u16, drop: usize) -> (u16, tokio::task::AbortH
     let task = tokio::spawn(async move {
         while let Ok((mut client, _)) = listener.accept().await {
             if seen.fetch_add(1, Ordering::SeqCst) < drop {
-                continue; // dropped: closed
+                // closed the orderly way, FIN first and then what the
+                // client sent read to its end: dropping a socket with
+                // unread bytes (the client's handshake, when it came
+                // first) sends RST, which the stock client takes as a
+                // fatal "Poller error" no retry passes (seen under load)
+                tokio::spawn(async move {
+                    let _ = client.shutdown().await;
+                    let mut sink = [0u8; 1024];
+                    while matches!(client.read(&mut sink).await, Ok(n) if n > 0) {}
+                });
+                continue;
             }
             tokio::spawn(async move {
                 if let Ok(mut server) = TcpStream::connect(("127.0.0.1", upstream)).await {
