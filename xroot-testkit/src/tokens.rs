@@ -1,12 +1,15 @@
-//! A throw-away token issuer for `ztn` tests: an ES256 (P-256) and an
-//! RS256 (2048-bit) key made with the `openssl` command, their public
-//! halves in a JWKS file, and tokens minted with jsonwebtoken.
+//! A throw-away token issuer for `ztn` tests, made and minting with the
+//! `xrdtoken` tool's module ([`xroot_tools::xrdtoken`]): its ES256 (P-256)
+//! key (kid `ec1`, made with ring, no `openssl`), beside an RS256 (2048-bit)
+//! key (kid `rsa1`) made with the `openssl` command, their public halves in
+//! one JWKS file, and tokens with the WLCG profile's claims, signed by the
+//! tool's code.
 
 use std::path::{Path, PathBuf};
 
-use jsonwebtoken::jwk::{Jwk, JwkSet};
-use jsonwebtoken::{Algorithm, EncodingKey, Header};
-use serde_json::{json, Value};
+use jsonwebtoken::Algorithm;
+use serde_json::Value;
+use xroot_tools::xrdtoken::{self, Issuer, Mint, SigningKey};
 
 /// Issuer URL used by default.
 pub const ISSUER: &str = "https://localhost/xroot-test";
@@ -27,8 +30,8 @@ pub struct TestIssuer {
     pub ec_pub: PathBuf,
     /// The RSA private key (PKCS#8 PEM).
     pub rsa_pem: PathBuf,
-    ec: EncodingKey,
-    rsa: EncodingKey,
+    ec: Issuer,
+    rsa: SigningKey,
 }
 
 /// `openssl` with `args` (absolute paths) in the current directory.
@@ -38,29 +41,18 @@ fn openssl(args: &[&str]) {
 
 /// Seconds since the epoch.
 pub fn now() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64
+    xrdtoken::now() as i64
 }
 
 impl TestIssuer {
-    /// Fresh keys for `issuer`.
+    /// Fresh keys for `issuer`: the EC one as `xrdtoken issuer` makes it
+    /// (in the temp dir), the RSA one with `openssl`; the JWKS file holds
+    /// both.
     pub fn new(issuer: &str) -> TestIssuer {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
-        let (ec_pem, ec_pub, rsa_pem) = (d.join("ec.pem"), d.join("ec.pub"), d.join("rsa.pem"));
-        let s = |p: &PathBuf| p.to_str().unwrap().to_string();
-        openssl(&[
-            "genpkey",
-            "-algorithm",
-            "EC",
-            "-pkeyopt",
-            "ec_paramgen_curve:P-256",
-            "-out",
-            &s(&ec_pem),
-        ]);
-        openssl(&["pkey", "-in", &s(&ec_pem), "-pubout", "-out", &s(&ec_pub)]);
+        let ec = Issuer::create(d, issuer, "ec1").unwrap();
+        let rsa_pem = d.join("rsa.pem");
         openssl(&[
             "genpkey",
             "-algorithm",
@@ -68,15 +60,14 @@ impl TestIssuer {
             "-pkeyopt",
             "rsa_keygen_bits:2048",
             "-out",
-            &s(&rsa_pem),
+            rsa_pem.to_str().unwrap(),
         ]);
-        let ec = EncodingKey::from_ec_pem(&std::fs::read(&ec_pem).unwrap()).unwrap();
-        let rsa = EncodingKey::from_rsa_pem(&std::fs::read(&rsa_pem).unwrap()).unwrap();
-        let jwks = d.join("jwks.json");
+        let rsa = SigningKey::from_pem(Algorithm::RS256, "rsa1", &std::fs::read(&rsa_pem).unwrap())
+            .unwrap();
         let issuer = TestIssuer {
-            jwks,
-            ec_pem,
-            ec_pub,
+            jwks: ec.jwks(),
+            ec_pem: d.join(xrdtoken::PRIVATE_PEM),
+            ec_pub: d.join(xrdtoken::PUBLIC_PEM),
             rsa_pem,
             ec,
             rsa,
@@ -89,14 +80,7 @@ impl TestIssuer {
 
     /// The public key set, as JSON.
     pub fn jwks_json(&self) -> String {
-        let mut ec = Jwk::from_encoding_key(&self.ec, Algorithm::ES256).unwrap();
-        ec.common.key_id = Some("ec1".into());
-        let mut rsa = Jwk::from_encoding_key(&self.rsa, Algorithm::RS256).unwrap();
-        rsa.common.key_id = Some("rsa1".into());
-        serde_json::to_string(&JwkSet {
-            keys: vec![ec, rsa],
-        })
-        .unwrap()
+        xrdtoken::jwks_json(&[&self.ec.key, &self.rsa]).unwrap()
     }
 
     /// The `ISSUER=JWKS_FILE` argument of `--token-issuer`.
@@ -104,44 +88,37 @@ impl TestIssuer {
         format!("{}={}", self.issuer, self.jwks.display())
     }
 
-    /// WLCG-profile claims: this issuer, `sub` `alice`, [`AUDIENCE`],
-    /// `scope`, issued now, valid for 10 minutes.
+    /// WLCG-profile claims as `xrdtoken mint` makes them: this issuer,
+    /// `sub` `alice`, [`AUDIENCE`], `scope`, issued now, valid for 10
+    /// minutes.
     pub fn claims(&self, scope: &str) -> Value {
-        let now = now();
-        json!({
-            "wlcg.ver": "1.0",
-            "iss": self.issuer,
-            "sub": "alice",
-            "aud": AUDIENCE,
-            "scope": scope,
-            "iat": now,
-            "nbf": now,
-            "exp": now + 600,
-            "jti": format!("t{now}"),
-        })
+        let mint = Mint {
+            audience: AUDIENCE.into(),
+            subject: "alice".into(),
+            lifetime: 600,
+            ..Mint::new(scope)
+        };
+        mint.claims(&self.issuer, xrdtoken::now())
     }
 
     /// `claims` signed with ES256 (kid `ec1`).
     pub fn es256(&self, claims: &Value) -> String {
-        self.sign(Algorithm::ES256, Some("ec1"), claims)
+        self.ec.key.sign(claims).unwrap()
     }
 
     /// `claims` signed with RS256 (kid `rsa1`).
     pub fn rs256(&self, claims: &Value) -> String {
-        self.sign(Algorithm::RS256, Some("rsa1"), claims)
+        self.rsa.sign(claims).unwrap()
     }
 
     /// `claims` signed with `alg` and this issuer's key of that family,
     /// naming `kid`.
     pub fn sign(&self, alg: Algorithm, kid: Option<&str>, claims: &Value) -> String {
-        let mut h = Header::new(alg);
-        h.kid = kid.map(str::to_string);
-        h.typ = Some("JWT".into());
         let key = match alg {
-            Algorithm::ES256 => &self.ec,
-            _ => &self.rsa,
+            Algorithm::ES256 => self.ec.key.encoding_key(),
+            _ => self.rsa.encoding_key(),
         };
-        jsonwebtoken::encode(&h, claims, key).unwrap()
+        xrdtoken::sign(alg, kid, key, claims).unwrap()
     }
 }
 

@@ -1,6 +1,6 @@
 //! The tools of the xroot workspace as a library: what the examples
-//! `serve`, `xcache`, `xrdcp` and `xrdfs` do, each a module whose `main`
-//! the example calls, and what the long-running ones share (flags for
+//! `serve`, `xcache`, `xrdcp`, `xrdfs` and `xrdtoken` do, each a module
+//! whose `main` the example calls, and what the long-running ones share (flags for
 //! authentication, TLS and clusters, the `--config` file, logging and
 //! signals, metrics). Unpublished (`publish = false`): the facade's
 //! examples, tests and benches take it as a dev-dependency, so a test
@@ -20,6 +20,7 @@ pub mod tls;
 pub mod xcache;
 pub mod xrdcp;
 pub mod xrdfs;
+pub mod xrdtoken;
 
 /// A `tracing` event from a module `serve` and `xcache` share, with the
 /// target it had when the module was compiled into each example
