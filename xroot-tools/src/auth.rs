@@ -1,11 +1,12 @@
-//! The `--auth LIST`, `--sss-keytab FILE`, `--token-issuer` and
-//! `--token-audience` flags the long-running examples (`serve`, `xcache`)
+//! The `--auth LIST`, `--sss-keytab FILE`, `--token-issuer`,
+//! `--token-audience` and `--token-leeway` flags the long-running examples (`serve`, `xcache`)
 //! share: which security protocols the login reply offers, in order, and
 //! what they trust.
 
 use std::io;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use xroot_server::jwks::IssuerConfig;
 use xroot_server::{
@@ -34,6 +35,12 @@ pub struct AuthArgs {
     /// accepted too. Without it, `aud` is not checked.
     #[arg(long, value_name = "AUD")]
     pub token_audience: Vec<String>,
+    /// Clock skew allowed on a token's `exp`, `nbf` and `iat`, seconds:
+    /// 0 by default, as the stock server's SciTokens library (a token is
+    /// refused from the second after its `exp`); a site whose clocks drift
+    /// sets a few seconds.
+    #[arg(long, value_name = "SECS")]
+    pub token_leeway: Option<u64>,
 }
 
 impl AuthArgs {
@@ -44,6 +51,15 @@ impl AuthArgs {
             authenticator: self.authenticator()?,
             ..Config::default()
         })
+    }
+
+    /// What the token flags trust: `--token-issuer`s, `--token-audience`s
+    /// and `--token-leeway` (0 without it).
+    pub fn token_config(&self) -> TokenConfig {
+        let mut config = TokenConfig::new(self.token_issuer.clone());
+        config.audiences = self.token_audience.clone();
+        config.leeway = Duration::from_secs(self.token_leeway.unwrap_or(0));
+        config
     }
 
     /// The authenticator these flags ask for; `None` without `--auth`.
@@ -62,10 +78,14 @@ impl AuthArgs {
             ));
         }
         let ztn = self.auth.iter().any(|p| p == "ztn");
-        let token_flags = !self.token_issuer.is_empty() || !self.token_audience.is_empty();
+        let token_flags = !self.token_issuer.is_empty()
+            || !self.token_audience.is_empty()
+            || self.token_leeway.is_some();
         if token_flags && !ztn {
             return Err(invalid(
-                "--token-issuer and --token-audience are only used with --auth ...,ztn".into(),
+                "--token-issuer, --token-audience and --token-leeway are only used with \
+                 --auth ...,ztn"
+                    .into(),
             ));
         }
         let mut all: Vec<Arc<dyn Authenticator>> = Vec::new();
@@ -86,9 +106,7 @@ impl AuthArgs {
                     if self.token_issuer.is_empty() {
                         return Err(invalid("--auth ztn needs --token-issuer".into()));
                     }
-                    let mut config = TokenConfig::new(self.token_issuer.clone());
-                    config.audiences = self.token_audience.clone();
-                    let validator = TokenValidator::new(config)
+                    let validator = TokenValidator::new(self.token_config())
                         .map_err(|e| invalid(format!("--token-issuer: {e}")))?;
                     Arc::new(ZtnAuth::new(validator))
                 }
@@ -100,5 +118,59 @@ impl AuthArgs {
             1 => all.pop(),
             _ => Some(Arc::new(AnyOf(all))),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        auth: AuthArgs,
+    }
+
+    fn parse(args: &[&str]) -> AuthArgs {
+        Cli::try_parse_from(std::iter::once("tool").chain(args.iter().copied()))
+            .unwrap()
+            .auth
+    }
+
+    #[test]
+    fn the_token_leeway_is_none_unless_given() {
+        let a = parse(&["--auth", "ztn", "--token-issuer", "https://i=/k.json"]);
+        assert_eq!(a.token_leeway, None);
+        assert_eq!(a.token_config().leeway, Duration::ZERO);
+        let a = parse(&[
+            "--auth",
+            "ztn",
+            "--token-issuer",
+            "https://i=/k.json",
+            "--token-leeway",
+            "30",
+        ]);
+        assert_eq!(a.token_config().leeway, Duration::from_secs(30));
+        assert!(Cli::try_parse_from(["tool", "--token-leeway", "-1"]).is_err());
+    }
+
+    #[test]
+    fn token_flags_need_ztn() {
+        for flags in [
+            &["--token-leeway", "5"][..],
+            &["--token-audience", "a"],
+            &["--auth", "unix", "--token-leeway", "0"],
+        ] {
+            let e = parse(flags).authenticator().err().expect("refused");
+            assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
+            assert!(
+                e.to_string().contains("only used with --auth ...,ztn"),
+                "{e}"
+            );
+        }
+        assert!(parse(&[]).authenticator().unwrap().is_none());
+        let e = parse(&["--auth", "ztn"]).authenticator().err().unwrap();
+        assert!(e.to_string().contains("needs --token-issuer"), "{e}");
     }
 }

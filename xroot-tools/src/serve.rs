@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] \
 //!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
-//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... \
+//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [--token-leeway SECS] \
 //!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
 //!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] [-v] DIR
 //! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
@@ -252,6 +252,7 @@ mod tests {
         assert_eq!(cli.bind.to_string(), "127.0.0.1");
         assert_eq!(cli.readv_concurrency, 8);
         assert!(!cli.read_only && !cli.verbose);
+        assert_eq!(cli.auth.token_leeway, None);
         assert_eq!(cli.dir.as_deref(), Some(std::path::Path::new("/data")));
         let cli = Cli::try_parse_from([
             "serve",
@@ -261,10 +262,13 @@ mod tests {
             "::",
             "--read-only",
             "-v",
+            "--token-leeway",
+            "5",
             "/d",
         ])
         .unwrap();
         assert_eq!((cli.port, cli.bind.to_string()), (0, "::".to_string()));
+        assert_eq!(cli.auth.token_leeway, Some(5));
         assert!(cli.read_only && cli.verbose);
     }
 

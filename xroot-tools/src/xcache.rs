@@ -5,7 +5,8 @@
 //! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
 //!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
 //!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
-//!     [--no-purge] [--auth host,unix,sss] [--sss-keytab FILE]
+//!     [--no-purge] [--auth host,unix,sss,ztn] [--sss-keytab FILE]
+//!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [--token-leeway SECS]
 //!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]]
 //!     [--role server --manager HOST:CMSPORT] [--metrics ADDR] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
@@ -350,6 +351,18 @@ mod tests {
             level("0.90").unwrap().to_string()
         );
         assert!(cli.cluster.role.is_none() && cli.metrics.is_none());
+        assert_eq!(cli.auth.token_leeway, None);
+        let cli = Cli::try_parse_from([
+            "xcache",
+            "--origin",
+            "root://o",
+            "--cache-dir",
+            "/c",
+            "--token-leeway",
+            "7",
+        ])
+        .unwrap();
+        assert_eq!(cli.auth.token_config().leeway, Duration::from_secs(7));
         // the origin and the cache directory are required
         assert!(Cli::try_parse_from(["xcache", "--cache-dir", "/c"]).is_err());
         assert!(Cli::try_parse_from(["xcache", "--origin", "root://o"]).is_err());
