@@ -5,56 +5,15 @@
 //! wins over the file's, a key that is no flag exits 2 naming it, and a
 //! file that is not TOML exits 1 naming the file.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
 use bytes::Bytes;
 use xroot::client::{Client, Error, OpenFlags};
 use xroot::proto::ErrorCode;
-use xroot_testkit::example::example_bin;
-
-/// An example run with `args` (its stdout piped); killed on drop.
-struct Daemon {
-    child: Child,
-    /// The lines it printed once up: `NAME listening on ADDR`, then
-    /// `NAME metrics on http://ADDR/metrics` with `--metrics`.
-    stdout: BufReader<std::process::ChildStdout>,
-}
-
-impl Daemon {
-    fn start(name: &str, args: &[&str]) -> Daemon {
-        let mut child = Command::new(example_bin(name))
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the example");
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Daemon { child, stdout }
-    }
-
-    /// The address after `prefix` on its next stdout line.
-    fn line(&mut self, prefix: &str) -> SocketAddr {
-        let mut l = String::new();
-        self.stdout.read_line(&mut l).unwrap();
-        l.trim()
-            .strip_prefix(prefix)
-            .map(|a| a.trim_end_matches("/metrics"))
-            .unwrap_or_else(|| panic!("said {l:?}, not {prefix}..."))
-            .parse()
-            .unwrap()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+use xroot_testkit::example::{example_bin, Daemon};
 
 /// `text` written to `config.toml` in `dir`.
 fn config(dir: &Path, text: &str) -> PathBuf {

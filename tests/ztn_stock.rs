@@ -7,7 +7,10 @@
 //! - our client against the stock xrootd with the SciTokens plugin
 //!   (`sec.protocol ztn`, `sec.protbind * only ztn`, `ofs.authlib
 //!   libXrdAccSciTokens`, `ofs.authorize 1`), the issuer's
-//!   keys put in scitokens-cpp's cache offline (SECURITY.md).
+//!   keys put in scitokens-cpp's cache offline (SECURITY.md);
+//! - tokens minted by the `xrdtoken` example, with the issuer it made,
+//!   against the same stock server: read within the scope, refused past
+//!   it and past their lifetime.
 
 // a test with several peers missing has several `ignore`s: the first one's
 // reason is shown, the others are no mistake
@@ -19,7 +22,8 @@ use std::process::{Command, Output};
 use clap::Parser;
 use xroot_testkit::pki::TestPki;
 use xroot_testkit::tokens::{
-    output_text, secured_args, token_env, token_file, TestIssuer, AUDIENCE, ISSUER,
+    output_text, scitokens_available, secured_args, stock_ztn_server, token_env, token_file,
+    TestIssuer, AUDIENCE, ISSUER,
 };
 use xroot_tools::serve;
 
@@ -136,12 +140,6 @@ async fn stock_xrdcp_with_a_bearer_token_against_our_server() {
     );
 }
 
-fn run(cmd: &mut Command) -> Output {
-    let o = cmd.output().expect("run");
-    assert!(o.status.success(), "{cmd:?}: {}", output_text(&o));
-    o
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 #[cfg_attr(
@@ -159,15 +157,7 @@ async fn our_client_against_the_stock_server_with_scitokens() {
     use xroot::proto::ErrorCode;
     use xroot::sec::ztn::BearerToken;
 
-    const PLUGIN: &str = "/usr/lib/x86_64-linux-gnu/libXrdAccSciTokens-5.so";
-    if !xroot_testkit::stock::xrootd_available() {
-        return;
-    }
-    if !Path::new(PLUGIN).exists() || Command::new("scitokens-verify").arg("-h").output().is_err() {
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but xrootd-scitokens-plugins / scitokens-cpp are not installed");
-        }
-        eprintln!("skipping: xrootd-scitokens-plugins or scitokens-cpp not installed");
+    if !xroot_testkit::stock::xrootd_available() || !scitokens_available() {
         return;
     }
     let pki = TestPki::new();
@@ -178,48 +168,9 @@ async fn our_client_against_the_stock_server_with_scitokens() {
     std::fs::create_dir_all(data.path().join("data")).unwrap();
     std::fs::write(data.path().join("data/f.bin"), &content).unwrap();
     std::fs::write(data.path().join("secret.bin"), b"no").unwrap();
-
-    // scitokens-cpp's key cache, filled offline: scitokens-verify with the
-    // public key stores it for the issuer; then its refresh times are
-    // pushed past the test (run_unprivileged chowns the data dir, and so
-    // this cache, to the server's user)
-    let cache = data.path().join(".cache");
-    std::fs::create_dir_all(&cache).unwrap();
     let token = iss.es256(&iss.claims("storage.read:/data storage.create:/data/out"));
-    run(Command::new("scitokens-verify")
-        .env("XDG_CACHE_HOME", &cache)
-        .args(["--cred"])
-        .arg(&iss.ec_pub)
-        .args(["--issuer", issuer, "--keyid", "ec1"])
-        .arg(&token));
-    let db = cache.join("scitokens/scitokens_cpp.sqllite");
-    run(Command::new("sqlite3").arg(&db).arg(
-        "update keycache set keys = json_set(keys, '$.expires', 4102444800, \
-         '$.next_update', 4102444800)",
-    ));
-    let cfg = data.path().join("scitokens.cfg");
-    std::fs::write(
-        &cfg,
-        format!(
-            "[Global]\naudience = {AUDIENCE}\n\n[Issuer test]\nissuer = {issuer}\nbase_path = /\n"
-        ),
-    )
-    .unwrap();
-    let key = TestPki::stock_server_key(&pki.host_key);
-    let lines = [
-        format!("xrd.tls {} {}", pki.host_cert.display(), key.display()),
-        format!("xrd.tlsca certdir {}", pki.ca_dir.display()),
-        "xrootd.tls capable all".to_string(),
-        "xrootd.seclib libXrdSec.so".to_string(),
-        format!("sec.protocol ztn -tokenlib {PLUGIN}"),
-        "sec.protbind * only ztn".to_string(),
-        format!("ofs.authlib {PLUGIN} config={}", cfg.display()),
-        "ofs.authorize 1".to_string(),
-    ];
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    // the server reads XDG_CACHE_HOME from the environment it inherits
-    std::env::set_var("XDG_CACHE_HOME", &cache);
-    let Some(server) = xroot_testkit::stock::StockServer::start(data.path(), &lines) else {
+    let Some(server) = stock_ztn_server(data.path(), &pki, issuer, &iss.ec_pub, "ec1", &token)
+    else {
         return;
     };
     let base = format!("roots://localhost:{}", server.port);
@@ -271,6 +222,96 @@ async fn our_client_against_the_stock_server_with_scitokens() {
     let forger = TestIssuer::new(issuer);
     let bad = forger.es256(&forger.claims("storage.read:/data"));
     let e = client(&bad)
+        .open(&format!("{base}//data/f.bin"), OpenFlags::READ)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::AUTH_FAILED), "{e}");
+}
+
+/// What the `xrdtoken` example prints for `args`; it must exit 0.
+fn xrdtoken(args: &[&str]) -> String {
+    let o = xroot_testkit::tools::run(xroot_testkit::tools::command(
+        xroot_testkit::example::example_bin("xrdtoken"),
+        args,
+        &[],
+    ));
+    assert!(o.status.success(), "xrdtoken {args:?}: {}", output_text(&o));
+    xroot_testkit::tools::stdout(&o).trim().to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(
+    missing_scitokens,
+    ignore = "needs the SciTokens plugin (xrootd-scitokens-plugins, scitokens-cpp; scripts/test as root installs them)"
+)]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+#[cfg_attr(
+    missing_sqlite3,
+    ignore = "needs sqlite3 (scripts/test as root installs it)"
+)]
+async fn xrdtoken_s_tokens_against_the_stock_server_with_scitokens() {
+    use xroot::client::tls::{ClientTls, TrustStore};
+    use xroot::client::{Client, Config, OpenFlags};
+    use xroot::proto::ErrorCode;
+    use xroot::sec::ztn::BearerToken;
+
+    if !xroot_testkit::stock::xrootd_available() || !scitokens_available() {
+        return;
+    }
+    let pki = TestPki::new();
+    let issuer = "https://localhost:8443/xrdtoken";
+    let work = tempfile::tempdir().unwrap();
+    let dir = work.path().join("issuer");
+    let d = dir.to_str().unwrap();
+    xrdtoken(&["issuer", "--dir", d, "--issuer", issuer, "--kid", "k1"]);
+    let mint = |scope: &str, more: &[&str]| {
+        let mut args = vec!["mint", "--dir", d, "--scope", scope, "--aud", AUDIENCE];
+        args.extend_from_slice(more);
+        xrdtoken(&args)
+    };
+    let read = mint("storage.read:/data", &[]);
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("data")).unwrap();
+    let content: Vec<u8> = (0..70_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(data.path().join("data/f.bin"), &content).unwrap();
+    std::fs::write(data.path().join("secret.bin"), b"no").unwrap();
+    let public = dir.join("public.pem");
+    let Some(server) = stock_ztn_server(data.path(), &pki, issuer, &public, "k1", &read) else {
+        return;
+    };
+    let base = format!("roots://localhost:{}", server.port);
+    let trust = TrustStore::from_ca_dir(&pki.ca_dir).unwrap();
+    let client = |token: &str| {
+        Client::with_config(Config {
+            bearer_token: Some(BearerToken::new(token)),
+            ..Config::default().with_tls(ClientTls::new(trust.clone()).unwrap())
+        })
+    };
+
+    // within its scope
+    let c = client(&read);
+    let f = c
+        .open(&format!("{base}//data/f.bin"), OpenFlags::READ)
+        .await
+        .unwrap_or_else(|e| panic!("{e}; log:\n{}", server.log_tail()));
+    assert_eq!(&f.read_at(0, 100_000).await.unwrap()[..], &content[..]);
+    f.close().await.unwrap();
+    // past its scope: another path, a write
+    let e = c
+        .open(&format!("{base}//secret.bin"), OpenFlags::READ)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::NOT_AUTHORIZED), "{e}");
+    let e = c
+        .open(&format!("{base}//data/new.bin"), OpenFlags::NEW)
+        .await
+        .unwrap_err();
+    assert_eq!(e.server_code(), Some(ErrorCode::NOT_AUTHORIZED), "{e}");
+    assert!(!data.path().join("data/new.bin").exists());
+    // past its lifetime: expired five seconds ago
+    let old = mint("storage.read:/data", &["--lifetime", "600", "--age", "605"]);
+    let e = client(&old)
         .open(&format!("{base}//data/f.bin"), OpenFlags::READ)
         .await
         .unwrap_err();

@@ -1,6 +1,8 @@
 //! Locates the binary of one of the workspace's examples for a test or
-//! bench, building it first: `$CARGO build --workspace --example NAME` into
-//! the target dir and profile of the running test. `--workspace` resolves
+//! bench ([`example_bin`]), and runs a daemon among them reading what it
+//! prints and logs ([`Daemon`]). The binary is built first: `$CARGO build
+//! --workspace --example NAME` into the target dir and profile of the
+//! running test. `--workspace` resolves
 //! features as `scripts/test` (`cargo test --workspace`) does, so after
 //! that command built the examples this build is a no-op; a build for one
 //! package would resolve them differently and rebuild much of the tree
@@ -39,4 +41,63 @@ pub fn example_bin(name: &str) -> PathBuf {
         .join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
     assert!(bin.exists(), "{} not built", bin.display());
     bin
+}
+
+/// One of the example daemons (`serve`, `xcache`) as its own process, for
+/// tests of what it prints: its stdout piped and read line by line, its
+/// standard error (the `tracing` log) written to a file [`Daemon::log`]
+/// reads. Killed on drop.
+pub struct Daemon {
+    child: std::process::Child,
+    stdout: std::io::BufReader<std::process::ChildStdout>,
+    log: tempfile::NamedTempFile,
+}
+
+impl Daemon {
+    /// Starts the example `name` with `args`; returns at once (read its
+    /// first line with [`Daemon::line`] to wait for it to listen).
+    pub fn start<A: AsRef<std::ffi::OsStr>>(name: &str, args: &[A]) -> Daemon {
+        let log = tempfile::NamedTempFile::new().expect("a log file");
+        let mut child = Command::new(example_bin(name))
+            .args(args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(log.reopen().expect("the log file"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {name}: {e}"));
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        Daemon { child, stdout, log }
+    }
+
+    /// The address after `prefix` on its next stdout line (`"serve
+    /// listening on "`, `"serve metrics on http://"`, a trailing
+    /// `/metrics` dropped). Panics, with its log, when the line is another
+    /// (or none: it exited).
+    pub fn line(&mut self, prefix: &str) -> std::net::SocketAddr {
+        use std::io::BufRead;
+        let mut l = String::new();
+        self.stdout.read_line(&mut l).unwrap();
+        l.trim()
+            .strip_prefix(prefix)
+            .map(|a| a.trim_end_matches("/metrics"))
+            .and_then(|a| a.parse().ok())
+            .unwrap_or_else(|| panic!("said {l:?}, not {prefix}...; log:\n{}", self.log()))
+    }
+
+    /// What it has logged so far (its standard error).
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// Its process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }

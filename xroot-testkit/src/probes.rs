@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The SciTokens authorization plugin of `xrootd-scitokens-plugins`.
-const SCITOKENS_PLUGIN: &str = "/usr/lib/x86_64-linux-gnu/libXrdAccSciTokens-5.so";
+pub const SCITOKENS_PLUGIN: &str = "/usr/lib/x86_64-linux-gnu/libXrdAccSciTokens-5.so";
 /// The venv `scripts/test` makes for the uproot and Parquet tests.
 const UPROOT_VENV_PYTHON: &str = "/opt/xroot-uproot/bin/python";
 

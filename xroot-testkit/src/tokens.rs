@@ -183,3 +183,90 @@ pub fn output_text(o: &std::process::Output) -> String {
         String::from_utf8_lossy(&o.stderr)
     )
 }
+
+/// Whether the stock SciTokens plugin and `scitokens-verify` are
+/// installed. When they are not: panics under `CI=true`, else prints
+/// "skipping: ..." and returns `false`.
+pub fn scitokens_available() -> bool {
+    let plugin = Path::new(crate::probes::SCITOKENS_PLUGIN).exists();
+    let verify = std::process::Command::new("scitokens-verify")
+        .arg("-h")
+        .output()
+        .is_ok();
+    if plugin && verify {
+        return true;
+    }
+    if std::env::var("CI").as_deref() == Ok("true") {
+        panic!("CI=true but xrootd-scitokens-plugins / scitokens-cpp are not installed");
+    }
+    eprintln!("skipping: xrootd-scitokens-plugins or scitokens-cpp not installed");
+    false
+}
+
+fn run_ok(cmd: &mut std::process::Command) {
+    let o = cmd.output().expect("run");
+    assert!(o.status.success(), "{cmd:?}: {}", output_text(&o));
+}
+
+/// The stock xrootd on `data` over TLS (the PKI's host certificate) with
+/// `ztn` only and the SciTokens plugin authorizing every request
+/// (`sec.protocol ztn`, `sec.protbind * only ztn`, `ofs.authlib
+/// libXrdAccSciTokens`, `ofs.authorize 1`), trusting tokens of `issuer`
+/// for [`AUDIENCE`] over `/`, signed by the P-256 key whose public PEM is
+/// `public_pem` (`kid`). scitokens-cpp's key cache is filled offline
+/// (SECURITY.md): `scitokens-verify --cred` checks `token`, one of the
+/// issuer's, and so stores the key in `data/.cache`, whose refresh times
+/// are then pushed past the test. `None` when the stock xrootd is missing
+/// outside CI (see [`crate::stock::StockServer::start`]).
+///
+/// Sets `XDG_CACHE_HOME` in this process's environment, which the server
+/// inherits.
+pub fn stock_ztn_server(
+    data: &Path,
+    pki: &crate::pki::TestPki,
+    issuer: &str,
+    public_pem: &Path,
+    kid: &str,
+    token: &str,
+) -> Option<crate::stock::StockServer> {
+    let plugin = crate::probes::SCITOKENS_PLUGIN;
+    // run_unprivileged chowns the data dir, and so this cache, to the
+    // server's user
+    let cache = data.join(".cache");
+    std::fs::create_dir_all(&cache).unwrap();
+    run_ok(
+        std::process::Command::new("scitokens-verify")
+            .env("XDG_CACHE_HOME", &cache)
+            .args(["--cred"])
+            .arg(public_pem)
+            .args(["--issuer", issuer, "--keyid", kid])
+            .arg(token),
+    );
+    let db = cache.join("scitokens/scitokens_cpp.sqllite");
+    run_ok(std::process::Command::new("sqlite3").arg(&db).arg(
+        "update keycache set keys = json_set(keys, '$.expires', 4102444800, \
+         '$.next_update', 4102444800)",
+    ));
+    let cfg = data.join("scitokens.cfg");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[Global]\naudience = {AUDIENCE}\n\n[Issuer test]\nissuer = {issuer}\nbase_path = /\n"
+        ),
+    )
+    .unwrap();
+    let key = crate::pki::TestPki::stock_server_key(&pki.host_key);
+    let lines = [
+        format!("xrd.tls {} {}", pki.host_cert.display(), key.display()),
+        format!("xrd.tlsca certdir {}", pki.ca_dir.display()),
+        "xrootd.tls capable all".to_string(),
+        "xrootd.seclib libXrdSec.so".to_string(),
+        format!("sec.protocol ztn -tokenlib {plugin}"),
+        "sec.protbind * only ztn".to_string(),
+        format!("ofs.authlib {plugin} config={}", cfg.display()),
+        "ofs.authorize 1".to_string(),
+    ];
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    std::env::set_var("XDG_CACHE_HOME", &cache);
+    crate::stock::StockServer::start(data, &lines)
+}
