@@ -16,6 +16,7 @@ pub mod config_file;
 pub mod daemon;
 pub mod metrics;
 pub mod serve;
+pub mod summary;
 pub mod tls;
 pub mod xcache;
 pub mod xrdcp;

@@ -25,7 +25,11 @@
 //! WLCG scopes). The default address
 //! is the loopback one; `--bind 0.0.0.0` (or `::`) serves other hosts.
 //! The first line on stdout is `serve listening on ADDR` once the port is
-//! bound (with `--port 0`, the port picked).
+//! bound (with `--port 0`, the port picked). The log (stderr) says before
+//! it what is served how ([`crate::summary`]): the address, the TLS level,
+//! the authentication protocols in order, read-only or read-write, and
+//! warns when clients may write without authentication on an address
+//! beyond loopback.
 //! Ctrl-C or SIGTERM shuts down gracefully (requests in flight are
 //! answered first).
 //! `xrdfs HOST:PORT query stats a` answers the stock server's XML shape
@@ -51,6 +55,7 @@ use xroot_server::{
     Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle,
 };
 
+use crate::summary::{self, Summary};
 use crate::{auth, cluster, config_file, daemon, metrics, tls};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [--read-only] [-v] DIR`
@@ -139,9 +144,16 @@ pub async fn start_counted(
         ..cli.auth.config()?
     };
     let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let access = match cli.read_only {
+        true => summary::Access::ReadOnly,
+        false => summary::Access::ReadWrite,
+    };
+    let mut summary = Summary::new(addr, &config, access);
     let server = Server::bind(addr, fs, config)
         .await
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    summary.addr = server.local_addr();
+    summary.log("serve");
     tracing::info!(
         target: "serve",
         %root,
@@ -177,9 +189,12 @@ pub async fn start_redirector(
         ..cli.auth.config()?
     };
     let addr = std::net::SocketAddr::new(cli.bind, cli.port);
+    let mut summary = Summary::new(addr, &config, summary::Access::Redirects);
     let server = Server::bind(addr, Redirector::start(&cfg), config)
         .await
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    summary.addr = server.local_addr();
+    summary.log("serve");
     tracing::info!(target: "serve", addr = %server.local_addr(), managers = ?cfg.managers, "redirecting");
     Ok(server)
 }

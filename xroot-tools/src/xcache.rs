@@ -18,7 +18,10 @@
 //! so the manager spreads clients over all such caches.
 //!
 //! Sizes take a `k`, `m` or `g` suffix (powers of 1024). The first line on
-//! stdout is `xcache listening on ADDR` once the port is bound. Ctrl-C or
+//! stdout is `xcache listening on ADDR` once the port is bound; the log
+//! (stderr) says before it the address, the TLS level and the
+//! authentication protocols its clients meet ([`crate::summary`]; a cache
+//! is read-only). Ctrl-C or
 //! SIGTERM stops it gracefully: requests in flight are answered, every
 //! open file's sidecar is written, and the cache's statistics are printed
 //! on stdout. `xrdfs HOST:PORT query stats a` answers the same figures
@@ -61,6 +64,7 @@ use xroot_client::{Client, Config as ClientConfig};
 use xroot_sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
 use xroot_server::{Config, RequestObserver, Server};
 
+use crate::summary::{Access, Summary};
 use crate::{auth, cluster, config_file, daemon, metrics, tls};
 
 /// `xcache --origin URL --cache-dir DIR [options]`
@@ -247,9 +251,13 @@ pub async fn start_with_metrics(
         ..cli.auth.config()?
     };
     let addr = SocketAddr::new(cli.bind, cli.port);
+    // a cache refuses every change (CacheFs is read-only)
+    let mut summary = Summary::new(addr, &config, Access::ReadOnly);
     let server = Server::bind(addr, fs, config)
         .await
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
+    summary.addr = server.local_addr();
+    summary.log("xcache");
     let metrics_addr = match (cli.metrics, figures) {
         (Some(at), Some(m)) => Some(
             metrics::serve(at, m, server.handle())
