@@ -29,35 +29,8 @@ use xroot::sec::sss::{self, Key, Keytab, Params};
 use xroot::server::local::{Access, AccessPolicy};
 use xroot::server::{AuthContext, AuthOutcome, Authenticator, Config, Identity, LocalFs, SssAuth};
 use xroot_testkit::raw::{login_request, open_request, Raw};
-use xroot_testkit::stock::{program_available, xrootd_available, StockServer};
-
-/// Whether `xrdsssadmin` and the stock tools are installed (panics under
-/// `CI=true` when they are not).
-fn tools_available() -> bool {
-    if !xrootd_available() {
-        return false;
-    }
-    program_available(
-        "xrdsssadmin",
-        &["list", "/nonexistent"],
-        "xrdsssadmin is not installed",
-    )
-}
-
-/// `xrdsssadmin -k NAME -u USER -g GROUP add FILE`, answering `y` to its
-/// question whether to create the file.
-fn admin_add(file: &Path, name: &str, user: &str, group: &str) {
-    let mut child = Command::new("xrdsssadmin")
-        .args(["-k", name, "-u", user, "-g", group, "add"])
-        .arg(file)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("xrdsssadmin");
-    child.stdin.take().unwrap().write_all(b"y\n").unwrap();
-    assert!(child.wait().unwrap().success(), "xrdsssadmin add {name}");
-}
+use xroot_testkit::sss::{admin_add, stock_server, tools_available};
+use xroot_testkit::stock::StockServer;
 
 /// The line of `keytab` for key `name`, written alone to `out` (mode 0600).
 fn one_key(keytab: &Path, name: &str, out: &Path) -> PathBuf {
@@ -286,26 +259,6 @@ async fn stock_clients_authenticate_to_our_server() {
     assert!(!out.status.success(), "xrdcp with an unknown key: {out:?}");
     assert!(!dest.exists());
     assert_eq!(seen.lock().unwrap().len(), accepted);
-}
-
-/// The stock server with `sss` only, on `data`, its keytab a copy of
-/// `keytab` owned by the server's user (mode 0600).
-fn stock_server(data: &Path, keytab: &Path) -> Option<(StockServer, tempfile::TempDir)> {
-    let ktdir = tempfile::tempdir().unwrap();
-    let kt = ktdir.path().join("server.kt");
-    std::fs::copy(keytab, &kt).unwrap();
-    std::fs::set_permissions(&kt, std::fs::Permissions::from_mode(0o600)).unwrap();
-    let mut cmd = Command::new("true");
-    xroot_testkit::stock::run_unprivileged(&mut cmd, &[ktdir.path()]);
-    let lines = [
-        "xrootd.seclib libXrdSec.so".to_string(),
-        format!("sec.protocol sss -s {}", kt.display()),
-        "sec.protbind * only sss".to_string(),
-        "xrootd.trace auth".to_string(),
-    ];
-    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
-    let server = StockServer::start(data, &lines)?;
-    Some((server, ktdir))
 }
 
 fn client_with(keytab: Option<&Path>) -> Client {

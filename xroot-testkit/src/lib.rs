@@ -15,7 +15,8 @@
 //!   are ([`raw`]), a TLS link ([`tls_link`]) and a TLS client
 //!   ([`tls_client`]).
 //! - Credentials: a throw-away PKI made with `openssl` ([`pki`], the one
-//!   recipe every test uses) and a token issuer ([`tokens`]).
+//!   recipe every test uses), a token issuer ([`tokens`]) and `sss`
+//!   keytabs made by `xrdsssadmin` ([`sss`]).
 //! - The golden vectors of `tests/vectors`, loaded, split and paired
 //!   ([`vectors`], with the [`request!`] and [`response!`] macros).
 //! - Running programs and reading what they printed ([`tools`]), uproot
@@ -42,6 +43,7 @@ pub mod pki;
 pub mod probes;
 pub mod raw;
 pub mod scripted;
+pub mod sss;
 pub mod stock;
 pub mod tls_client;
 pub mod tls_link;
