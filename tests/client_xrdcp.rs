@@ -5,8 +5,11 @@
 //! checksum` report; `-f` semantics; several sources into a directory with
 //! `--parallel`; `--connections` spreading one file over channels; a page
 //! spoiled in transit repaired by pgread; a checksum mismatch failing the
-//! copy; and, against a scripted peer, a server's checksum written another
-//! way (no leading zeros, `0x`, upper case) compared as a value.
+//! copy; against a scripted peer, a server's checksum written another
+//! way (no leading zeros, `0x`, upper case) compared as a value; and the
+//! exit codes beside the stock tool's on the same failures, a credential
+//! refused at login (`sss`, `ztn`; by our server and the stock one) among
+//! them.
 //!
 //! The example binary is the one cargo builds next to this test
 //! (`target/<profile>/examples/xrdcp`); the test runs `cargo build
@@ -516,4 +519,139 @@ async fn exit_codes_are_the_stock_tool_s() {
         assert_eq!(o.status.code(), Some(0), "{printed}");
         assert!(printed.trim().starts_with('v'), "{printed:?}");
     }
+}
+
+/// The stock `xrdcp` and ours with `args` and `env` (`HOME` a fresh
+/// directory, no token or proxy from the test's environment, one
+/// connection attempt): their exit codes and what each printed.
+async fn both(args: &[&str], env: &[(&str, &str)]) -> [(Option<i32>, String); 2] {
+    let home = tempfile::tempdir().unwrap();
+    let mut out = Vec::new();
+    for program in [PathBuf::from("xrdcp"), xrdcp_bin().to_path_buf()] {
+        let mut cmd = tools::command(program, args, env);
+        cmd.env("HOME", home.path())
+            .env("XRD_CONNECTIONRETRY", "1")
+            .env("XRD_CONNECTIONWINDOW", "2")
+            .env_remove("BEARER_TOKEN")
+            .env_remove("X509_USER_PROXY");
+        let o = tools::run_off_workers(cmd).await;
+        out.push((o.status.code(), stderr(&o)));
+    }
+    out.try_into().unwrap()
+}
+
+/// Asserts that both tools exited 52 for `what`.
+fn both_52(what: &str, [theirs, mine]: [(Option<i32>, String); 2]) {
+    assert_eq!(theirs.0, Some(52), "stock, {what}: {}", theirs.1);
+    assert_eq!(mine.0, Some(52), "ours, {what}: {}", mine.1);
+}
+
+/// A credential the server refuses at login (`kXR_AuthFailed`): an `sss`
+/// credential sealed with a key the server's keytab does not hold, against
+/// our server (the `serve` example) and the stock one; both `xrdcp`s exit
+/// 52, the stock tool's "Auth failed" (ours exited 54, a server error).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+async fn a_refused_sss_credential_exits_52_as_with_the_stock_tool() {
+    use xroot_testkit::sss::{admin_add, stock_server, tools_available};
+    if !tools_available() || !xroot_testkit::stock::xrootd_client_available() {
+        return;
+    }
+    let keys = tempfile::tempdir().unwrap();
+    let (server_kt, client_kt) = (keys.path().join("server.kt"), keys.path().join("client.kt"));
+    admin_add(&server_kt, "site", "anybody", "users");
+    admin_add(&client_kt, "stranger", "anybody", "users");
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("f.bin"), b"sss").unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let got = local.path().join("got.bin");
+    let got = got.to_str().unwrap();
+    let env = [
+        ("XrdSecSSSKT", client_kt.to_str().unwrap()),
+        ("XrdSecPROTOCOL", "sss"),
+    ];
+
+    let ours = xroot_testkit::ours::ServeProcess::start_with(
+        data.path(),
+        &["--auth", "sss", "--sss-keytab", server_kt.to_str().unwrap()],
+    );
+    let url = format!("root://{}//f.bin", ours.addr);
+    both_52(
+        "sss refused by our server",
+        both(&["-f", &url, got], &env).await,
+    );
+
+    let Some((stock, _kt)) = stock_server(data.path(), &server_kt) else {
+        return;
+    };
+    let url = format!("root://127.0.0.1:{}//f.bin", stock.port);
+    both_52(
+        "sss refused by the stock server",
+        both(&["-f", &url, got], &env).await,
+    );
+    assert!(!Path::new(got).exists());
+}
+
+/// The same for a `ztn` token that expired an hour ago, over TLS, against
+/// our server and the stock one with its SciTokens plugin.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+#[cfg_attr(
+    missing_scitokens,
+    ignore = "needs the SciTokens plugin (xrootd-scitokens-plugins, scitokens-cpp; scripts/test as root installs them)"
+)]
+#[cfg_attr(
+    missing_sqlite3,
+    ignore = "needs sqlite3 (scripts/test as root installs it)"
+)]
+async fn a_refused_token_exits_52_as_with_the_stock_tool() {
+    use xroot_testkit::pki::TestPki;
+    use xroot_testkit::tokens::{
+        now, scitokens_available, secured_args, stock_ztn_server, token_file, TestIssuer,
+    };
+    if !xroot_testkit::stock::xrootd_available()
+        || !xroot_testkit::stock::xrootd_client_available()
+        || !scitokens_available()
+    {
+        return;
+    }
+    let pki = TestPki::new();
+    let issuer = "https://localhost:8443/test";
+    let iss = TestIssuer::new(issuer);
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("f.bin"), b"ztn").unwrap();
+    let local = tempfile::tempdir().unwrap();
+    let mut old = iss.claims("storage.read:/");
+    old["exp"] = serde_json::json!(now() - 3600);
+    let expired = token_file(local.path(), "old.tok", &iss.es256(&old));
+    let got = local.path().join("got.bin");
+    let got = got.to_str().unwrap();
+    let env = [
+        ("X509_CERT_DIR", pki.ca_dir.to_str().unwrap()),
+        ("BEARER_TOKEN_FILE", expired.to_str().unwrap()),
+    ];
+
+    let args = secured_args(&pki, &iss);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let ours = xroot_testkit::ours::ServeProcess::start_with(data.path(), &args);
+    let url = format!("roots://localhost:{}//f.bin", ours.addr.port());
+    both_52(
+        "ztn refused by our server",
+        both(&["-f", &url, got], &env).await,
+    );
+
+    let valid = iss.es256(&iss.claims("storage.read:/"));
+    let Some(stock) = stock_ztn_server(data.path(), &pki, issuer, &iss.ec_pub, "ec1", &valid)
+    else {
+        return;
+    };
+    let url = format!("roots://localhost:{}//f.bin", stock.port);
+    both_52(
+        "ztn refused by the stock server",
+        both(&["-f", &url, got], &env).await,
+    );
+    assert!(!Path::new(got).exists());
 }

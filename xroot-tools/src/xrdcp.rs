@@ -66,7 +66,8 @@
 //! exists ...`. Exit status, as the stock `xrdcp` 5.5.3's: 0 when every copy
 //! succeeded; else that of the first copy that failed (the reasons on
 //! standard error): 51 a connection that failed, 52 a login or
-//! authentication that failed or a request that timed out, 53 a bad answer
+//! authentication that failed (a credential the server refused included:
+//! the stock tool's "Auth failed") or a request that timed out, 53 a bad answer
 //! or a checksum mismatch, 54 an error the server answered or a local
 //! target that exists, 50 a remote one that exists and anything else, the
 //! errno of a local file's error (2: no such file); 22 for bad usage.
@@ -324,7 +325,8 @@ fn usage_code(e: &clap::Error) -> u8 {
 /// The exit code of a failed copy, as the stock `xrdcp` gives it: 50 plus
 /// the hundreds of XrdCl's error code (XrdClStatus.hh), so 51 for a
 /// connection that failed or was lost, 52 for a handshake, login or
-/// authentication that failed or a request that timed out, 53 for a bad
+/// authentication that failed (a credential the server refused with
+/// `kXR_AuthFailed` too) or a request that timed out, 53 for a bad
 /// answer, a redirect loop or a checksum mismatch, 54 for an error the
 /// server answered (`kXR_error`: not found, not authorized...) and for a
 /// local target that exists without `-f` (50 for a remote one); a
@@ -339,6 +341,9 @@ fn exit_code(e: &(dyn Error + 'static)) -> u8 {
                 // a remote target that exists: the stock tool finds it
                 // first and fails with XrdCl's errInvalidOp
                 E::Server { code, .. } if *code == xroot_proto::ErrorCode::ITEM_EXISTS => 50,
+                // the server refused the credential at login: XrdCl's
+                // errAuthFailed (204), "Auth failed"
+                E::Server { code, .. } if *code == xroot_proto::ErrorCode::AUTH_FAILED => 52,
                 E::Server { .. } => 54,
                 E::Io { .. } | E::ConnectionLost { .. } | E::Tls { .. } => 51,
                 E::Timeout { .. } | E::AuthUnsupported { .. } | E::Credential { .. } => 52,
@@ -1125,6 +1130,15 @@ mod tests {
             reason: "no keytab".into(),
         };
         assert_eq!(code(credential), 52);
+        // the server refusing the credential at login, through the context
+        assert_eq!(code(server(ErrorCode::AUTH_FAILED)), 52);
+        assert_eq!(
+            code(context(
+                "source root://h//f",
+                server(ErrorCode::AUTH_FAILED)
+            )),
+            52
+        );
         let redirects = E::RedirectLimit {
             limit: 16,
             last: "root://h2//f".into(),
