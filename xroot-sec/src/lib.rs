@@ -7,6 +7,9 @@
 //! - [`sss`]: the `sss` (simple shared secret) protocol — keytabs in the
 //!   format `xrdsssadmin` writes, and credentials sealed and opened with a
 //!   keytab's key.
+//! - `gsi` (feature `gsi`): X509 certificates and proxies — the
+//!   `XrdSutBuffer` codec, the client and server handshakes sans IO, chain
+//!   checks against a hashed CA directory.
 //! - [`ztn`]: the `ztn` protocol — the `kXR_auth` credential that carries a
 //!   WLCG bearer token, and the token discovery of the WLCG Bearer Token
 //!   Discovery profile.
@@ -28,6 +31,8 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+#[cfg(feature = "gsi")]
+pub mod gsi;
 pub mod sss;
 pub mod tls;
 pub mod ztn;
