@@ -94,10 +94,13 @@ mod shared;
 pub use auth::scope as authz;
 #[cfg(feature = "ztn")]
 pub use auth::ZtnAuth;
+#[cfg(feature = "gsi")]
+pub use auth::GsiAuth;
 #[cfg(feature = "ztn")]
 pub use auth::{jwks, token};
 pub use auth::{
-    AnyOf, AuthContext, AuthOutcome, Authenticator, Caller, HostAuth, Identity, SssAuth, UnixAuth,
+    AnyOf, AuthContext, AuthOutcome, AuthState, Authenticator, Caller, HostAuth, Identity, SssAuth,
+    UnixAuth,
 };
 pub use cluster::ClusterConfig;
 pub use config::Config;

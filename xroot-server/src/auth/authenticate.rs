@@ -46,6 +46,11 @@ pub enum AuthOutcome {
     Refused(String),
 }
 
+/// What an authenticator keeps for one connection between the rounds of
+/// a multi-round protocol (`gsi`): `None` before the first round and after
+/// the last.
+pub type AuthState = Option<Box<dyn std::any::Any + Send + Sync>>;
+
 /// A security layer: the protocols offered at login and the check of each
 /// credential. Calls are synchronous and should be quick (they run on the
 /// link's task, between requests).
@@ -72,6 +77,20 @@ pub trait Authenticator: Send + Sync + 'static {
     /// authenticate. `false` by default.
     fn requires_tls(&self) -> bool {
         false
+    }
+
+    /// [`Authenticator::authenticate`] for a protocol that needs more than
+    /// one round: `state` is the connection's, kept by the server between
+    /// the rounds of one login. By default, the stateless check.
+    fn authenticate_round(
+        &self,
+        ctx: &AuthContext<'_>,
+        credtype: &str,
+        credentials: &[u8],
+        state: &mut AuthState,
+    ) -> AuthOutcome {
+        let _ = state;
+        self.authenticate(ctx, credtype, credentials)
     }
 }
 
@@ -166,13 +185,23 @@ impl Authenticator for AnyOf {
     }
 
     fn authenticate(&self, ctx: &AuthContext<'_>, credtype: &str, cred: &[u8]) -> AuthOutcome {
+        self.authenticate_round(ctx, credtype, cred, &mut None)
+    }
+
+    fn authenticate_round(
+        &self,
+        ctx: &AuthContext<'_>,
+        credtype: &str,
+        cred: &[u8],
+        state: &mut AuthState,
+    ) -> AuthOutcome {
         let offers = |a: &Arc<dyn Authenticator>| {
             a.protocols()
                 .iter()
                 .any(|p| p.name.as_ref() == credtype.as_bytes())
         };
         match self.0.iter().find(|a| offers(a)) {
-            Some(a) => a.authenticate(ctx, credtype, cred),
+            Some(a) => a.authenticate_round(ctx, credtype, cred, state),
             None => AuthOutcome::Refused(format!(
                 "Authentication protocol {credtype:?} is not supported."
             )),

@@ -18,6 +18,9 @@ pub struct Identity {
     /// (`ztn` tokens' scopes); `None` when the credential only says who
     /// the client is, and the server's own policy decides.
     pub scopes: Option<Vec<Scope>>,
+    /// The distinguished name of an X509 (`gsi`) client's end-entity
+    /// certificate, `/C=CH/O=Org/CN=Name`, whatever name it was mapped to.
+    pub dn: Option<String>,
 }
 
 impl Identity {
@@ -28,6 +31,7 @@ impl Identity {
             name: name.into(),
             group: None,
             scopes: None,
+            dn: None,
         }
     }
 }

@@ -147,6 +147,8 @@ pub(crate) struct Conn<F: FileSystem> {
     /// ([`Conn::refuse_early`]).
     refused: Option<Refused>,
     stats: Arc<Scope>,
+    /// The authenticator's state between the rounds of a login.
+    pub(crate) auth_state: crate::auth::AuthState,
 }
 
 /// A request refused from its header on: answered once its payload has
@@ -202,6 +204,7 @@ pub(crate) async fn run_link<F: FileSystem>(
         ),
         reserved: None,
         refused: None,
+        auth_state: None,
         shared: shared.clone(),
         link,
         peer,

@@ -190,7 +190,10 @@ impl<F: FileSystem> Conn<F> {
             login_user: &session.user,
             tls: self.tls,
         };
-        match authn.authenticate(&ctx, &credtype, &auth.credentials) {
+        let mut state = self.auth_state.take();
+        let outcome = authn.authenticate_round(&ctx, &credtype, &auth.credentials, &mut state);
+        self.auth_state = state;
+        match outcome {
             AuthOutcome::Accepted(id) => {
                 tracing::debug!(peer = %self.peer, ?id, "authenticated");
                 session.authenticated_as(id);
