@@ -14,8 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
-use xroot_testkit::stock::{program_available, xrootd_available};
+use xroot_testkit::stock::{program_available, xrootd_available, StockServer};
+use xroot::client::{Client, Config as ClientConfig, Error};
 use xroot::proto::response::SecProtocol;
+use xroot::proto::ErrorCode;
+use xroot::sec::gsi::{bucket::kind, Credentials, SutBuffer};
 use xroot::server::{AuthContext, AuthOutcome, AuthState, Authenticator, Config, GsiAuth, Identity, LocalFs};
 
 /// The throw-away PKI: `certs/` (the hashed CA directory), the host
@@ -91,6 +94,8 @@ fn peers_available() -> bool {
 struct Recording {
     inner: Arc<GsiAuth>,
     seen: Arc<Mutex<Vec<Identity>>>,
+    /// Every kXR_auth payload, in order.
+    creds: Arc<Mutex<Vec<Vec<u8>>>>,
 }
 
 impl Authenticator for Recording {
@@ -109,6 +114,7 @@ impl Authenticator for Recording {
         cred: &[u8],
         state: &mut AuthState,
     ) -> AuthOutcome {
+        self.creds.lock().unwrap().push(cred.to_vec());
         let out = self.inner.authenticate_round(ctx, credtype, cred, state);
         if let AuthOutcome::Accepted(id) = &out {
             self.seen.lock().unwrap().push(id.clone());
@@ -119,17 +125,30 @@ impl Authenticator for Recording {
 
 /// Our server on `dir` with [`GsiAuth`] of `pki`.
 async fn our_server(pki: &Pki, dir: &Path) -> (SocketAddr, Arc<Mutex<Vec<Identity>>>) {
+    let (addr, seen, _) = our_recording_server(pki, dir).await;
+    (addr, seen)
+}
+
+/// Our server on `dir`; the identities it accepted and the payloads of
+/// every kXR_auth it got.
+#[allow(clippy::type_complexity)]
+async fn our_recording_server(
+    pki: &Pki,
+    dir: &Path,
+) -> (SocketAddr, Arc<Mutex<Vec<Identity>>>, Arc<Mutex<Vec<Vec<u8>>>>) {
     let auth = Recording {
         inner: Arc::new(pki.auth()),
         seen: Arc::default(),
+        creds: Arc::default(),
     };
     let seen = auth.seen.clone();
+    let creds = auth.creds.clone();
     let config = Config {
         authenticator: Some(Arc::new(auth)),
         ..Config::default()
     };
     let addr = xroot_testkit::ours::serve_with(LocalFs::new(dir).unwrap(), config).await;
-    (addr, seen)
+    (addr, seen, creds)
 }
 
 /// A stock tool with `X509_CERT_DIR` the PKI's and the environment `env`
@@ -220,4 +239,173 @@ async fn stock_client_to_our_server_with_the_certificate() {
     assert!(out.status.success(), "xrdfs ls: {out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "/f");
     assert_eq!(seen.lock().unwrap()[0].name, "alice");
+}
+
+/// The stock server with gsi as the recipe has it (`-gmapopt:2 -crl:0
+/// -dlgpxy:0`, gsi only), its host files in a directory handed to the
+/// user it runs as.
+fn stock_server(pki: &Pki, data: &Path) -> Option<StockServer> {
+    let srv = pki.path("srv");
+    std::fs::create_dir_all(&srv).unwrap();
+    for f in ["host.pem", "host.key", "gridmap"] {
+        std::fs::copy(pki.path(f), srv.join(f)).unwrap();
+    }
+    sh(pki.dir.path(), "cp -r certs srv/certs; chmod a+rx . srv srv/certs; chmod a+r srv/certs/* srv/host.pem srv/gridmap; chmod 400 srv/host.key; \
+        if [ $(id -u) = 0 ]; then if id xrootd >/dev/null 2>&1; then chown -R xrootd srv; else chown -R nobody srv; fi; fi");
+    let line = format!(
+        "sec.protocol gsi -certdir:{0}/certs -cert:{0}/host.pem -key:{0}/host.key -gridmap:{0}/gridmap -gmapopt:2 -crl:0 -dlgpxy:0",
+        srv.display()
+    );
+    StockServer::start(data, &["xrootd.seclib libXrdSec.so", &line, "sec.protbind * only gsi"])
+}
+
+/// Our client with `creds` (sent as they are) and the PKI's CAs.
+fn our_client(pki: &Pki, creds: Credentials) -> Client {
+    Client::with_config(ClientConfig {
+        x509_credentials: Some(Arc::new(creds)),
+        x509_cert_dir: Some(pki.path("certs")),
+        sec_protocols: Some(vec!["gsi".into()]),
+        ..ClientConfig::default()
+    })
+}
+
+async fn ls(client: &Client, port: u16) -> Result<Vec<String>, Error> {
+    let entries = client.fs(&format!("root://localhost:{port}"))?.dirlist("/", false).await?;
+    Ok(entries.into_iter().map(|e| e.name).collect())
+}
+
+fn proxy(pki: &Pki) -> Credentials {
+    Credentials::load_proxy(&pki.path("proxy.pem")).unwrap()
+}
+
+/// Our client logs in to the stock server with the stock `xrdgsiproxy`'s
+/// proxy and with the user certificate, and lists.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl")]
+async fn our_client_to_the_stock_server() {
+    if !peers_available() {
+        return;
+    }
+    let pki = Pki::new();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("f"), b"x").unwrap();
+    let Some(server) = stock_server(&pki, data.path()) else { return };
+    let names = ls(&our_client(&pki, proxy(&pki)), server.port).await.unwrap();
+    assert_eq!(names, ["f"]);
+    let cert = Credentials::load_cert_key(&pki.path("user.pem"), &pki.path("user.key")).unwrap();
+    let names = ls(&our_client(&pki, cert), server.port).await.unwrap();
+    assert_eq!(names, ["f"]);
+    assert!(server.log_tail().contains("login as alice"), "{}", server.log_tail());
+}
+
+/// Our client logs in to our server; its two messages have the stock
+/// client's layout (steps, bucket types in order, and the bytes of the
+/// buckets that are not random or keys: crypto module, version, options,
+/// chosen cipher and digest, the public key's PEM length).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl")]
+async fn ours_to_ours_and_the_bytes_beside_the_stock_clients() {
+    if !peers_available() {
+        return;
+    }
+    let pki = Pki::new();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("f"), b"x").unwrap();
+    let (addr, seen, creds) = our_recording_server(&pki, data.path()).await;
+    assert_eq!(ls(&our_client(&pki, proxy(&pki)), addr.port()).await.unwrap(), ["f"]);
+    assert_eq!(seen.lock().unwrap()[0].name, "alice");
+    let ours: Vec<Vec<u8>> = creds.lock().unwrap().drain(..).collect();
+    let out = stock(
+        &pki,
+        "xrdfs",
+        &[("X509_USER_PROXY", pki.path("proxy.pem"))],
+        &[format!("root://localhost:{}", addr.port()), "ls".into(), "/".into()],
+    )
+    .await;
+    assert!(out.status.success(), "{out:?}");
+    let theirs: Vec<Vec<u8>> = creds.lock().unwrap().drain(..).collect();
+    assert_eq!((ours.len(), theirs.len()), (2, 2));
+    for (o, t) in ours.iter().zip(&theirs) {
+        let (o, t) = (SutBuffer::decode(o).unwrap(), SutBuffer::decode(t).unwrap());
+        assert_eq!((o.protocol.as_str(), o.step), (t.protocol.as_str(), t.step));
+        let kinds = |b: &SutBuffer| b.buckets.iter().map(|b| b.kind).collect::<Vec<_>>();
+        assert_eq!(kinds(&o), kinds(&t), "step {}", o.step);
+        for k in [kind::CRYPTOMOD, kind::VERSION, kind::CLNT_OPTS, kind::CIPHER_ALG, kind::MD_ALG] {
+            assert_eq!(o.get(k), t.get(k), "bucket {k} of step {}", o.step);
+        }
+        assert_eq!(o.get(kind::PUK).map(<[u8]>::len), t.get(kind::PUK).map(<[u8]>::len));
+    }
+    // the stock client names both hashes of its CA (new and old), we the new
+    let hash = |b: &Vec<u8>| SutBuffer::decode(b).unwrap().get_str(kind::ISSUER_HASH).unwrap();
+    assert!(hash(&theirs[0]).starts_with(&hash(&ours[0])), "{} vs {}", hash(&ours[0]), hash(&theirs[0]));
+}
+
+/// A credential gone bad, as our client sends it (it checks nothing it
+/// sends here), to our server and to the stock server: both refuse with
+/// kXR_AuthFailed and the same message (`Secgsi: ErrParseBuffer: ...:
+/// kXGC_cert`; for a foreign CA ours also names the issuer's hash) and
+/// list nothing. Each refusal's text is printed beside the stock's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl")]
+async fn bad_credentials_are_refused_by_both_servers() {
+    if !peers_available() {
+        return;
+    }
+    let pki = Pki::new();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("f"), b"x").unwrap();
+    let (ours, seen) = our_server(&pki, data.path()).await;
+    let Some(stock) = stock_server(&pki, data.path()) else { return };
+    let cert = |c: &str, k: &str| Credentials::load_cert_key(&pki.path(c), &pki.path(k)).unwrap();
+    // a proxy whose signature is altered
+    let text = std::fs::read(pki.path("proxy.pem")).unwrap();
+    let blocks = xroot::sec::gsi::x509::pem_blocks(&text).unwrap();
+    let mut bad = String::new();
+    for (i, (label, der)) in blocks.iter().enumerate() {
+        let mut der = der.clone();
+        if i == 0 {
+            *der.last_mut().unwrap() ^= 1;
+        }
+        bad.push_str(&xroot::sec::gsi::x509::to_pem(label, &der));
+    }
+    let badsig = Credentials::from_pem(bad.as_bytes(), None, "altered").unwrap();
+    let mut wrongkey = proxy(&pki);
+    wrongkey.key = cert("user.pem", "user.key").key;
+    let cases: Vec<(&str, Credentials, &str)> = vec![
+        ("expired", cert("old.pem", "old.key"), "EEC: certificate expired"),
+        ("not yet valid", cert("young.pem", "young.key"), "EEC: certificate expired"),
+        ("wrong CA", cert("other.pem", "other.key"), "unknown CA"),
+        ("key mismatch", wrongkey, ""),
+        ("badly signed", badsig, "Proxy: signature verification failed"),
+    ];
+    for (what, creds, ours_says) in cases {
+        let creds = Arc::new(creds);
+        let mut answers = Vec::new();
+        for port in [ours.port(), stock.port] {
+            let client = Client::with_config(ClientConfig {
+                x509_credentials: Some(creds.clone()),
+                x509_cert_dir: Some(pki.path("certs")),
+                sec_protocols: Some(vec!["gsi".into()]),
+                ..ClientConfig::default()
+            });
+            match ls(&client, port).await {
+                Err(Error::Server { code, message }) => {
+                    assert_eq!(code, ErrorCode::AUTH_FAILED, "{what} on port {port}: {message}");
+                    answers.push(message);
+                }
+                other => panic!("{what} on port {port}: {other:?}"),
+            }
+        }
+        eprintln!("{what}:\n  ours:  {}\n  stock: {}", answers[0], answers[1]);
+        assert!(answers[0].contains(ours_says), "{what}: {}", answers[0]);
+        // the same words as the stock's, but for the issuer we name
+        if what != "wrong CA" {
+            assert_eq!(answers[0], answers[1], "{what}");
+        }
+    }
+    assert!(seen.lock().unwrap().is_empty(), "our server accepted {:?}", seen.lock().unwrap());
 }

@@ -102,7 +102,7 @@ pub struct Config {
     /// (`XrdSecPROTOCOL`, a comma list such as `sss,unix`); the server's
     /// order of preference still decides among them, as in the stock
     /// client (XrdSecPManager.cc). `None`: every protocol this client
-    /// speaks (`host`, `unix`, `sss`, `ztn`).
+    /// speaks (`host`, `unix`, `sss`, `ztn`, `gsi`).
     pub sec_protocols: Option<Vec<String>>,
     /// The bearer token answered to a server that offers `ztn` (over TLS
     /// only); `None` (the default) finds one as the WLCG Bearer Token
@@ -110,6 +110,19 @@ pub struct Config {
     /// `$XDG_RUNTIME_DIR/bt_u<euid>`, `/tmp/bt_u<euid>`
     /// ([`xroot_sec::ztn::discover`]).
     pub bearer_token: Option<xroot_sec::ztn::BearerToken>,
+    /// The X509 credentials answered to a server that offers `gsi`;
+    /// `None` (the default) reads them at each login as the stock client
+    /// does: the proxy at `X509_USER_PROXY` (default `/tmp/x509up_u<uid>`),
+    /// else `X509_USER_CERT` and `X509_USER_KEY` (default
+    /// `~/.globus/usercert.pem`, `userkey.pem`)
+    /// ([`xroot_sec::gsi::Credentials::discover`]). Expired credentials
+    /// are not sent.
+    #[cfg(feature = "gsi")]
+    pub x509_credentials: Option<std::sync::Arc<xroot_sec::gsi::Credentials>>,
+    /// The CA directory a `gsi` server's certificate is checked against;
+    /// `None`: `X509_CERT_DIR`, else `/etc/grid-security/certificates`.
+    #[cfg(feature = "gsi")]
+    pub x509_cert_dir: Option<PathBuf>,
 }
 
 impl Config {
@@ -215,6 +228,10 @@ impl Default for Config {
                     .collect()
             }),
             bearer_token: None,
+            #[cfg(feature = "gsi")]
+            x509_credentials: None,
+            #[cfg(feature = "gsi")]
+            x509_cert_dir: None,
         }
     }
 }

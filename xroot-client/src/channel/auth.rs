@@ -28,10 +28,43 @@ pub(crate) struct AuthCtx<'a> {
     pub(crate) cfg: &'a Config,
 }
 
-/// One credential for `kXR_auth`: the protocol id and the payload.
+/// One credential for `kXR_auth`: the protocol id and the payload, and
+/// for a protocol of several rounds (`gsi`) what answers the server's
+/// `kXR_authmore`.
 pub(crate) struct Credential {
     pub(crate) credtype: [u8; 4],
     pub(crate) credentials: Bytes,
+    pub(crate) more: Option<More>,
+}
+
+/// What answers a `kXR_authmore`.
+pub(crate) enum More {
+    /// The `gsi` client handshake.
+    #[cfg(feature = "gsi")]
+    Gsi(Box<xroot_sec::gsi::ClientHandshake>, String),
+}
+
+impl More {
+    /// The next `kXR_auth` payload for the server's `params`.
+    /// Errors: [`Error::Credential`] naming what failed.
+    #[cfg_attr(not(feature = "gsi"), allow(unused_variables))]
+    pub(crate) fn next(&mut self, params: &[u8]) -> Result<Bytes> {
+        match self {
+            #[cfg(feature = "gsi")]
+            More::Gsi(hs, endpoint) => {
+                let now = SystemTime::now()
+                    .duration_since(SystemTime::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_secs() as i64);
+                hs.next(params, now).map(Bytes::from).map_err(|e| Error::Credential {
+                    endpoint: endpoint.clone(),
+                    protocol: "gsi".into(),
+                    reason: e.to_string(),
+                })
+            }
+            #[allow(unreachable_patterns)]
+            _ => unreachable!("no multi-round protocol without the gsi feature"),
+        }
+    }
 }
 
 /// The credential for the first protocol of `offered` (the server's order
@@ -82,9 +115,12 @@ fn answer(p: &SecProtocol, ctx: &AuthCtx<'_>) -> Result<Option<Credential>> {
         b"host" => Some(Credential {
             credtype: *b"host",
             credentials: Bytes::from_static(b"host\0"),
+            more: None,
         }),
         b"sss" => sss_credential(&p.params, ctx)?,
         b"ztn" => Some(ztn_credential(&p.params, ctx)?),
+        #[cfg(feature = "gsi")]
+        b"gsi" => Some(gsi_credential(&p.params, ctx)?),
         _ => None,
     })
 }
@@ -128,6 +164,50 @@ fn ztn_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Credential> {
     Ok(Credential {
         credtype: *b"ztn\0",
         credentials,
+        more: None,
+    })
+}
+
+/// `gsi` (xroot_sec::gsi): the configured X509 credentials or those the
+/// stock client would find, checked against the time; the server's
+/// certificate is checked against the CA directory at the next round.
+///
+/// Errors ([`Error::Credential`], after which the next offered protocol is
+/// tried): no credentials, expired ones, a CA directory that cannot be
+/// read, a server whose CA is not in it.
+#[cfg(feature = "gsi")]
+fn gsi_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Credential> {
+    use std::sync::Arc;
+    use xroot_sec::gsi::{default_ca_dir, CaStore, ClientHandshake, Credentials};
+    let fail = |reason: String| Error::Credential {
+        endpoint: ctx.endpoint.to_string(),
+        protocol: "gsi".into(),
+        reason,
+    };
+    let creds = match &ctx.cfg.x509_credentials {
+        Some(c) => c.clone(),
+        None => {
+            let c = Credentials::discover().map_err(|e| fail(e.to_string()))?;
+            let now = SystemTime::now()
+                .duration_since(SystemTime::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs() as i64);
+            c.check_time(now).map_err(|e| fail(e.to_string()))?;
+            Arc::new(c)
+        }
+    };
+    let dir = ctx.cfg.x509_cert_dir.clone().unwrap_or_else(default_ca_dir);
+    let store = CaStore::load(&dir).map_err(|e| fail(e.to_string()))?;
+    let host = ctx
+        .endpoint
+        .rsplit_once(':')
+        .map_or(ctx.endpoint, |(h, _)| h);
+    let mut hs = ClientHandshake::new(creds, Arc::new(store), host);
+    let first = hs.first(params).map_err(|e| fail(e.to_string()))?;
+    tracing::debug!(endpoint = ctx.endpoint, "gsi: sending certificate request");
+    Ok(Credential {
+        credtype: *b"gsi\0",
+        credentials: Bytes::from(first),
+        more: Some(More::Gsi(Box::new(hs), ctx.endpoint.to_string())),
     })
 }
 
@@ -143,6 +223,7 @@ fn unix(user: &str) -> Credential {
     Credential {
         credtype: *b"unix",
         credentials: Bytes::from(cred),
+        more: None,
     }
 }
 
@@ -197,5 +278,6 @@ fn sss_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Option<Credential>
     Ok(Some(Credential {
         credtype: *b"sss\0",
         credentials: Bytes::from(cred),
+        more: None,
     }))
 }

@@ -201,6 +201,49 @@ impl Setup {
         }
     }
 
+    /// `kXR_auth`: the body of the final `kXR_ok`; a `kXR_authmore` is
+    /// answered by `more` with another `kXR_auth` (at most 8 rounds).
+    async fn call_auth(
+        &mut self,
+        credtype: [u8; 4],
+        credentials: Bytes,
+        mut more: Option<super::auth::More>,
+    ) -> Result<Bytes> {
+        let mut out = BytesMut::new();
+        Request::from(Auth {
+            credtype,
+            credentials,
+        })
+        .encode(StreamId::ZERO, &mut out);
+        self.write(&out).await?;
+        let mut rounds = 0;
+        loop {
+            let frame = self.frame().await?;
+            match self.decode(frame)? {
+                Response::Ok(body) => return Ok(body),
+                Response::Error(e) => return Err(server_error(e)),
+                Response::Wait(w) => {
+                    tokio::time::sleep(Duration::from_secs(w.seconds.max(0) as u64)).await;
+                    self.write(&out).await?;
+                }
+                Response::AuthMore(params) if rounds < 8 => {
+                    let Some(next) = more.as_mut() else {
+                        return Err(Error::unexpected(xroot_proto::RequestId::AUTH, "kXR_authmore for a one-round protocol".to_string()));
+                    };
+                    rounds += 1;
+                    out.clear();
+                    Request::from(Auth {
+                        credtype,
+                        credentials: next.next(&params)?,
+                    })
+                    .encode(StreamId::ZERO, &mut out);
+                    self.write(&out).await?;
+                }
+                other => return Err(Error::unexpected(xroot_proto::RequestId::AUTH, format!("{other:?}"))),
+            }
+        }
+    }
+
     fn decode(&self, frame: ResponseFrame) -> Result<Response> {
         Response::decode(frame).map_err(|source| Error::Protocol {
             endpoint: self.endpoint.clone(),
@@ -393,17 +436,10 @@ async fn authenticate(
             Credential {
                 credtype,
                 credentials,
+                more,
             },
         ) = auth::credential(&offered[from..], &ctx)?;
-        let sent = s
-            .call(
-                Auth {
-                    credtype,
-                    credentials,
-                }
-                .into(),
-            )
-            .await;
+        let sent = s.call_auth(credtype, credentials, more).await;
         match sent {
             Err(Error::Server { code, message })
                 if code == xroot_proto::ErrorCode::AUTH_FAILED

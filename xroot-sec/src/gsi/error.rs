@@ -29,7 +29,7 @@ pub enum GsiError {
     #[error("certificate chain verification failed: {0}")]
     Chain(String),
     /// No CA in the CA directory for this issuer (a name or a hash).
-    #[error("unknown CA: cannot verify credentials issued by {0}")]
+    #[error("unknown CA: cannot verify credentials (issuer {0})")]
     UnknownCa(String),
     /// A certificate the CA's CRL revokes.
     #[error("certificate chain verification failed: certificate has been revoked: {0}")]

@@ -180,6 +180,16 @@ fn missing(what: &str) -> GsiError {
 }
 
 impl ServerHandshake {
+    /// The client step it waits for, by the stock's name
+    /// (`kXGC_certreq`, `kXGC_cert`), for messages.
+    pub fn expecting(&self) -> &'static str {
+        match self.state {
+            State::Start => "kXGC_certreq",
+            State::SentCert { .. } => "kXGC_cert",
+            State::Finished => "none",
+        }
+    }
+
     /// Takes one `kXR_auth` payload at `now` (seconds since the epoch).
     ///
     /// Errors: any [`GsiError`]; the handshake is then over (a new one

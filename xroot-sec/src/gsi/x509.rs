@@ -99,6 +99,11 @@ pub fn pem_blocks(text: &[u8]) -> Result<Vec<(String, Vec<u8>)>, GsiError> {
     Ok(out)
 }
 
+/// PEM of `der` under `label`, as OpenSSL writes it (64 columns, `\n`).
+pub fn to_pem(label: &str, der: &[u8]) -> String {
+    pem_rfc7468::encode_string(label, pem_rfc7468::LineEnding::LF, der).expect("PEM of bounded DER")
+}
+
 /// The certificates of a PEM text (keys and other blocks skipped).
 pub fn pem_certs(text: &[u8]) -> Result<Vec<Cert>, GsiError> {
     pem_blocks(text)?

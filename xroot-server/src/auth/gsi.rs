@@ -22,8 +22,8 @@ use super::identity::Identity;
 /// itself without a mapping; [`Identity::dn`] is the DN either way. VOMS
 /// attributes are not read (the stock 5.5.3 exposes them only through a
 /// VOMS plug-in, `-vomsfun`). A refusal carries the stock's wording
-/// behind `Secgsi: ` (`certificate chain verification failed: Proxy:
-/// certificate expired`, ...). Proxy delegation is not offered (the stock
+/// (`Secgsi: ErrParseBuffer: certificate chain verification failed:
+/// Proxy: certificate expired: kXGC_cert`, ...). Proxy delegation is not offered (the stock
 /// `-dlgpxy:0`).
 #[derive(Debug, Clone)]
 pub struct GsiAuth {
@@ -90,6 +90,7 @@ impl Authenticator for GsiAuth {
             Some(Ok(hs)) => hs,
             _ => Box::new(self.cfg.handshake()),
         };
+        let expecting = hs.expecting();
         match hs.step(&self.cfg, cred, now()) {
             Ok(ServerStep::More(parms)) => {
                 *state = Some(hs);
@@ -104,7 +105,7 @@ impl Authenticator for GsiAuth {
             }
             Err(e) => {
                 tracing::info!(peer = %ctx.peer, error = %e, "gsi credential refused");
-                AuthOutcome::Refused(format!("Secgsi: {e}"))
+                AuthOutcome::Refused(format!("Secgsi: ErrParseBuffer: {e}: {expecting}"))
             }
         }
     }
