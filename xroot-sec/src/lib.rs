@@ -37,7 +37,7 @@ pub mod sss;
 pub mod tls;
 pub mod ztn;
 
-/// The project's notes on TLS, `ztn` and `sss` (`xroot-sec/SECURITY.md`),
+/// The project's notes on TLS, `ztn`, `sss` and `gsi` (`xroot-sec/SECURITY.md`),
 /// cited across the crates as `SECURITY.md "TLS"` and so on.
 #[doc = ""]
 #[doc = include_str!("../SECURITY.md")]
