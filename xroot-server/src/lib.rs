@@ -92,10 +92,10 @@ mod shared;
 
 /// The authorization scopes of bearer tokens (also [`auth::scope`]).
 pub use auth::scope as authz;
-#[cfg(feature = "ztn")]
-pub use auth::ZtnAuth;
 #[cfg(feature = "gsi")]
 pub use auth::GsiAuth;
+#[cfg(feature = "ztn")]
+pub use auth::ZtnAuth;
 #[cfg(feature = "ztn")]
 pub use auth::{jwks, token};
 pub use auth::{

@@ -55,11 +55,13 @@ impl More {
                 let now = SystemTime::now()
                     .duration_since(SystemTime::UNIX_EPOCH)
                     .map_or(0, |d| d.as_secs() as i64);
-                hs.next(params, now).map(Bytes::from).map_err(|e| Error::Credential {
-                    endpoint: endpoint.clone(),
-                    protocol: "gsi".into(),
-                    reason: e.to_string(),
-                })
+                hs.next(params, now)
+                    .map(Bytes::from)
+                    .map_err(|e| Error::Credential {
+                        endpoint: endpoint.clone(),
+                        protocol: "gsi".into(),
+                        reason: e.to_string(),
+                    })
             }
             #[allow(unreachable_patterns)]
             _ => unreachable!("no multi-round protocol without the gsi feature"),

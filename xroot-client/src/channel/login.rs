@@ -228,7 +228,10 @@ impl Setup {
                 }
                 Response::AuthMore(params) if rounds < 8 => {
                     let Some(next) = more.as_mut() else {
-                        return Err(Error::unexpected(xroot_proto::RequestId::AUTH, "kXR_authmore for a one-round protocol".to_string()));
+                        return Err(Error::unexpected(
+                            xroot_proto::RequestId::AUTH,
+                            "kXR_authmore for a one-round protocol".to_string(),
+                        ));
                     };
                     rounds += 1;
                     out.clear();
@@ -239,7 +242,12 @@ impl Setup {
                     .encode(StreamId::ZERO, &mut out);
                     self.write(&out).await?;
                 }
-                other => return Err(Error::unexpected(xroot_proto::RequestId::AUTH, format!("{other:?}"))),
+                other => {
+                    return Err(Error::unexpected(
+                        xroot_proto::RequestId::AUTH,
+                        format!("{other:?}"),
+                    ))
+                }
             }
         }
     }

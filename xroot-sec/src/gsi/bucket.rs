@@ -181,9 +181,8 @@ impl SutBuffer {
 
     /// Writes the buffer as the stock `Serialized` does.
     pub fn encode(&self) -> Vec<u8> {
-        let len = self.protocol.len()
-            + 9
-            + self.buckets.iter().map(|b| 8 + b.data.len()).sum::<usize>();
+        let len =
+            self.protocol.len() + 9 + self.buckets.iter().map(|b| 8 + b.data.len()).sum::<usize>();
         let mut out = Vec::with_capacity(len);
         out.extend_from_slice(self.protocol.as_bytes());
         out.push(0);
@@ -284,9 +283,17 @@ impl ServerOffer {
             if let Some(v) = item.strip_prefix("v:") {
                 offer.version = v.trim().parse().ok();
             } else if let Some(c) = item.strip_prefix("ca:") {
-                offer.ca_hashes = c.split('|').filter(|s| !s.is_empty()).map(String::from).collect();
+                offer.ca_hashes = c
+                    .split('|')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
             } else if let Some(c) = item.strip_prefix("c:") {
-                offer.crypto = c.split('|').filter(|s| !s.is_empty()).map(String::from).collect();
+                offer.crypto = c
+                    .split('|')
+                    .filter(|s| !s.is_empty())
+                    .map(String::from)
+                    .collect();
             }
         }
         offer
@@ -329,7 +336,13 @@ mod tests {
         let kinds: Vec<_> = b.buckets.iter().map(|b| b.kind).collect();
         assert_eq!(
             kinds,
-            [kind::CRYPTOMOD, kind::VERSION, kind::ISSUER_HASH, kind::CLNT_OPTS, kind::MAIN]
+            [
+                kind::CRYPTOMOD,
+                kind::VERSION,
+                kind::ISSUER_HASH,
+                kind::CLNT_OPTS,
+                kind::MAIN
+            ]
         );
         assert_eq!(b.get_i32(kind::VERSION).unwrap(), Some(10600));
         assert_eq!(b.get_i32(kind::CLNT_OPTS).unwrap(), Some(128));
@@ -343,25 +356,46 @@ mod tests {
     fn hostile_buffers_are_typed_errors() {
         assert_eq!(SutBuffer::decode(b""), Err(BufferError::NoProtocol));
         assert_eq!(SutBuffer::decode(b"\0abc"), Err(BufferError::NoProtocol));
-        assert_eq!(SutBuffer::decode(b"toolongname\0"), Err(BufferError::NoProtocol));
-        assert_eq!(SutBuffer::decode(b"gsi\0\0\0"), Err(BufferError::Truncated("step")));
+        assert_eq!(
+            SutBuffer::decode(b"toolongname\0"),
+            Err(BufferError::NoProtocol)
+        );
+        assert_eq!(
+            SutBuffer::decode(b"gsi\0\0\0"),
+            Err(BufferError::Truncated("step"))
+        );
         let mut b = b"gsi\0\0\0\x03\xe8".to_vec();
-        assert_eq!(SutBuffer::decode(&b), Err(BufferError::Truncated("bucket type")));
+        assert_eq!(
+            SutBuffer::decode(&b),
+            Err(BufferError::Truncated("bucket type"))
+        );
         b.extend_from_slice(&3000i32.to_be_bytes());
         b.extend_from_slice(&(i32::MAX).to_be_bytes());
-        assert!(matches!(SutBuffer::decode(&b), Err(BufferError::BadLength { kind: 3000, .. })));
+        assert!(matches!(
+            SutBuffer::decode(&b),
+            Err(BufferError::BadLength { kind: 3000, .. })
+        ));
         let mut b = b"gsi\0\0\0\x03\xe8".to_vec();
         b.extend_from_slice(&3000i32.to_be_bytes());
         b.extend_from_slice(&(-1i32).to_be_bytes());
-        assert!(matches!(SutBuffer::decode(&b), Err(BufferError::BadLength { len: -1, .. })));
+        assert!(matches!(
+            SutBuffer::decode(&b),
+            Err(BufferError::BadLength { len: -1, .. })
+        ));
         let mut many = SutBuffer::new("gsi", 1);
         for _ in 0..=MAX_BUCKETS {
             many.push(kind::RTAG, b"x".to_vec());
         }
-        assert_eq!(SutBuffer::decode(&many.encode()), Err(BufferError::TooManyBuckets));
+        assert_eq!(
+            SutBuffer::decode(&many.encode()),
+            Err(BufferError::TooManyBuckets)
+        );
         let mut b = SutBuffer::new("gsi", 1);
         b.push(kind::VERSION, b"abc".to_vec());
-        assert_eq!(b.get_i32(kind::VERSION), Err(BufferError::NotAnInteger(kind::VERSION)));
+        assert_eq!(
+            b.get_i32(kind::VERSION),
+            Err(BufferError::NotAnInteger(kind::VERSION))
+        );
     }
 
     #[test]
@@ -387,6 +421,13 @@ mod tests {
         assert_eq!(o.crypto, ["ssl"]);
         assert_eq!(o.ca_hashes, ["7ec4ff5e.0", "58e51cb0.0"]);
         assert_eq!(o.encode(), "v:10600,c:ssl,ca:7ec4ff5e.0|58e51cb0.0");
-        assert_eq!(ServerOffer::parse(b"&P=gsi,v:10400,c:ssl"), ServerOffer { version: Some(10400), crypto: vec!["ssl".into()], ca_hashes: vec![] });
+        assert_eq!(
+            ServerOffer::parse(b"&P=gsi,v:10400,c:ssl"),
+            ServerOffer {
+                version: Some(10400),
+                crypto: vec!["ssl".into()],
+                ca_hashes: vec![]
+            }
+        );
     }
 }

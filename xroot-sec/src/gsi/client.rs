@@ -73,21 +73,37 @@ impl ClientHandshake {
                 offer.version.unwrap_or(0)
             )));
         }
-        if !offer.crypto.is_empty() && !offer.crypto.iter().any(|c| c.trim_end_matches("nopad") == "ssl") {
+        if !offer.crypto.is_empty()
+            && !offer
+                .crypto
+                .iter()
+                .any(|c| c.trim_end_matches("nopad") == "ssl")
+        {
             return Err(GsiError::Protocol(format!(
                 "cannot find / load crypto requested modules :{}",
                 offer.crypto.join("|")
             )));
         }
-        if !offer.ca_hashes.iter().any(|h| self.store.by_hash(h).is_some()) {
+        if !offer
+            .ca_hashes
+            .iter()
+            .any(|h| self.store.by_hash(h).is_some())
+        {
             return Err(GsiError::UnknownCa(offer.ca_hashes.join("|")));
         }
         let top = self.creds.chain.last().expect("a chain of one at least");
         let mut buf = SutBuffer::new("gsi", step::CERTREQ);
         buf.push(kind::CRYPTOMOD, b"ssl".to_vec());
         buf.push(kind::VERSION, VERSION.to_be_bytes().to_vec());
-        buf.push(kind::ISSUER_HASH, format!("{}.0", top.issuer_hash()).into_bytes());
-        let opts = if self.creds.is_proxy() { OPT_CREATE_PROXY } else { 0 };
+        buf.push(
+            kind::ISSUER_HASH,
+            format!("{}.0", top.issuer_hash()).into_bytes(),
+        );
+        let opts = if self.creds.is_proxy() {
+            OPT_CREATE_PROXY
+        } else {
+            0
+        };
         buf.push(kind::CLNT_OPTS, opts.to_be_bytes().to_vec());
         self.rtag = random_tag();
         let mut main = SutBuffer::new("gsi", step::CERTREQ);
@@ -114,9 +130,13 @@ impl ClientHandshake {
                 buf.step
             )));
         }
-        let cipher_list = buf.get_str(kind::CIPHER_ALG).unwrap_or_else(|| CIPHER.to_string());
+        let cipher_list = buf
+            .get_str(kind::CIPHER_ALG)
+            .unwrap_or_else(|| CIPHER.to_string());
         if !cipher_list.split(':').any(|c| c == CIPHER) {
-            return Err(GsiError::Protocol(format!("no common cipher algorithm in {cipher_list}")));
+            return Err(GsiError::Protocol(format!(
+                "no common cipher algorithm in {cipher_list}"
+            )));
         }
         let md_list = buf.get_str(kind::MD_ALG).unwrap_or_else(|| "sha256".into());
         let md = md_list
@@ -124,26 +144,38 @@ impl ClientHandshake {
             .find(|m| ["sha1", "sha256", "md5", "sha512", "sha384", "sha224"].contains(m))
             .ok_or_else(|| GsiError::Protocol(format!("no common digest in {md_list}")))?
             .to_string();
-        let pem = buf.get(kind::X509).ok_or_else(|| GsiError::Protocol("server certificate missing".into()))?;
+        let pem = buf
+            .get(kind::X509)
+            .ok_or_else(|| GsiError::Protocol("server certificate missing".into()))?;
         let mut certs = pem_certs(pem)?;
         if certs.len() != 1 {
-            return Err(GsiError::Protocol(format!("server sent {} certificates (1 expected)", certs.len())));
+            return Err(GsiError::Protocol(format!(
+                "server sent {} certificates (1 expected)",
+                certs.len()
+            )));
         }
         let server = certs.remove(0);
         self.store.verify_server(server.clone(), now)?;
         check_host(&server, &self.host)?;
         let server_key = server.public_key()?;
-        let signed = buf
-            .get(kind::CIPHER)
-            .ok_or_else(|| GsiError::Protocol("server public part for session cipher missing".into()))?;
+        let signed = buf.get(kind::CIPHER).ok_or_else(|| {
+            GsiError::Protocol("server public part for session cipher missing".into())
+        })?;
         let blob = public_decrypt(&server_key, signed)
             .map_err(|_| GsiError::Crypto("decrypting server DH public parameters".into()))?;
         let (params_pem, peer) = parse_public_blob(&blob)?;
-        let params = DhParams::from_pem(params_pem.ok_or_else(|| GsiError::Crypto("server sent no DH parameters".into()))?)?;
-        let padded = !buf.get_str(kind::CRYPTOMOD).unwrap_or_default().ends_with("nopad");
+        let params = DhParams::from_pem(
+            params_pem.ok_or_else(|| GsiError::Crypto("server sent no DH parameters".into()))?,
+        )?;
+        let padded = !buf
+            .get_str(kind::CRYPTOMOD)
+            .unwrap_or_default()
+            .ends_with("nopad");
         let dh = DhKey::generate(&params);
         let cipher = SessionCipher::new(&dh.agree(&peer, padded)?)?;
-        let main = buf.get(kind::MAIN).ok_or_else(|| GsiError::Protocol("main buffer missing".into()))?;
+        let main = buf
+            .get(kind::MAIN)
+            .ok_or_else(|| GsiError::Protocol("main buffer missing".into()))?;
         let mut main = SutBuffer::decode(main)?;
         check_rtag(&main, &self.rtag, &server_key)?;
         main.remove(kind::SIGNED_RTAG);
@@ -152,7 +184,10 @@ impl ClientHandshake {
         buf.remove(kind::CIPHER);
         buf.remove(kind::X509);
         buf.set(kind::MD_ALG, md.into_bytes());
-        buf.push(kind::CIPHER, private_encrypt(&self.creds.key, &dh.public_blob())?);
+        buf.push(
+            kind::CIPHER,
+            private_encrypt(&self.creds.key, &dh.public_blob())?,
+        );
         // the key we sign with (the stock's ExportPublic of its signing key)
         let spki = {
             use rsa::pkcs8::EncodePublicKey;
@@ -166,7 +201,11 @@ impl ClientHandshake {
             main.push(kind::USER, user.as_bytes().to_vec());
         }
         if let Some(tag) = main.get(kind::RTAG).map(<[u8]>::to_vec) {
-            main.retype(kind::RTAG, kind::SIGNED_RTAG, private_encrypt(&self.creds.key, &tag)?);
+            main.retype(
+                kind::RTAG,
+                kind::SIGNED_RTAG,
+                private_encrypt(&self.creds.key, &tag)?,
+            );
         }
         self.rtag = random_tag();
         main.push(kind::RTAG, self.rtag.clone());
@@ -193,7 +232,10 @@ fn check_rtag(main: &SutBuffer, rtag: &[u8], key: &PublicKey) -> Result<(), GsiE
 /// (DNS, with a leading `*.` wildcard, or IP) when there are any that
 /// match, else the last `CN` of the subject.
 fn check_host(cert: &Cert, host: &str) -> Result<(), GsiError> {
-    let host = host.trim_start_matches('[').trim_end_matches(']').to_ascii_lowercase();
+    let host = host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .to_ascii_lowercase();
     let matches = |pattern: &str| {
         let p = pattern.to_ascii_lowercase();
         match p.strip_prefix("*.") {

@@ -37,10 +37,15 @@ fn parse_key(label: &str, der: &[u8]) -> Result<PrivateKey, GsiError> {
     use rsa::pkcs1::DecodeRsaPrivateKey;
     use rsa::pkcs8::DecodePrivateKey;
     match label {
-        "RSA PRIVATE KEY" => PrivateKey::from_pkcs1_der(der).map_err(|e| GsiError::BadKey(e.to_string())),
-        "PRIVATE KEY" => PrivateKey::from_pkcs8_der(der).map_err(|e| GsiError::BadKey(e.to_string())),
+        "RSA PRIVATE KEY" => {
+            PrivateKey::from_pkcs1_der(der).map_err(|e| GsiError::BadKey(e.to_string()))
+        }
+        "PRIVATE KEY" => {
+            PrivateKey::from_pkcs8_der(der).map_err(|e| GsiError::BadKey(e.to_string()))
+        }
         "ENCRYPTED PRIVATE KEY" => Err(GsiError::BadKey(
-            "the key is encrypted: make a proxy (xrdgsiproxy init) or use an unencrypted key".into(),
+            "the key is encrypted: make a proxy (xrdgsiproxy init) or use an unencrypted key"
+                .into(),
         )),
         other => Err(GsiError::BadKey(format!("unsupported key type {other}"))),
     }
@@ -57,7 +62,11 @@ impl Credentials {
     ///
     /// Errors: [`GsiError::BadCertificate`] / [`GsiError::BadKey`]: no
     /// certificate, no key, a key that is not the end certificate's.
-    pub fn from_pem(certs_pem: &[u8], key_pem: Option<&[u8]>, source: &str) -> Result<Credentials, GsiError> {
+    pub fn from_pem(
+        certs_pem: &[u8],
+        key_pem: Option<&[u8]>,
+        source: &str,
+    ) -> Result<Credentials, GsiError> {
         let mut certs = Vec::new();
         let mut key = None;
         for (label, der) in pem_blocks(certs_pem)?.into_iter().chain(match key_pem {
@@ -72,15 +81,24 @@ impl Credentials {
         }
         certs.retain(|c| c.kind != CertKind::Ca);
         if certs.is_empty() {
-            return Err(GsiError::BadCertificate(format!("{source}: no certificate")));
+            return Err(GsiError::BadCertificate(format!(
+                "{source}: no certificate"
+            )));
         }
         let key = key.ok_or_else(|| GsiError::BadKey(format!("{source}: no private key")))?;
         // the end: the one nobody names as issuer
         let end = (0..certs.len())
-            .find(|&i| !certs.iter().any(|o| o.issuer == certs[i].subject && o.subject != certs[i].subject))
+            .find(|&i| {
+                !certs
+                    .iter()
+                    .any(|o| o.issuer == certs[i].subject && o.subject != certs[i].subject)
+            })
             .ok_or_else(|| GsiError::BadCertificate(format!("{source}: inconsistent chain")))?;
         let mut chain = vec![certs.swap_remove(end)];
-        while let Some(i) = certs.iter().position(|c| c.subject == chain.last().unwrap().issuer) {
+        while let Some(i) = certs
+            .iter()
+            .position(|c| c.subject == chain.last().unwrap().issuer)
+        {
             chain.push(certs.swap_remove(i));
         }
         if !same_key(&chain[0].public_key()?, &PublicKey::from(&key)) {
@@ -105,8 +123,10 @@ impl Credentials {
 
     /// Reads a certificate file and its key file.
     pub fn load_cert_key(cert: &Path, key: &Path) -> Result<Credentials, GsiError> {
-        let c = std::fs::read(cert).map_err(|e| GsiError::Config(format!("certificate {}: {e}", cert.display())))?;
-        let k = std::fs::read(key).map_err(|e| GsiError::Config(format!("key {}: {e}", key.display())))?;
+        let c = std::fs::read(cert)
+            .map_err(|e| GsiError::Config(format!("certificate {}: {e}", cert.display())))?;
+        let k = std::fs::read(key)
+            .map_err(|e| GsiError::Config(format!("key {}: {e}", key.display())))?;
         Credentials::from_pem(&c, Some(&k), &cert.display().to_string())
     }
 
@@ -151,9 +171,14 @@ impl Credentials {
     /// Errors: the proxy's or the certificate's; [`GsiError::Config`]
     /// when neither exists.
     pub fn discover() -> Result<Credentials, GsiError> {
-        let env = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty()).map(PathBuf::from);
+        let env = |k: &str| {
+            std::env::var_os(k)
+                .filter(|v| !v.is_empty())
+                .map(PathBuf::from)
+        };
         let uid = rustix::process::getuid().as_raw();
-        let proxy = env("X509_USER_PROXY").unwrap_or_else(|| PathBuf::from(format!("/tmp/x509up_u{uid}")));
+        let proxy =
+            env("X509_USER_PROXY").unwrap_or_else(|| PathBuf::from(format!("/tmp/x509up_u{uid}")));
         if proxy.exists() {
             return Credentials::load_proxy(&proxy);
         }

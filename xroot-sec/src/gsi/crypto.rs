@@ -99,7 +99,8 @@ pub fn public_key_pem(spki_der: &[u8]) -> String {
 pub fn parse_public_key_pem(pem: &[u8]) -> Result<PublicKey, GsiError> {
     use rsa::pkcs8::DecodePublicKey;
     let pem = trim_nul(pem);
-    let text = std::str::from_utf8(pem).map_err(|_| GsiError::BadKey("public key is not text".into()))?;
+    let text =
+        std::str::from_utf8(pem).map_err(|_| GsiError::BadKey("public key is not text".into()))?;
     PublicKey::from_public_key_pem(text.trim_start())
         .map_err(|e| GsiError::BadKey(format!("public key: {e}")))
 }
@@ -160,7 +161,10 @@ fn der_len(out: &mut Vec<u8>, len: usize) {
 }
 
 fn der_uint(out: &mut Vec<u8>, be: &[u8]) {
-    let be = &be[be.iter().position(|&b| b != 0).unwrap_or(be.len().saturating_sub(1))..];
+    let be = &be[be
+        .iter()
+        .position(|&b| b != 0)
+        .unwrap_or(be.len().saturating_sub(1))..];
     let pad = be.first().is_some_and(|&b| b & 0x80 != 0);
     out.push(0x02);
     der_len(out, be.len() + pad as usize);
@@ -188,7 +192,9 @@ pub(crate) fn der_next(der: &[u8]) -> Option<(u8, &[u8], &[u8])> {
 }
 
 impl DhParams {
-    /// The group our side offers (see [`FFDHE2048_P`]).
+    /// The group our side offers: RFC 7919's `ffdhe2048` (a safe prime,
+    /// generator 2), which OpenSSL recognizes by value, so the stock
+    /// peer's parameter check does not test its primality again.
     pub fn ffdhe2048() -> DhParams {
         let p: Vec<u8> = (0..FFDHE2048_P.len())
             .step_by(2)
@@ -207,7 +213,8 @@ impl DhParams {
         let precision = bits.div_ceil(64) * 64;
         let p_int = BoxedUint::from_be_slice(p, precision).map_err(|_| bad("prime"))?;
         let g_int = BoxedUint::from_be_slice(g, precision).map_err(|_| bad("generator"))?;
-        let odd = Option::<Odd<BoxedUint>>::from(Odd::new(p_int.clone())).ok_or_else(|| bad("even prime"))?;
+        let odd = Option::<Odd<BoxedUint>>::from(Odd::new(p_int.clone()))
+            .ok_or_else(|| bad("even prime"))?;
         let one = BoxedUint::one_with_precision(precision);
         if g_int <= one || g_int >= p_int {
             return Err(bad("generator out of range"));
@@ -302,7 +309,9 @@ impl DhKey {
         if y <= one || y >= p_minus_1 {
             return Err(bad());
         }
-        let s = BoxedMontyForm::new(y, &self.params.monty).pow(&self.x).retrieve();
+        let s = BoxedMontyForm::new(y, &self.params.monty)
+            .pow(&self.x)
+            .retrieve();
         let bytes = s.to_be_bytes();
         let full = &bytes[bytes.len() - self.params.p_len..];
         Ok(if padded {
@@ -314,7 +323,10 @@ impl DhKey {
 }
 
 fn hex_upper(be: &[u8]) -> String {
-    let be = &be[be.iter().position(|&b| b != 0).unwrap_or(be.len().saturating_sub(1))..];
+    let be = &be[be
+        .iter()
+        .position(|&b| b != 0)
+        .unwrap_or(be.len().saturating_sub(1))..];
     be.iter().map(|b| format!("{b:02X}")).collect()
 }
 
@@ -377,7 +389,8 @@ impl SessionCipher {
     /// PKCS #7-padded ciphertext.
     pub fn encrypt(&self, plain: &[u8]) -> Vec<u8> {
         let iv = crypt_chars(IV_LEN);
-        let enc = cbc::Encryptor::<Aes128>::new_from_slices(&self.key, &iv).expect("key and IV sizes");
+        let enc =
+            cbc::Encryptor::<Aes128>::new_from_slices(&self.key, &iv).expect("key and IV sizes");
         let mut out = iv;
         out.extend_from_slice(&enc.encrypt_padded_vec::<Pkcs7>(plain));
         out
@@ -397,7 +410,8 @@ impl SessionCipher {
         if body.is_empty() || body.len() % 16 != 0 {
             return Err(bad());
         }
-        let dec = cbc::Decryptor::<Aes128>::new_from_slices(&self.key, &iv).expect("key and IV sizes");
+        let dec =
+            cbc::Decryptor::<Aes128>::new_from_slices(&self.key, &iv).expect("key and IV sizes");
         dec.decrypt_padded_vec::<Pkcs7>(body).map_err(|_| bad())
     }
 }
@@ -441,10 +455,14 @@ mod tests {
         let c = SessionCipher::new(&[7u8; 64]).unwrap();
         let enc = c.encrypt(b"hello gsi");
         assert_eq!(enc.len(), 32);
-        assert!(enc[..16].iter().all(|b| b.is_ascii_alphanumeric() || *b == b'.' || *b == b'/'));
+        assert!(enc[..16]
+            .iter()
+            .all(|b| b.is_ascii_alphanumeric() || *b == b'.' || *b == b'/'));
         assert_eq!(c.decrypt(&enc, 16).unwrap(), b"hello gsi");
         let other = SessionCipher::new(&[8u8; 64]).unwrap();
-        assert!(other.decrypt(&enc, 16).is_err() || other.decrypt(&enc, 16).unwrap() != b"hello gsi");
+        assert!(
+            other.decrypt(&enc, 16).is_err() || other.decrypt(&enc, 16).unwrap() != b"hello gsi"
+        );
         assert!(c.decrypt(&enc[..20], 16).is_err());
     }
 }

@@ -41,11 +41,16 @@ impl Gridmap {
                     None => continue,
                 },
             };
-            let Some(user) = rest.split_whitespace().next().and_then(|u| u.split(',').next()) else {
+            let Some(user) = rest
+                .split_whitespace()
+                .next()
+                .and_then(|u| u.split(',').next())
+            else {
                 continue;
             };
             if !user.is_empty() {
-                map.entry(dn.to_string()).or_insert_with(|| user.to_string());
+                map.entry(dn.to_string())
+                    .or_insert_with(|| user.to_string());
             }
         }
         Gridmap { map }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use rsa::traits::PublicKeyParts;
 use rsa::{PrivateKey, PublicKey};
 
-use super::bucket::{kind, SutBuffer, ServerOffer};
+use super::bucket::{kind, ServerOffer, SutBuffer};
 use super::creds::Credentials;
 use super::crypto::{
     parse_public_blob, parse_public_key_pem, private_encrypt, public_decrypt, random_tag, DhKey,
@@ -99,9 +99,10 @@ impl ServerConfig {
         store
             .verify_server(cert.clone(), now())
             .map_err(|e| GsiError::Config(format!("server certificate {}: {e}", cert.subject)))?;
-        let cert_pem = pem_rfc7468::encode_string("CERTIFICATE", pem_rfc7468::LineEnding::LF, &cert.der)
-            .expect("PEM of a parsed certificate")
-            .into_bytes();
+        let cert_pem =
+            pem_rfc7468::encode_string("CERTIFICATE", pem_rfc7468::LineEnding::LF, &cert.der)
+                .expect("PEM of a parsed certificate")
+                .into_bytes();
         Ok(ServerConfig {
             cert,
             cert_pem,
@@ -136,7 +137,9 @@ impl ServerConfig {
 
     /// A handshake for one connection.
     pub fn handshake(&self) -> ServerHandshake {
-        ServerHandshake { state: State::Start }
+        ServerHandshake {
+            state: State::Start,
+        }
     }
 }
 
@@ -194,11 +197,19 @@ impl ServerHandshake {
     ///
     /// Errors: any [`GsiError`]; the handshake is then over (a new one
     /// must start).
-    pub fn step(&mut self, cfg: &ServerConfig, cred: &[u8], now: i64) -> Result<ServerStep, GsiError> {
+    pub fn step(
+        &mut self,
+        cfg: &ServerConfig,
+        cred: &[u8],
+        now: i64,
+    ) -> Result<ServerStep, GsiError> {
         let state = std::mem::replace(&mut self.state, State::Finished);
         let buf = SutBuffer::decode(cred)?;
         if buf.protocol != "gsi" {
-            return Err(GsiError::Protocol(format!("not gsi but {:?}", buf.protocol)));
+            return Err(GsiError::Protocol(format!(
+                "not gsi but {:?}",
+                buf.protocol
+            )));
         }
         match (state, buf.step) {
             (State::Start, step::CERTREQ) => self.certreq(cfg, buf, now),
@@ -224,7 +235,12 @@ impl ServerHandshake {
     /// `kXGC_certreq`: the client's versions and CA; answer with our
     /// certificate, signed DH part, ciphers and digests, and the client's
     /// random tag signed.
-    fn certreq(&mut self, cfg: &ServerConfig, mut buf: SutBuffer, now: i64) -> Result<ServerStep, GsiError> {
+    fn certreq(
+        &mut self,
+        cfg: &ServerConfig,
+        mut buf: SutBuffer,
+        now: i64,
+    ) -> Result<ServerStep, GsiError> {
         let version = buf.get_i32(kind::VERSION)?.unwrap_or(VERSION);
         if version < VERSION_DH_SIGNED {
             return Err(GsiError::Protocol(format!(
@@ -239,7 +255,11 @@ impl ServerHandshake {
         let module = cryptomod
             .split('|')
             .find(|m| m.trim_end_matches("nopad") == "ssl")
-            .ok_or_else(|| GsiError::Protocol(format!("cannot find / load crypto requested module :{cryptomod}")))?;
+            .ok_or_else(|| {
+                GsiError::Protocol(format!(
+                    "cannot find / load crypto requested module :{cryptomod}"
+                ))
+            })?;
         let padded = !module.ends_with("nopad");
         let hashes = buf
             .get_str(kind::ISSUER_HASH)
@@ -254,7 +274,11 @@ impl ServerHandshake {
         // the client's challenge, signed with our key; ours added
         let theirs = main.get(kind::RTAG).map(<[u8]>::to_vec);
         if let Some(tag) = theirs {
-            main.retype(kind::RTAG, kind::SIGNED_RTAG, private_encrypt(&cfg.key, &tag)?);
+            main.retype(
+                kind::RTAG,
+                kind::SIGNED_RTAG,
+                private_encrypt(&cfg.key, &tag)?,
+            );
         }
         let rtag = random_tag();
         main.push(kind::RTAG, rtag.clone());
@@ -270,7 +294,11 @@ impl ServerHandshake {
             rtag,
             dh,
             padded,
-            min_certs: if opts & super::OPT_CREATE_PROXY != 0 { 2 } else { 1 },
+            min_certs: if opts & super::OPT_CREATE_PROXY != 0 {
+                2
+            } else {
+                1
+            },
             at: now,
         };
         Ok(ServerStep::More(buf.encode()))
@@ -297,18 +325,26 @@ fn cert(
             None => (cip.clone(), 0),
         };
         if name != CIPHER {
-            return Err(GsiError::Protocol(format!("unsupported cipher chosen by the client: {name}")));
+            return Err(GsiError::Protocol(format!(
+                "unsupported cipher chosen by the client: {name}"
+            )));
         }
         iv_len = iv;
     }
     if let Some(md) = buf.get_str(kind::MD_ALG) {
         if !["sha1", "md5"].contains(&md.as_str()) {
-            return Err(GsiError::Protocol(format!("unsupported MD chosen by the client: {md}")));
+            return Err(GsiError::Protocol(format!(
+                "unsupported MD chosen by the client: {md}"
+            )));
         }
     }
-    let puk = buf.get(kind::PUK).ok_or_else(|| missing("bucket with client public key"))?;
+    let puk = buf
+        .get(kind::PUK)
+        .ok_or_else(|| missing("bucket with client public key"))?;
     let client_key = parse_public_key_pem(puk)?;
-    let signed = buf.get(kind::CIPHER).ok_or_else(|| missing("bucket with client DH parameters"))?;
+    let signed = buf
+        .get(kind::CIPHER)
+        .ok_or_else(|| missing("bucket with client DH parameters"))?;
     let blob = public_decrypt(&client_key, signed)
         .map_err(|_| GsiError::Crypto("decrypting client DH public parameters".into()))?;
     let (_, peer) = parse_public_blob(&blob)?;
@@ -325,7 +361,9 @@ fn cert(
     if tag != rtag {
         return Err(GsiError::Crypto("random tag content mismatch".into()));
     }
-    let pem = inner.get(kind::X509).ok_or_else(|| missing("client certificate"))?;
+    let pem = inner
+        .get(kind::X509)
+        .ok_or_else(|| missing("client certificate"))?;
     let certs = super::x509::pem_certs(pem)?;
     let verified = cfg.store.verify(certs, now, min_certs)?;
     let end_key = verified.end.public_key()?;

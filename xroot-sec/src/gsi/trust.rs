@@ -64,7 +64,11 @@ fn is_hash_name(name: &str, crl: bool) -> bool {
     let Some((hash, ext)) = name.split_once('.') else {
         return false;
     };
-    let ext = if crl { ext.strip_prefix('r') } else { Some(ext) };
+    let ext = if crl {
+        ext.strip_prefix('r')
+    } else {
+        Some(ext)
+    };
     hash.len() == 8
         && hash.bytes().all(|b| b.is_ascii_hexdigit())
         && ext.is_some_and(|e| !e.is_empty() && e.bytes().all(|b| b.is_ascii_digit()))
@@ -91,7 +95,9 @@ impl CaStore {
         let read = |name: &str| -> Option<Vec<u8>> {
             let path = dir.join(name);
             let meta = std::fs::metadata(&path).ok()?;
-            (meta.len() <= MAX_FILE).then(|| std::fs::read(&path).ok()).flatten()
+            (meta.len() <= MAX_FILE)
+                .then(|| std::fs::read(&path).ok())
+                .flatten()
         };
         for name in names.iter().filter(|n| is_hash_name(n, false)) {
             let Some(text) = read(name) else { continue };
@@ -116,7 +122,10 @@ impl CaStore {
             match crl {
                 Ok(crl) => {
                     if !crl.valid {
-                        tracing::warn!(file = name, "gsi: CRL not signed by its CA; the CA is refused");
+                        tracing::warn!(
+                            file = name,
+                            "gsi: CRL not signed by its CA; the CA is refused"
+                        );
                     }
                     store.crls.insert(ca.subject.clone(), crl);
                 }
@@ -182,7 +191,9 @@ impl CaStore {
                 "CRL of {} is invalid: failing",
                 issuer.subject
             ))),
-            Some(crl) if crl.revoked.contains(&cert.serial()) => Err(GsiError::Revoked(cert.subject.clone())),
+            Some(crl) if crl.revoked.contains(&cert.serial()) => {
+                Err(GsiError::Revoked(cert.subject.clone()))
+            }
             Some(_) => Ok(()),
         }
     }
@@ -198,7 +209,12 @@ impl CaStore {
     ///
     /// Errors: [`GsiError::Chain`], [`GsiError::UnknownCa`],
     /// [`GsiError::Revoked`] naming what failed.
-    pub fn verify(&self, presented: Vec<Cert>, now: i64, min_certs: usize) -> Result<Verified, GsiError> {
+    pub fn verify(
+        &self,
+        presented: Vec<Cert>,
+        now: i64,
+        min_certs: usize,
+    ) -> Result<Verified, GsiError> {
         if presented.len() < min_certs {
             return Err(GsiError::Chain(format!(
                 "wrong number of certificates in received bucket (received: {}, expected: >= {min_certs})",
@@ -214,10 +230,17 @@ impl CaStore {
         }
         // the end: the certificate nobody else names as issuer
         let end = (0..certs.len())
-            .find(|&i| !certs.iter().any(|o| o.issuer == certs[i].subject && o.subject != certs[i].subject))
+            .find(|&i| {
+                !certs
+                    .iter()
+                    .any(|o| o.issuer == certs[i].subject && o.subject != certs[i].subject)
+            })
             .ok_or_else(|| chain_error(":", "chain is inconsistent"))?;
         let mut path = vec![certs.swap_remove(end)];
-        while let Some(i) = certs.iter().position(|c| c.subject == path.last().unwrap().issuer) {
+        while let Some(i) = certs
+            .iter()
+            .position(|c| c.subject == path.last().unwrap().issuer)
+        {
             path.push(certs.swap_remove(i));
         }
         if !certs.is_empty() {
@@ -328,7 +351,8 @@ fn parse_crl(text: &[u8], ca: &Cert) -> Result<Crl, GsiError> {
         Some((_, der)) => der,
         None => text.to_vec(),
     };
-    let list = CertificateList::<x509_cert::certificate::Rfc5280>::from_der(&der).map_err(|e| GsiError::BadCertificate(format!("CRL: {e}")))?;
+    let list = CertificateList::<x509_cert::certificate::Rfc5280>::from_der(&der)
+        .map_err(|e| GsiError::BadCertificate(format!("CRL: {e}")))?;
     let valid = tbs_bytes(&der).is_some_and(|tbs| {
         list.signature.as_bytes().is_some_and(|sig| {
             ca.public_key()

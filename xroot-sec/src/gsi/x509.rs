@@ -151,12 +151,15 @@ fn tag_byte(value: &x509_cert::der::Any) -> u8 {
 fn value_text(tag: u8, bytes: &[u8]) -> String {
     match tag {
         0x1e => {
-            let units: Vec<u16> = bytes.chunks(2).map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)])).collect();
+            let units: Vec<u16> = bytes
+                .chunks(2)
+                .map(|c| u16::from_be_bytes([c[0], *c.get(1).unwrap_or(&0)]))
+                .collect();
             String::from_utf16_lossy(&units)
         }
         0x1c => bytes
-            .chunks(4)
-            .filter_map(|c| (c.len() == 4).then(|| u32::from_be_bytes([c[0], c[1], c[2], c[3]])))
+            .chunks_exact(4)
+            .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]))
             .filter_map(char::from_u32)
             .collect(),
         _ => String::from_utf8_lossy(bytes).into_owned(),
@@ -176,7 +179,10 @@ pub fn one_line(name: &Name) -> String {
             .map(|atv| {
                 let oid = atv.oid.to_string();
                 let key = short_name(&oid).map(str::to_string).unwrap_or(oid);
-                format!("{key}={}", value_text(tag_byte(&atv.value), atv.value.value()))
+                format!(
+                    "{key}={}",
+                    value_text(tag_byte(&atv.value), atv.value.value())
+                )
             })
             .collect();
         out.push_str(&parts.join(" + "));
@@ -203,7 +209,7 @@ pub fn name_hash(name: &Name) -> String {
                 0x0c | 0x13 | 0x14 | 0x16 | 0x1a | 0x1c | 0x1e => {
                     let text = value_text(tag, atv.value.value());
                     let mut folded = String::new();
-                    for word in text.split(|c: char| matches!(c, ' ' | '\t' | '\n' | '\x0b' | '\x0c' | '\r')) {
+                    for word in text.split([' ', '\t', '\n', '\x0b', '\x0c', '\r']) {
                         if word.is_empty() {
                             continue;
                         }
@@ -344,7 +350,11 @@ impl Cert {
 
     /// The serial number's bytes.
     pub fn serial(&self) -> Vec<u8> {
-        self.cert.tbs_certificate().serial_number().as_bytes().to_vec()
+        self.cert
+            .tbs_certificate()
+            .serial_number()
+            .as_bytes()
+            .to_vec()
     }
 
     /// Whether `key` made its signature (RSA with SHA-1, SHA-224, SHA-256,
@@ -367,10 +377,26 @@ impl Cert {
 pub(crate) fn verify_rsa(alg: &str, data: &[u8], sig: &[u8], key: &PublicKey) -> bool {
     match alg {
         "1.2.840.113549.1.1.5" => key.verify(Pkcs1v15Sign::new::<Sha1>(), &Sha1::digest(data), sig),
-        "1.2.840.113549.1.1.14" => key.verify(Pkcs1v15Sign::new::<sha2::Sha224>(), &sha2::Sha224::digest(data), sig),
-        "1.2.840.113549.1.1.11" => key.verify(Pkcs1v15Sign::new::<sha2::Sha256>(), &sha2::Sha256::digest(data), sig),
-        "1.2.840.113549.1.1.12" => key.verify(Pkcs1v15Sign::new::<sha2::Sha384>(), &sha2::Sha384::digest(data), sig),
-        "1.2.840.113549.1.1.13" => key.verify(Pkcs1v15Sign::new::<sha2::Sha512>(), &sha2::Sha512::digest(data), sig),
+        "1.2.840.113549.1.1.14" => key.verify(
+            Pkcs1v15Sign::new::<sha2::Sha224>(),
+            &sha2::Sha224::digest(data),
+            sig,
+        ),
+        "1.2.840.113549.1.1.11" => key.verify(
+            Pkcs1v15Sign::new::<sha2::Sha256>(),
+            &sha2::Sha256::digest(data),
+            sig,
+        ),
+        "1.2.840.113549.1.1.12" => key.verify(
+            Pkcs1v15Sign::new::<sha2::Sha384>(),
+            &sha2::Sha384::digest(data),
+            sig,
+        ),
+        "1.2.840.113549.1.1.13" => key.verify(
+            Pkcs1v15Sign::new::<sha2::Sha512>(),
+            &sha2::Sha512::digest(data),
+            sig,
+        ),
         _ => return false,
     }
     .is_ok()
