@@ -14,67 +14,47 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 
-use xroot_testkit::stock::{program_available, xrootd_available, StockServer};
 use xroot::client::{Client, Config as ClientConfig, Error};
 use xroot::proto::response::SecProtocol;
 use xroot::proto::ErrorCode;
 use xroot::sec::gsi::{bucket::kind, Credentials, SutBuffer};
-use xroot::server::{AuthContext, AuthOutcome, AuthState, Authenticator, Config, GsiAuth, Identity, LocalFs};
+use xroot::server::{
+    AuthContext, AuthOutcome, AuthState, Authenticator, Config, GsiAuth, Identity, LocalFs,
+};
+use xroot_testkit::pki::{GsiPki, TestPki};
+use xroot_testkit::stock::{program_available, xrootd_available, StockServer};
 
-/// The throw-away PKI: `certs/` (the hashed CA directory), the host
-/// certificate for localhost, the user certificate, a proxy from the stock
-/// `xrdgsiproxy`, a gridmap naming the user `alice`, and credentials gone
-/// bad (made by `openssl ca` with chosen dates, an altered signature, a
-/// foreign CA, a key that is not the proxy's).
+/// The test kit's `gsi` PKI (`xroot_testkit::pki::GsiPki`: a CA made by
+/// `openssl`, its hashed directory, the host certificate for localhost,
+/// the user `/CN=Alice User`, a gridmap naming it `alice`) with a proxy of
+/// the user from the stock `xrdgsiproxy`.
 struct Pki {
-    dir: tempfile::TempDir,
-}
-
-fn sh(dir: &Path, script: &str) {
-    let out = Command::new("sh").arg("-c").arg(script).current_dir(dir).output().unwrap();
-    assert!(out.status.success(), "{script}: {}", String::from_utf8_lossy(&out.stderr));
+    gsi: GsiPki,
+    proxy: PathBuf,
 }
 
 impl Pki {
     fn new() -> Pki {
-        let dir = tempfile::tempdir().unwrap();
-        let d = dir.path();
-        sh(d, "set -e; mkdir certs; \
-            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 30 -subj '/C=CH/O=xroot-test/CN=Test CA' -addext basicConstraints=critical,CA:TRUE 2>/dev/null; \
-            openssl req -x509 -newkey rsa:2048 -nodes -keyout ca2.key -out ca2.pem -days 30 -subj '/C=CH/O=elsewhere/CN=Other CA' -addext basicConstraints=critical,CA:TRUE 2>/dev/null; \
-            cp ca.pem certs/; openssl rehash certs; \
-            printf 'subjectAltName=DNS:localhost,IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\n' > host.ext; \
-            printf 'basicConstraints=CA:FALSE\\n' > user.ext; \
-            openssl req -newkey rsa:2048 -nodes -keyout host.key -out host.csr -subj '/C=CH/O=xroot-test/CN=localhost' 2>/dev/null; \
-            openssl x509 -req -in host.csr -CA ca.pem -CAkey ca.key -set_serial 2 -out host.pem -days 30 -extfile host.ext 2>/dev/null; \
-            openssl req -newkey rsa:2048 -nodes -keyout user.key -out user.csr -subj '/C=CH/O=xroot-test/CN=Alice User' 2>/dev/null; \
-            openssl x509 -req -in user.csr -CA ca.pem -CAkey ca.key -set_serial 3 -out user.pem -days 30 -extfile user.ext 2>/dev/null; \
-            chmod 400 user.key host.key; \
-            openssl req -newkey rsa:2048 -nodes -keyout other.key -out other.csr -subj '/C=CH/O=elsewhere/CN=Bob' 2>/dev/null; \
-            openssl x509 -req -in other.csr -CA ca2.pem -CAkey ca2.key -set_serial 4 -out other.pem -days 30 -extfile user.ext 2>/dev/null; \
-            chmod 400 other.key; \
-            xrdgsiproxy init -cert user.pem -key user.key -certdir certs -out proxy.pem -valid 1:00 >/dev/null 2>&1; \
-            printf '\"/C=CH/O=xroot-test/CN=Alice User\" alice\\n' > gridmap; \
-            mkdir -p demoCA; touch demoCA/index.txt; echo 10 > demoCA/serial; \
-            printf '[ca]\\ndefault_ca=c\\n[c]\\ndatabase=demoCA/index.txt\\nserial=demoCA/serial\\nnew_certs_dir=.\\ndefault_md=sha256\\npolicy=p\\nunique_subject=no\\n[p]\\ncommonName=supplied\\n' > ca.cnf; \
-            openssl req -newkey rsa:2048 -nodes -keyout old.key -out old.csr -subj '/C=CH/O=xroot-test/CN=Old User' 2>/dev/null; \
-            openssl ca -batch -config ca.cnf -keyfile ca.key -cert ca.pem -in old.csr -out old.pem -startdate 20200101000000Z -enddate 20200102000000Z -preserveDN -notext 2>/dev/null; \
-            openssl req -newkey rsa:2048 -nodes -keyout young.key -out young.csr -subj '/C=CH/O=xroot-test/CN=Young User' 2>/dev/null; \
-            openssl ca -batch -config ca.cnf -keyfile ca.key -cert ca.pem -in young.csr -out young.pem -startdate 20991231000000Z -enddate 21000101000000Z -preserveDN -notext 2>/dev/null; \
-            chmod 400 old.key young.key");
-        Pki { dir }
+        let gsi = GsiPki::new();
+        let proxy = gsi.xrdgsiproxy("proxy.pem", "1:00");
+        Pki { gsi, proxy }
     }
 
+    /// `name` in the PKI's directory.
     fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
+        self.gsi.path(name)
+    }
+
+    fn ca_dir(&self) -> PathBuf {
+        self.gsi.pki.ca_dir.clone()
     }
 
     fn auth(&self) -> GsiAuth {
         GsiAuth::load(
-            &self.path("host.pem"),
-            &self.path("host.key"),
-            &self.path("certs"),
-            Some(&self.path("gridmap")),
+            &self.gsi.pki.host_cert,
+            &self.gsi.pki.host_key,
+            &self.gsi.pki.ca_dir,
+            Some(&self.gsi.gridmap),
             true,
         )
         .unwrap()
@@ -135,7 +115,11 @@ async fn our_server(pki: &Pki, dir: &Path) -> (SocketAddr, Arc<Mutex<Vec<Identit
 async fn our_recording_server(
     pki: &Pki,
     dir: &Path,
-) -> (SocketAddr, Arc<Mutex<Vec<Identity>>>, Arc<Mutex<Vec<Vec<u8>>>>) {
+) -> (
+    SocketAddr,
+    Arc<Mutex<Vec<Identity>>>,
+    Arc<Mutex<Vec<Vec<u8>>>>,
+) {
     let auth = Recording {
         inner: Arc::new(pki.auth()),
         seen: Arc::default(),
@@ -158,7 +142,7 @@ async fn stock(pki: &Pki, tool: &str, env: &[(&str, PathBuf)], args: &[String]) 
     let mut cmd = Command::new(tool);
     cmd.args(args)
         .env("HOME", home.path())
-        .env("X509_CERT_DIR", pki.path("certs"))
+        .env("X509_CERT_DIR", pki.ca_dir())
         .env("X509_USER_PROXY", home.path().join("no-proxy"))
         .env("XrdSecPROTOCOL", "gsi")
         .env_remove("X509_USER_CERT")
@@ -167,7 +151,10 @@ async fn stock(pki: &Pki, tool: &str, env: &[(&str, PathBuf)], args: &[String]) 
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = tokio::task::spawn_blocking(move || cmd.output()).await.unwrap().expect("run the stock tool");
+    let out = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("run the stock tool");
     drop(home);
     out
 }
@@ -191,8 +178,18 @@ async fn stock_client_to_our_server_with_a_proxy() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("in.bin"), pattern(300_000)).unwrap();
     let (addr, seen) = our_server(&pki, data.path()).await;
-    let proxy = [("X509_USER_PROXY", pki.path("proxy.pem"))];
-    let out = stock(&pki, "xrdfs", &proxy, &[format!("root://localhost:{}", addr.port()), "ls".into(), "/".into()]).await;
+    let proxy = [("X509_USER_PROXY", pki.proxy.clone())];
+    let out = stock(
+        &pki,
+        "xrdfs",
+        &proxy,
+        &[
+            format!("root://localhost:{}", addr.port()),
+            "ls".into(),
+            "/".into(),
+        ],
+    )
+    .await;
     assert!(out.status.success(), "xrdfs ls: {out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "/in.bin");
     let dest = pki.path("read.bin");
@@ -200,7 +197,11 @@ async fn stock_client_to_our_server_with_a_proxy() {
         &pki,
         "xrdcp",
         &proxy,
-        &["-f".into(), format!("root://localhost:{}//in.bin", addr.port()), dest.display().to_string()],
+        &[
+            "-f".into(),
+            format!("root://localhost:{}//in.bin", addr.port()),
+            dest.display().to_string(),
+        ],
     )
     .await;
     assert!(out.status.success(), "xrdcp: {out:?}");
@@ -210,7 +211,7 @@ async fn stock_client_to_our_server_with_a_proxy() {
     assert_eq!(
         seen[0],
         Identity {
-            dn: Some("/C=CH/O=xroot-test/CN=Alice User".into()),
+            dn: Some(pki.gsi.user_dn.clone()),
             ..Identity::new("gsi", "alice")
         }
     );
@@ -231,51 +232,53 @@ async fn stock_client_to_our_server_with_the_certificate() {
     std::fs::write(data.path().join("f"), b"x").unwrap();
     let (addr, seen) = our_server(&pki, data.path()).await;
     let env = [
-        ("X509_USER_CERT", pki.path("user.pem")),
-        ("X509_USER_KEY", pki.path("user.key")),
+        ("X509_USER_CERT", pki.gsi.user_cert.clone()),
+        ("X509_USER_KEY", pki.gsi.user_key.clone()),
         ("XrdSecGSICREATEPROXY", PathBuf::from("0")),
     ];
-    let out = stock(&pki, "xrdfs", &env, &[format!("root://localhost:{}", addr.port()), "ls".into(), "/".into()]).await;
+    let out = stock(
+        &pki,
+        "xrdfs",
+        &env,
+        &[
+            format!("root://localhost:{}", addr.port()),
+            "ls".into(),
+            "/".into(),
+        ],
+    )
+    .await;
     assert!(out.status.success(), "xrdfs ls: {out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "/f");
     assert_eq!(seen.lock().unwrap()[0].name, "alice");
 }
 
-/// The stock server with gsi as the recipe has it (`-gmapopt:2 -crl:0
-/// -dlgpxy:0`, gsi only), its host files in a directory handed to the
-/// user it runs as.
+/// The stock server with the kit's gsi (`-gmapopt:2 -crl:0 -dlgpxy:0`,
+/// gsi only).
 fn stock_server(pki: &Pki, data: &Path) -> Option<StockServer> {
-    let srv = pki.path("srv");
-    std::fs::create_dir_all(&srv).unwrap();
-    for f in ["host.pem", "host.key", "gridmap"] {
-        std::fs::copy(pki.path(f), srv.join(f)).unwrap();
-    }
-    sh(pki.dir.path(), "cp -r certs srv/certs; chmod a+rx . srv srv/certs; chmod a+r srv/certs/* srv/host.pem srv/gridmap; chmod 400 srv/host.key; \
-        if [ $(id -u) = 0 ]; then if id xrootd >/dev/null 2>&1; then chown -R xrootd srv; else chown -R nobody srv; fi; fi");
-    let line = format!(
-        "sec.protocol gsi -certdir:{0}/certs -cert:{0}/host.pem -key:{0}/host.key -gridmap:{0}/gridmap -gmapopt:2 -crl:0 -dlgpxy:0",
-        srv.display()
-    );
-    StockServer::start(data, &["xrootd.seclib libXrdSec.so", &line, "sec.protbind * only gsi"])
+    let lines = pki.gsi.stock_server_lines();
+    StockServer::start(data, &lines.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// Our client with `creds` (sent as they are) and the PKI's CAs.
 fn our_client(pki: &Pki, creds: Credentials) -> Client {
     Client::with_config(ClientConfig {
         x509_credentials: Some(Arc::new(creds)),
-        x509_cert_dir: Some(pki.path("certs")),
+        x509_cert_dir: Some(pki.ca_dir()),
         sec_protocols: Some(vec!["gsi".into()]),
         ..ClientConfig::default()
     })
 }
 
 async fn ls(client: &Client, port: u16) -> Result<Vec<String>, Error> {
-    let entries = client.fs(&format!("root://localhost:{port}"))?.dirlist("/", false).await?;
+    let entries = client
+        .fs(&format!("root://localhost:{port}"))?
+        .dirlist("/", false)
+        .await?;
     Ok(entries.into_iter().map(|e| e.name).collect())
 }
 
 fn proxy(pki: &Pki) -> Credentials {
-    Credentials::load_proxy(&pki.path("proxy.pem")).unwrap()
+    Credentials::load_proxy(&pki.proxy.clone()).unwrap()
 }
 
 /// Our client logs in to the stock server with the stock `xrdgsiproxy`'s
@@ -290,13 +293,21 @@ async fn our_client_to_the_stock_server() {
     let pki = Pki::new();
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("f"), b"x").unwrap();
-    let Some(server) = stock_server(&pki, data.path()) else { return };
-    let names = ls(&our_client(&pki, proxy(&pki)), server.port).await.unwrap();
+    let Some(server) = stock_server(&pki, data.path()) else {
+        return;
+    };
+    let names = ls(&our_client(&pki, proxy(&pki)), server.port)
+        .await
+        .unwrap();
     assert_eq!(names, ["f"]);
-    let cert = Credentials::load_cert_key(&pki.path("user.pem"), &pki.path("user.key")).unwrap();
+    let cert = Credentials::load_cert_key(&pki.gsi.user_cert, &pki.gsi.user_key).unwrap();
     let names = ls(&our_client(&pki, cert), server.port).await.unwrap();
     assert_eq!(names, ["f"]);
-    assert!(server.log_tail().contains("login as alice"), "{}", server.log_tail());
+    assert!(
+        server.log_tail().contains("login as alice"),
+        "{}",
+        server.log_tail()
+    );
 }
 
 /// Our client logs in to our server; its two messages have the stock
@@ -315,14 +326,23 @@ async fn ours_to_ours_and_the_bytes_beside_the_stock_clients() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("f"), b"x").unwrap();
     let (addr, seen, creds) = our_recording_server(&pki, data.path()).await;
-    assert_eq!(ls(&our_client(&pki, proxy(&pki)), addr.port()).await.unwrap(), ["f"]);
+    assert_eq!(
+        ls(&our_client(&pki, proxy(&pki)), addr.port())
+            .await
+            .unwrap(),
+        ["f"]
+    );
     assert_eq!(seen.lock().unwrap()[0].name, "alice");
     let ours: Vec<Vec<u8>> = creds.lock().unwrap().drain(..).collect();
     let out = stock(
         &pki,
         "xrdfs",
-        &[("X509_USER_PROXY", pki.path("proxy.pem"))],
-        &[format!("root://localhost:{}", addr.port()), "ls".into(), "/".into()],
+        &[("X509_USER_PROXY", pki.proxy.clone())],
+        &[
+            format!("root://localhost:{}", addr.port()),
+            "ls".into(),
+            "/".into(),
+        ],
     )
     .await;
     assert!(out.status.success(), "{out:?}");
@@ -333,14 +353,33 @@ async fn ours_to_ours_and_the_bytes_beside_the_stock_clients() {
         assert_eq!((o.protocol.as_str(), o.step), (t.protocol.as_str(), t.step));
         let kinds = |b: &SutBuffer| b.buckets.iter().map(|b| b.kind).collect::<Vec<_>>();
         assert_eq!(kinds(&o), kinds(&t), "step {}", o.step);
-        for k in [kind::CRYPTOMOD, kind::VERSION, kind::CLNT_OPTS, kind::CIPHER_ALG, kind::MD_ALG] {
+        for k in [
+            kind::CRYPTOMOD,
+            kind::VERSION,
+            kind::CLNT_OPTS,
+            kind::CIPHER_ALG,
+            kind::MD_ALG,
+        ] {
             assert_eq!(o.get(k), t.get(k), "bucket {k} of step {}", o.step);
         }
-        assert_eq!(o.get(kind::PUK).map(<[u8]>::len), t.get(kind::PUK).map(<[u8]>::len));
+        assert_eq!(
+            o.get(kind::PUK).map(<[u8]>::len),
+            t.get(kind::PUK).map(<[u8]>::len)
+        );
     }
     // the stock client names both hashes of its CA (new and old), we the new
-    let hash = |b: &Vec<u8>| SutBuffer::decode(b).unwrap().get_str(kind::ISSUER_HASH).unwrap();
-    assert!(hash(&theirs[0]).starts_with(&hash(&ours[0])), "{} vs {}", hash(&ours[0]), hash(&theirs[0]));
+    let hash = |b: &Vec<u8>| {
+        SutBuffer::decode(b)
+            .unwrap()
+            .get_str(kind::ISSUER_HASH)
+            .unwrap()
+    };
+    assert!(
+        hash(&theirs[0]).starts_with(&hash(&ours[0])),
+        "{} vs {}",
+        hash(&ours[0]),
+        hash(&theirs[0])
+    );
 }
 
 /// A credential gone bad, as our client sends it (it checks nothing it
@@ -359,10 +398,24 @@ async fn bad_credentials_are_refused_by_both_servers() {
     let data = tempfile::tempdir().unwrap();
     std::fs::write(data.path().join("f"), b"x").unwrap();
     let (ours, seen) = our_server(&pki, data.path()).await;
-    let Some(stock) = stock_server(&pki, data.path()) else { return };
-    let cert = |c: &str, k: &str| Credentials::load_cert_key(&pki.path(c), &pki.path(k)).unwrap();
+    let Some(stock) = stock_server(&pki, data.path()) else {
+        return;
+    };
+    let cert = |(c, k): (PathBuf, PathBuf)| Credentials::load_cert_key(&c, &k).unwrap();
+    // certificates of our CA out of their dates (made by `openssl ca`),
+    // and one of a CA the servers do not know
+    let old = pki
+        .gsi
+        .pki
+        .user_between("old", "Old User", "20200101000000Z", "20200102000000Z");
+    let young =
+        pki.gsi
+            .pki
+            .user_between("young", "Young User", "20991231000000Z", "21000101000000Z");
+    let elsewhere = TestPki::with_ca_name("elsewhere CA");
+    let other = elsewhere.user("other", "Bob", 30);
     // a proxy whose signature is altered
-    let text = std::fs::read(pki.path("proxy.pem")).unwrap();
+    let text = std::fs::read(&pki.proxy).unwrap();
     let blocks = xroot::sec::gsi::x509::pem_blocks(&text).unwrap();
     let mut bad = String::new();
     for (i, (label, der)) in blocks.iter().enumerate() {
@@ -374,13 +427,17 @@ async fn bad_credentials_are_refused_by_both_servers() {
     }
     let badsig = Credentials::from_pem(bad.as_bytes(), None, "altered").unwrap();
     let mut wrongkey = proxy(&pki);
-    wrongkey.key = cert("user.pem", "user.key").key;
+    wrongkey.key = cert((pki.gsi.user_cert.clone(), pki.gsi.user_key.clone())).key;
     let cases: Vec<(&str, Credentials, &str)> = vec![
-        ("expired", cert("old.pem", "old.key"), "EEC: certificate expired"),
-        ("not yet valid", cert("young.pem", "young.key"), "EEC: certificate expired"),
-        ("wrong CA", cert("other.pem", "other.key"), "unknown CA"),
+        ("expired", cert(old), "EEC: certificate expired"),
+        ("not yet valid", cert(young), "EEC: certificate expired"),
+        ("wrong CA", cert(other), "unknown CA"),
         ("key mismatch", wrongkey, ""),
-        ("badly signed", badsig, "Proxy: signature verification failed"),
+        (
+            "badly signed",
+            badsig,
+            "Proxy: signature verification failed",
+        ),
     ];
     for (what, creds, ours_says) in cases {
         let creds = Arc::new(creds);
@@ -388,13 +445,17 @@ async fn bad_credentials_are_refused_by_both_servers() {
         for port in [ours.port(), stock.port] {
             let client = Client::with_config(ClientConfig {
                 x509_credentials: Some(creds.clone()),
-                x509_cert_dir: Some(pki.path("certs")),
+                x509_cert_dir: Some(pki.ca_dir()),
                 sec_protocols: Some(vec!["gsi".into()]),
                 ..ClientConfig::default()
             });
             match ls(&client, port).await {
                 Err(Error::Server { code, message }) => {
-                    assert_eq!(code, ErrorCode::AUTH_FAILED, "{what} on port {port}: {message}");
+                    assert_eq!(
+                        code,
+                        ErrorCode::AUTH_FAILED,
+                        "{what} on port {port}: {message}"
+                    );
                     answers.push(message);
                 }
                 other => panic!("{what} on port {port}: {other:?}"),
@@ -407,5 +468,9 @@ async fn bad_credentials_are_refused_by_both_servers() {
             assert_eq!(answers[0], answers[1], "{what}");
         }
     }
-    assert!(seen.lock().unwrap().is_empty(), "our server accepted {:?}", seen.lock().unwrap());
+    assert!(
+        seen.lock().unwrap().is_empty(),
+        "our server accepted {:?}",
+        seen.lock().unwrap()
+    );
 }

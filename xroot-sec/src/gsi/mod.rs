@@ -69,6 +69,3 @@ pub mod step {
     /// Server: sign this proxy request (delegation; not supported).
     pub const S_PXYREQ: i32 = 2002;
 }
-
-#[cfg(test)]
-mod tests;
