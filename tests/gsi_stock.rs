@@ -474,3 +474,41 @@ async fn bad_credentials_are_refused_by_both_servers() {
         seen.lock().unwrap()
     );
 }
+
+/// `Config::x509_proxy_file` is read at each login, not when the client
+/// is made: a client whose proxy file is missing fails with no `gsi`
+/// credential (naming the file), and a client of the same configuration
+/// logs in once the proxy is there (a daemon's proxy renewed in place).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl")]
+async fn our_client_reads_its_proxy_file_at_each_login() {
+    if !peers_available() {
+        return;
+    }
+    let pki = Pki::new();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("f"), b"x").unwrap();
+    let (addr, seen) = our_server(&pki, data.path()).await;
+    let file = pki.path("renewed-proxy.pem");
+    let config = ClientConfig {
+        x509_proxy_file: Some(file.clone()),
+        x509_cert_dir: Some(pki.ca_dir()),
+        sec_protocols: Some(vec!["gsi".into()]),
+        ..ClientConfig::default()
+    };
+    let client = Client::with_config(config.clone());
+    match ls(&client, addr.port()).await {
+        Err(Error::Credential {
+            protocol, reason, ..
+        }) => {
+            assert_eq!(protocol, "gsi");
+            assert!(reason.contains("renewed-proxy.pem"), "{reason}");
+        }
+        other => panic!("no proxy yet: {other:?}"),
+    }
+    std::fs::copy(&pki.proxy, &file).unwrap();
+    let client = Client::with_config(config);
+    assert_eq!(ls(&client, addr.port()).await.unwrap(), ["f"]);
+    assert_eq!(seen.lock().unwrap().len(), 1);
+}

@@ -119,6 +119,15 @@ pub struct Config {
     /// are not sent.
     #[cfg(feature = "gsi")]
     pub x509_credentials: Option<std::sync::Arc<xroot_sec::gsi::Credentials>>,
+    /// A proxy file (PEM: the proxy certificate, its key, the chain, as
+    /// `xrdgsiproxy` writes it) read at each login instead of what
+    /// `X509_USER_PROXY` names: a long-running program whose proxy is
+    /// renewed in place picks the new one up at its next login. Expired
+    /// credentials are not sent; a file that cannot be read fails the
+    /// login with [`Error::Credential`](crate::Error::Credential).
+    /// [`Config::x509_credentials`] wins when both are set.
+    #[cfg(feature = "gsi")]
+    pub x509_proxy_file: Option<PathBuf>,
     /// The CA directory a `gsi` server's certificate is checked against;
     /// `None`: `X509_CERT_DIR`, else `/etc/grid-security/certificates`.
     #[cfg(feature = "gsi")]
@@ -230,6 +239,8 @@ impl Default for Config {
             bearer_token: None,
             #[cfg(feature = "gsi")]
             x509_credentials: None,
+            #[cfg(feature = "gsi")]
+            x509_proxy_file: None,
             #[cfg(feature = "gsi")]
             x509_cert_dir: None,
         }

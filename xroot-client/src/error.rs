@@ -90,10 +90,11 @@ pub enum Error {
     },
 
     /// The server asked for authentication with protocols this client does
-    /// not implement (it implements `host`, `unix` and `sss`), has no
-    /// credential for (no `sss` keytab) or may not use (`XrdSecPROTOCOL`).
+    /// not implement (it implements `host`, `unix`, `sss`, `ztn` and, with
+    /// its `gsi` feature, `gsi`), has no credential for (no `sss` keytab)
+    /// or may not use (`XrdSecPROTOCOL`).
     #[error(
-        "{endpoint} requires authentication by {offered:?}; this client supports host, unix and sss (with a keytab)"
+        "{endpoint} requires authentication by {offered:?}; this client supports host, unix, sss (with a keytab), ztn (with a token, over TLS) and gsi (with X509 credentials)"
     )]
     AuthUnsupported {
         /// `host:port` of the server.
@@ -115,12 +116,13 @@ pub enum Error {
 
     /// A credential for a protocol the server offered could not be made,
     /// and no later protocol could either: the `sss` keytab is unreadable,
-    /// readable by group or others, malformed, or holds no unexpired key.
+    /// readable by group or others, malformed, or holds no unexpired key;
+    /// no X509 proxy or certificate, or an expired one, for `gsi`.
     #[error("no {protocol} credential for {endpoint}: {reason}")]
     Credential {
         /// `host:port` of the server.
         endpoint: String,
-        /// The protocol (`sss`).
+        /// The protocol (`sss`, `gsi`).
         protocol: String,
         /// Why, naming the file.
         reason: String,

@@ -170,8 +170,9 @@ fn ztn_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Credential> {
     })
 }
 
-/// `gsi` (xroot_sec::gsi): the configured X509 credentials or those the
-/// stock client would find, checked against the time; the server's
+/// `gsi` (xroot_sec::gsi): the configured X509 credentials, else the
+/// configured proxy file or what the stock client would find, read now
+/// and checked against the time; the server's
 /// certificate is checked against the CA directory at the next round.
 ///
 /// Errors ([`Error::Credential`], after which the next offered protocol is
@@ -189,7 +190,11 @@ fn gsi_credential(params: &[u8], ctx: &AuthCtx<'_>) -> Result<Credential> {
     let creds = match &ctx.cfg.x509_credentials {
         Some(c) => c.clone(),
         None => {
-            let c = Credentials::discover().map_err(|e| fail(e.to_string()))?;
+            let c = match &ctx.cfg.x509_proxy_file {
+                Some(file) => Credentials::load_proxy(file),
+                None => Credentials::discover(),
+            }
+            .map_err(|e| fail(e.to_string()))?;
             let now = SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs() as i64);
