@@ -1,7 +1,7 @@
 //! The `--auth LIST`, `--sss-keytab FILE`, `--token-issuer`,
-//! `--token-audience` and `--token-leeway` flags the long-running examples (`serve`, `xcache`)
-//! share: which security protocols the login reply offers, in order, and
-//! what they trust.
+//! `--token-audience`, `--token-leeway` and `--gsi-*` flags the long-running
+//! examples (`serve`, `xcache`) share: which security protocols the login
+//! reply offers, in order, and what they trust.
 
 use std::io;
 use std::path::PathBuf;
@@ -10,15 +10,18 @@ use std::time::Duration;
 
 use xroot_server::jwks::IssuerConfig;
 use xroot_server::{
-    AnyOf, Authenticator, Config, HostAuth, SssAuth, TokenConfig, TokenValidator, UnixAuth, ZtnAuth,
+    AnyOf, Authenticator, Config, GsiAuth, HostAuth, SssAuth, TokenConfig, TokenValidator,
+    UnixAuth, ZtnAuth,
 };
 
-/// `[--auth host,unix,sss,ztn] [--sss-keytab FILE]`
+/// `[--auth host,unix,sss,ztn,gsi] [--sss-keytab FILE] [--token-issuer
+/// ...] [--token-audience AUD] [--gsi-cert FILE --gsi-key FILE
+/// --gsi-ca-dir DIR [--gsi-gridmap FILE [--gsi-gridmap-required]]]`
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct AuthArgs {
     /// Security protocols clients must authenticate with, offered in this
-    /// order (a comma list of host, unix, sss, ztn). Without it, none.
-    #[arg(long, value_delimiter = ',', value_parser = ["host", "unix", "sss", "ztn"])]
+    /// order (a comma list of host, unix, sss, ztn, gsi). Without it, none.
+    #[arg(long, value_delimiter = ',', value_parser = ["host", "unix", "sss", "ztn", "gsi"])]
     pub auth: Vec<String>,
     /// The sss keytab (as `xrdsssadmin` writes it; mode 0600): required
     /// with `--auth ...sss`.
@@ -41,6 +44,29 @@ pub struct AuthArgs {
     /// sets a few seconds.
     #[arg(long, value_name = "SECS")]
     pub token_leeway: Option<u64>,
+    /// The host certificate (PEM) `--auth ...gsi` presents to clients,
+    /// whose CN or subjectAltName is the name they connect to (the stock
+    /// server's `-cert`).
+    #[arg(long, value_name = "FILE")]
+    pub gsi_cert: Option<PathBuf>,
+    /// The host certificate's key (PEM, unencrypted; the stock server's
+    /// `-key`).
+    #[arg(long, value_name = "FILE")]
+    pub gsi_key: Option<PathBuf>,
+    /// The hashed CA directory clients' certificates and proxies must
+    /// chain to (`HASH.0` certificates, `HASH.r0` CRLs, as
+    /// /etc/grid-security/certificates; the stock server's `-certdir`).
+    #[arg(long, value_name = "DIR")]
+    pub gsi_ca_dir: Option<PathBuf>,
+    /// A grid-mapfile (`"DN" name` lines): a client whose DN it names is
+    /// that user; another is known by its DN (the stock server's
+    /// `-gridmap`, `-gmapopt:1`).
+    #[arg(long, value_name = "FILE")]
+    pub gsi_gridmap: Option<PathBuf>,
+    /// Refuse a client whose DN the grid-mapfile does not name (the stock
+    /// server's `-gmapopt:2`).
+    #[arg(long, requires = "gsi_gridmap")]
+    pub gsi_gridmap_required: bool,
 }
 
 impl AuthArgs {
@@ -67,9 +93,13 @@ impl AuthArgs {
     /// Errors (`InvalidInput`): `sss` without `--sss-keytab`, a keytab that
     /// cannot be used (the message names the file), `--sss-keytab` without
     /// `sss`, `ztn` without `--token-issuer`, a JWKS file that cannot be
-    /// used, `--token-*` without `ztn`. Fetching remote keys blocks here
-    /// (at most 10 s per issuer); one that fails is retried in the
-    /// background.
+    /// used, `--token-*` without `ztn`, `gsi` without `--gsi-cert`,
+    /// `--gsi-key` and `--gsi-ca-dir`, gsi files that cannot be used
+    /// (the message names the file and what is wrong: a certificate not
+    /// valid now or not issued by a CA of the directory, a key that is not
+    /// the certificate's...), `--gsi-*` without `gsi`. Fetching remote
+    /// keys blocks here (at most 10 s per issuer); one that fails is
+    /// retried in the background.
     pub fn authenticator(&self) -> io::Result<Option<Arc<dyn Authenticator>>> {
         let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
         if self.sss_keytab.is_some() && !self.auth.iter().any(|p| p == "sss") {
@@ -85,6 +115,16 @@ impl AuthArgs {
             return Err(invalid(
                 "--token-issuer, --token-audience and --token-leeway are only used with \
                  --auth ...,ztn"
+                    .into(),
+            ));
+        }
+        let gsi_flags = self.gsi_cert.is_some()
+            || self.gsi_key.is_some()
+            || self.gsi_ca_dir.is_some()
+            || self.gsi_gridmap.is_some();
+        if gsi_flags && !self.auth.iter().any(|p| p == "gsi") {
+            return Err(invalid(
+                "--gsi-cert, --gsi-key, --gsi-ca-dir and --gsi-gridmap are only used with --auth ...,gsi"
                     .into(),
             ));
         }
@@ -110,6 +150,7 @@ impl AuthArgs {
                         .map_err(|e| invalid(format!("--token-issuer: {e}")))?;
                     Arc::new(ZtnAuth::new(validator))
                 }
+                "gsi" => Arc::new(self.gsi()?),
                 other => return Err(invalid(format!("--auth {other}: unknown protocol"))),
             });
         }
@@ -118,6 +159,26 @@ impl AuthArgs {
             1 => all.pop(),
             _ => Some(Arc::new(AnyOf(all))),
         })
+    }
+
+    /// `gsi` as the `--gsi-*` flags configure it.
+    fn gsi(&self) -> io::Result<GsiAuth> {
+        let invalid = |e: String| io::Error::new(io::ErrorKind::InvalidInput, e);
+        let (Some(cert), Some(key), Some(ca_dir)) =
+            (&self.gsi_cert, &self.gsi_key, &self.gsi_ca_dir)
+        else {
+            return Err(invalid(
+                "--auth gsi needs --gsi-cert FILE, --gsi-key FILE and --gsi-ca-dir DIR".into(),
+            ));
+        };
+        GsiAuth::load(
+            cert,
+            key,
+            ca_dir,
+            self.gsi_gridmap.as_deref(),
+            self.gsi_gridmap_required,
+        )
+        .map_err(|e| invalid(format!("--auth gsi: {e}")))
     }
 }
 
@@ -132,18 +193,83 @@ mod tests {
         auth: AuthArgs,
     }
 
-    fn parse(args: &[&str]) -> AuthArgs {
-        Cli::try_parse_from(std::iter::once("tool").chain(args.iter().copied()))
-            .unwrap()
-            .auth
+    fn parse(args: &[&str]) -> Result<AuthArgs, clap::Error> {
+        Cli::try_parse_from(std::iter::once("t").chain(args.iter().copied())).map(|c| c.auth)
+    }
+
+    fn refusal(args: &[&str]) -> String {
+        match parse(args).unwrap().authenticator() {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("{args:?} accepted"),
+        }
+    }
+
+    #[test]
+    fn gsi_is_one_of_the_protocols_in_the_order_given() {
+        let a = parse(&["--auth", "sss,gsi", "--auth", "unix"]).unwrap();
+        assert_eq!(a.auth, ["sss", "gsi", "unix"]);
+        let a = parse(&[
+            "--auth",
+            "gsi",
+            "--gsi-cert",
+            "/c.pem",
+            "--gsi-key",
+            "/k.pem",
+            "--gsi-ca-dir",
+            "/cas",
+            "--gsi-gridmap",
+            "/g",
+            "--gsi-gridmap-required",
+        ])
+        .unwrap();
+        assert_eq!(a.gsi_cert.as_deref(), Some(std::path::Path::new("/c.pem")));
+        assert_eq!(a.gsi_ca_dir.as_deref(), Some(std::path::Path::new("/cas")));
+        assert!(a.gsi_gridmap_required);
+        assert!(parse(&["--auth", "krb5"]).is_err());
+        // --gsi-gridmap-required needs a gridmap
+        assert!(parse(&["--auth", "gsi", "--gsi-gridmap-required"]).is_err());
+    }
+
+    #[test]
+    fn gsi_needs_its_files_and_they_need_gsi() {
+        let needs = "--auth gsi needs --gsi-cert FILE, --gsi-key FILE and --gsi-ca-dir DIR";
+        assert_eq!(refusal(&["--auth", "gsi"]), needs);
+        assert_eq!(
+            refusal(&["--auth", "unix,gsi", "--gsi-cert", "/c", "--gsi-key", "/k"]),
+            needs
+        );
+        let only = refusal(&["--auth", "unix", "--gsi-ca-dir", "/cas"]);
+        assert!(only.contains("only used with --auth ...,gsi"), "{only}");
+        // files that are not there are named
+        let dir = tempfile::tempdir().unwrap();
+        let cert = dir.path().join("hostcert.pem");
+        let e = refusal(&[
+            "--auth",
+            "gsi",
+            "--gsi-cert",
+            cert.to_str().unwrap(),
+            "--gsi-key",
+            "/k",
+            "--gsi-ca-dir",
+            "/cas",
+        ]);
+        assert!(
+            e.starts_with("--auth gsi: ") && e.contains("hostcert.pem"),
+            "{e}"
+        );
+    }
+
+    /// The flags, which must parse.
+    fn args(args: &[&str]) -> AuthArgs {
+        parse(args).unwrap()
     }
 
     #[test]
     fn the_token_leeway_is_none_unless_given() {
-        let a = parse(&["--auth", "ztn", "--token-issuer", "https://i=/k.json"]);
+        let a = args(&["--auth", "ztn", "--token-issuer", "https://i=/k.json"]);
         assert_eq!(a.token_leeway, None);
         assert_eq!(a.token_config().leeway, Duration::ZERO);
-        let a = parse(&[
+        let a = args(&[
             "--auth",
             "ztn",
             "--token-issuer",
@@ -162,15 +288,15 @@ mod tests {
             &["--token-audience", "a"],
             &["--auth", "unix", "--token-leeway", "0"],
         ] {
-            let e = parse(flags).authenticator().err().expect("refused");
+            let e = args(flags).authenticator().err().expect("refused");
             assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
             assert!(
                 e.to_string().contains("only used with --auth ...,ztn"),
                 "{e}"
             );
         }
-        assert!(parse(&[]).authenticator().unwrap().is_none());
-        let e = parse(&["--auth", "ztn"]).authenticator().err().unwrap();
+        assert!(args(&[]).authenticator().unwrap().is_none());
+        let e = args(&["--auth", "ztn"]).authenticator().err().unwrap();
         assert!(e.to_string().contains("needs --token-issuer"), "{e}");
     }
 }

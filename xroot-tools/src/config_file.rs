@@ -7,8 +7,12 @@
 //! port = 1094
 //! bind = "0.0.0.0"
 //! read-only = true              # a switch: true gives it, false leaves it out
-//! auth = "sss"
+//! auth = "sss,gsi"              # or ["sss", "gsi"]: offered in this order
 //! token-issuer = ["https://a=/etc/a.jwks", "https://b=/etc/b.jwks"]  # a repeated flag
+//! gsi-cert = "/etc/grid-security/xrd/xrdcert.pem"
+//! gsi-key = "/etc/grid-security/xrd/xrdkey.pem"
+//! gsi-ca-dir = "/etc/grid-security/certificates"
+//! gsi-gridmap = "/etc/grid-security/grid-mapfile"
 //! dir = "/data"                 # the positional DIR of `serve`
 //! ```
 //!
@@ -107,7 +111,13 @@ fn config_path(args: &[OsString]) -> Option<std::path::PathBuf> {
 /// whose flags all take one value or none: a value follows a `--long`
 /// flag without `=`, except after the switches of `SWITCHES`.
 fn is_positional(args: &[OsString], arg: &OsString) -> bool {
-    const SWITCHES: &[&str] = &["--read-only", "--verbose", "-v", "--no-purge"];
+    const SWITCHES: &[&str] = &[
+        "--read-only",
+        "--verbose",
+        "-v",
+        "--no-purge",
+        "--gsi-gridmap-required",
+    ];
     let Some(i) = args.iter().position(|a| std::ptr::eq(a, arg)) else {
         return false;
     };
@@ -126,5 +136,53 @@ fn scalar(value: &toml::Value) -> Option<OsString> {
         toml::Value::Integer(n) => Some(n.to_string().into()),
         toml::Value::Float(x) => Some(x.to_string().into()),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn args(v: &[&str]) -> Vec<OsString> {
+        v.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn gsi_keys_become_flags_and_the_command_lines_dir_wins() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("serve.toml");
+        std::fs::write(
+            &file,
+            "auth = [\"sss\", \"gsi\"]\ngsi-cert = \"/c.pem\"\ngsi-gridmap-required = true\ndir = \"/other\"\n",
+        )
+        .unwrap();
+        let f = file.to_str().unwrap();
+        let out = with_config_file(args(&[
+            "serve",
+            "--config",
+            f,
+            "--gsi-gridmap-required",
+            "/data",
+        ]))
+        .unwrap();
+        let out: Vec<&str> = out.iter().map(|a| a.to_str().unwrap()).collect();
+        // the switch given on the command line is not repeated, and the DIR
+        // after it is the command line's
+        assert_eq!(
+            out,
+            [
+                "serve",
+                "--auth",
+                "sss",
+                "--auth",
+                "gsi",
+                "--gsi-cert",
+                "/c.pem",
+                "--config",
+                f,
+                "--gsi-gridmap-required",
+                "/data"
+            ]
+        );
     }
 }

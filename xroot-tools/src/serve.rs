@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! cargo run --example serve -- [--port P] [--bind ADDR] [--readv-concurrency N] \
-//!     [--auth host,unix,sss,ztn] [--sss-keytab FILE] \
+//!     [--auth host,unix,sss,ztn,gsi] [--sss-keytab FILE] \
 //!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [--token-leeway SECS] \
+//!     [--gsi-cert FILE --gsi-key FILE --gsi-ca-dir DIR [--gsi-gridmap FILE [--gsi-gridmap-required]]] \
 //!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
 //!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] [-v] DIR
 //! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
@@ -22,7 +23,10 @@
 //! it, clients authenticate with one of the protocols listed (`sss` needs
 //! `--sss-keytab`, a keytab `xrdsssadmin` wrote; `ztn` needs TLS and
 //! `--token-issuer`, and each request is then checked against the token's
-//! WLCG scopes). The default address
+//! WLCG scopes; `gsi`, X509 certificates and proxies, needs the host
+//! certificate and key `--gsi-cert`/`--gsi-key` and the hashed CA
+//! directory `--gsi-ca-dir`, and with `--gsi-gridmap` a client is the
+//! user the grid-mapfile names for its DN). The default address
 //! is the loopback one; `--bind 0.0.0.0` (or `::`) serves other hosts.
 //! The first line on stdout is `serve listening on ADDR` once the port is
 //! bound (with `--port 0`, the port picked). The log (stderr) says before

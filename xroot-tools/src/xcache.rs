@@ -5,8 +5,10 @@
 //! cargo run --release --example xcache -- --origin root://HOST:PORT --cache-dir DIR \
 //!     [--port P] [--bind ADDR] [--block-size 4k] [--io-size 1m] [--io-gap 0] [--ram 1g] \
 //!     [--prefetch BLOCKS] [--purge-low 0.90] [--purge-high 0.95] [--purge-interval 10]
-//!     [--no-purge] [--auth host,unix,sss,ztn] [--sss-keytab FILE]
+//!     [--no-purge] [--auth host,unix,sss,ztn,gsi] [--sss-keytab FILE]
 //!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [--token-leeway SECS]
+//!     [--gsi-cert FILE --gsi-key FILE --gsi-ca-dir DIR [--gsi-gridmap FILE]]
+//!     [--origin-token-file FILE] [--origin-proxy FILE]
 //!     [--tls-cert FILE --tls-key FILE [--tls LEVEL] [--tls-ca-dir DIR]]
 //!     [--role server --manager HOST:CMSPORT] [--metrics ADDR] [-v]
 //! xrdcp root://127.0.0.1:1094//store/file.root /tmp/
@@ -38,6 +40,16 @@
 //! `--tls-cert`/`--tls-key` offer TLS to clients (`--tls` requires it:
 //! capable, login, session, data or all); SIGHUP reloads the certificate.
 //!
+//! `--auth` and its flags are those of `serve`: how the cache's own clients
+//! authenticate. Towards its origin the cache is a client:
+//! `--origin-token-file` is the token it sends to a `ztn` origin,
+//! `--origin-proxy` the X509 proxy it logs in to a `gsi` origin with (read
+//! again at each login, so a proxy renewed in place is used from the next
+//! connection on; the origin's certificate is checked against
+//! `--gsi-ca-dir` when given, else `X509_CERT_DIR`, else
+//! /etc/grid-security/certificates). Without them, the cache's client finds
+//! credentials as any client does (`BEARER_TOKEN`..., `X509_USER_PROXY`...).
+//!
 //! Purge is on by default, as in the stock XCache (`pfc.diskusage 0.90
 //! 0.95`): every `--purge-interval` seconds (and at once when the disk
 //! fills up) the cache checks the file system holding `--cache-dir` and,
@@ -61,6 +73,7 @@ use xroot_cache::purge::{disk_space, Level, PurgeConfig};
 use xroot_cache::store::Store;
 use xroot_cache::{CacheConfig, CacheFs};
 use xroot_client::{Client, Config as ClientConfig};
+use xroot_sec::gsi::Credentials;
 use xroot_sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
 use xroot_server::{Config, RequestObserver, Server};
 
@@ -142,6 +155,13 @@ pub struct Cli {
     /// `BEARER_TOKEN_FILE`, `$XDG_RUNTIME_DIR/bt_u<euid>`, `/tmp/bt_u<euid>`).
     #[arg(long, value_name = "FILE")]
     pub origin_token_file: Option<PathBuf>,
+    /// An X509 proxy file (as `xrdgsiproxy init` or `voms-proxy-init`
+    /// write it) the cache logs in with to an origin that asks for `gsi`,
+    /// read again at each login. Without it the cache's client finds one
+    /// as any client does (`X509_USER_PROXY`, `/tmp/x509up_u<uid>`,
+    /// `X509_USER_CERT`/`X509_USER_KEY`).
+    #[arg(long, value_name = "FILE")]
+    pub origin_proxy: Option<PathBuf>,
     #[command(flatten)]
     pub auth: auth::AuthArgs,
     /// `--role server --manager HOST:CMSPORT`: join a stock cluster as a
@@ -186,8 +206,9 @@ pub async fn start(cli: &Cli) -> io::Result<Server<CacheFs<RemoteOrigin>>> {
 /// refuses, a cache directory that cannot be created, purge watermarks
 /// whose low one is not below the high one or that exceed the disk (as
 /// the stock XCache refuses them), an `--origin-token-file` that cannot be
-/// used (missing, empty, open to group or others), or an address (of the
-/// server or the metrics) that cannot be bound.
+/// used (missing, empty, open to group or others), an `--origin-proxy`
+/// that cannot be read or is not valid now, or an address (of the server
+/// or the metrics) that cannot be bound.
 pub async fn start_with_metrics(
     cli: &Cli,
 ) -> io::Result<(Server<CacheFs<RemoteOrigin>>, Option<SocketAddr>)> {
@@ -230,6 +251,22 @@ pub async fn start_with_metrics(
             })?;
         client.bearer_token = Some(BearerToken::new(token));
     }
+    if let Some(file) = &cli.origin_proxy {
+        // read now to refuse a file that cannot serve; the client reads it
+        // again at each login
+        let proxy =
+            Credentials::load_proxy(file).map_err(|e| invalid(format!("--origin-proxy: {e}")))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        proxy
+            .check_time(now)
+            .map_err(|e| invalid(format!("--origin-proxy: {e}")))?;
+        client.x509_proxy_file = Some(file.clone());
+    }
+    // the origin's gsi certificate: the grid CA directory the cache's own
+    // clients are checked against, else X509_CERT_DIR's
+    client.x509_cert_dir = cli.auth.gsi_ca_dir.clone();
     let origin = RemoteOrigin::new(Client::with_config(client), &cli.origin)
         .map_err(|e| invalid(format!("--origin: {e}")))?;
     let fs = CacheFs::new(origin, store, config);
@@ -371,6 +408,26 @@ mod tests {
         ])
         .unwrap();
         assert_eq!(cli.auth.token_config().leeway, Duration::from_secs(7));
+        assert!(cli.origin_proxy.is_none() && cli.origin_token_file.is_none());
+        let cli = Cli::try_parse_from([
+            "xcache",
+            "--origin",
+            "root://o:1094",
+            "--cache-dir",
+            "/c",
+            "--origin-proxy",
+            "/tmp/x509up_u1000",
+            "--auth",
+            "gsi",
+            "--gsi-ca-dir",
+            "/cas",
+        ])
+        .unwrap();
+        assert_eq!(
+            cli.origin_proxy.as_deref(),
+            Some(std::path::Path::new("/tmp/x509up_u1000"))
+        );
+        assert_eq!(cli.auth.auth, ["gsi"]);
         // the origin and the cache directory are required
         assert!(Cli::try_parse_from(["xcache", "--cache-dir", "/c"]).is_err());
         assert!(Cli::try_parse_from(["xcache", "--origin", "root://o"]).is_err());

@@ -25,6 +25,13 @@
 //! too): a missing local one exits 2, a remote one 50, a tree without a
 //! regular file 2, as the stock tool.
 //!
+//! Logging in follows the server's offer and the stock client's
+//! environment: `XrdSecPROTOCOL`, the `sss` keytab `XrdSecSSSKT`, a `ztn`
+//! token (`BEARER_TOKEN`...), and for `gsi` the X509 proxy
+//! `X509_USER_PROXY` (default `/tmp/x509up_u<uid>`), else
+//! `X509_USER_CERT`/`X509_USER_KEY`, checked against `X509_CERT_DIR`; the
+//! end of `--help` says so ([`crate::CLIENT_AUTH_HELP`]).
+//!
 //! Connecting follows the stock client's settings: up to
 //! `XRD_CONNECTIONRETRY` attempts (5), each within a window of
 //! `XRD_CONNECTIONWINDOW` seconds (120) and the next one starting when the
@@ -97,7 +104,8 @@ type Res<T> = Result<T, BoxError>;
     name = "xrdcp",
     version = concat!("v", env!("CARGO_PKG_VERSION")),
     about = "Copies files to, from and between XRootD servers",
-    override_usage = "xrdcp [OPTIONS] SRC... DST"
+    override_usage = "xrdcp [OPTIONS] SRC... DST",
+    after_help = crate::CLIENT_AUTH_HELP
 )]
 struct Args {
     /// Checksum to compute and verify against the server: adler32, crc32c or

@@ -50,6 +50,13 @@
 //! it: the CA certificates trusted are those of `X509_CERT_DIR` (default
 //! `/etc/grid-security/certificates`), as for the stock tool.
 //!
+//! Logging in follows the server's offer and the stock client's
+//! environment: `XrdSecPROTOCOL`, the `sss` keytab `XrdSecSSSKT`, a `ztn`
+//! token (`BEARER_TOKEN`...), and for `gsi` the X509 proxy
+//! `X509_USER_PROXY` (default `/tmp/x509up_u<uid>`), else
+//! `X509_USER_CERT`/`X509_USER_KEY`, checked against `X509_CERT_DIR`; the
+//! end of `--help` says so ([`crate::CLIENT_AUTH_HELP`]).
+//!
 //! Differences from the stock `xrdfs`: times are printed in UTC (the stock
 //! tool prints local time); `ls` lists one server (it does not locate the
 //! directory on every server of a cluster first) and takes none of `-u`,
@@ -88,7 +95,8 @@ use xroot_client::{Client, DirEntry, Error, FileSystem, OpenFlags, Url};
 #[derive(Parser, Debug)]
 #[command(
     name = "xrdfs",
-    about = "Namespace and query commands against an XRootD server"
+    about = "Namespace and query commands against an XRootD server",
+    after_help = crate::CLIENT_AUTH_HELP
 )]
 pub struct Cli {
     // this comment is the flag's `--help` text, brackets and all
