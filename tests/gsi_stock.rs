@@ -11,7 +11,7 @@
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 
 use xroot::client::{Client, Config as ClientConfig, Error};
@@ -135,28 +135,16 @@ async fn our_recording_server(
     (addr, seen, creds)
 }
 
-/// A stock tool with `X509_CERT_DIR` the PKI's and the environment `env`
-/// (`X509_USER_PROXY` pointing nowhere unless given).
+/// A stock tool with the PKI's client environment
+/// ([`GsiPki::client_command`]: `X509_USER_PROXY` pointing nowhere),
+/// `XrdSecPROTOCOL=gsi`, and `env` on top.
 async fn stock(pki: &Pki, tool: &str, env: &[(&str, PathBuf)], args: &[String]) -> Output {
-    let home = tempfile::tempdir().unwrap();
-    let mut cmd = Command::new(tool);
-    cmd.args(args)
-        .env("HOME", home.path())
-        .env("X509_CERT_DIR", pki.ca_dir())
-        .env("X509_USER_PROXY", home.path().join("no-proxy"))
-        .env("XrdSecPROTOCOL", "gsi")
-        .env_remove("X509_USER_CERT")
-        .env_remove("X509_USER_KEY")
-        .stdin(Stdio::null());
+    let mut cmd = pki.gsi.client_command(tool, None);
+    cmd.args(args).env("XrdSecPROTOCOL", "gsi");
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = tokio::task::spawn_blocking(move || cmd.output())
-        .await
-        .unwrap()
-        .expect("run the stock tool");
-    drop(home);
-    out
+    xroot_testkit::tools::run_off_workers(cmd).await
 }
 
 fn pattern(len: usize) -> Vec<u8> {

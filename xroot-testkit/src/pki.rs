@@ -535,6 +535,32 @@ impl GsiPki {
         }
     }
 
+    /// `program` (a stock client tool, or ours) with the environment a
+    /// `gsi` client reads pointed at this PKI: `X509_CERT_DIR` its CA
+    /// directory, `X509_USER_PROXY` `proxy` (without one, a file that does
+    /// not exist), `HOME` an empty directory of the PKI's (so no
+    /// `~/.globus` is found), `X509_USER_CERT` and `X509_USER_KEY` unset
+    /// (a test that wants them sets them), standard input closed.
+    pub fn client_command(
+        &self,
+        program: impl AsRef<std::ffi::OsStr>,
+        proxy: Option<&Path>,
+    ) -> Command {
+        let home = self.path("home");
+        let _ = std::fs::create_dir(&home);
+        let mut cmd = Command::new(program);
+        cmd.env("HOME", &home)
+            .env("X509_CERT_DIR", &self.pki.ca_dir)
+            .env(
+                "X509_USER_PROXY",
+                proxy.map_or_else(|| home.join("no-proxy"), Path::to_path_buf),
+            )
+            .env_remove("X509_USER_CERT")
+            .env_remove("X509_USER_KEY")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
     /// The stock server's `gsi` as these files configure it, lines for
     /// [`crate::stock::StockServer::start`]: `xrootd.seclib`, `sec.protocol
     /// gsi -certdir -cert -key -gridmap -gmapopt:2 -crl:0 -dlgpxy:0` (a DN
