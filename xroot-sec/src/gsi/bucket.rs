@@ -303,7 +303,7 @@ impl ServerOffer {
     pub fn encode(&self) -> String {
         format!(
             "v:{},c:{},ca:{}",
-            self.version.unwrap_or(super::VERSION),
+            self.version.unwrap_or(super::consts::VERSION),
             self.crypto.join("|"),
             self.ca_hashes.join("|")
         )

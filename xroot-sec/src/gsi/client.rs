@@ -12,6 +12,7 @@ use std::sync::Arc;
 use rsa::PublicKey;
 
 use super::bucket::{kind, ServerOffer, SutBuffer};
+use super::consts::{step, OPT_CREATE_PROXY, VERSION, VERSION_DH_SIGNED};
 use super::creds::Credentials;
 use super::crypto::{
     parse_public_blob, private_encrypt, public_decrypt, public_key_pem, random_tag, DhKey,
@@ -20,7 +21,6 @@ use super::crypto::{
 use super::error::GsiError;
 use super::trust::CaStore;
 use super::x509::{pem_certs, Cert};
-use super::{step, OPT_CREATE_PROXY, VERSION, VERSION_DH_SIGNED};
 
 /// One connection's client handshake.
 pub struct ClientHandshake {

@@ -15,6 +15,7 @@ use rsa::traits::PublicKeyParts;
 use rsa::{PrivateKey, PublicKey};
 
 use super::bucket::{kind, ServerOffer, SutBuffer};
+use super::consts::{step, TIME_SKEW, VERSION, VERSION_DH_SIGNED};
 use super::creds::Credentials;
 use super::crypto::{
     parse_public_blob, parse_public_key_pem, private_encrypt, public_decrypt, random_tag, DhKey,
@@ -24,7 +25,6 @@ use super::error::GsiError;
 use super::gridmap::Gridmap;
 use super::trust::CaStore;
 use super::x509::Cert;
-use super::{step, TIME_SKEW, VERSION, VERSION_DH_SIGNED};
 
 /// What the server offers and with what it proves who it is.
 #[derive(Clone)]
@@ -294,7 +294,7 @@ impl ServerHandshake {
             rtag,
             dh,
             padded,
-            min_certs: if opts & super::OPT_CREATE_PROXY != 0 {
+            min_certs: if opts & super::consts::OPT_CREATE_PROXY != 0 {
                 2
             } else {
                 1
