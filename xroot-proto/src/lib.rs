@@ -92,6 +92,7 @@ pub mod gauge;
 pub mod header;
 pub mod limits;
 pub mod list;
+pub mod monitor;
 pub mod page;
 pub mod pool;
 pub mod request;
