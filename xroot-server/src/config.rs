@@ -10,7 +10,7 @@ use xroot_proto::limits::MAX_TRANSFER;
 use crate::auth::Authenticator;
 use crate::cluster::ClusterConfig;
 use crate::net::tls::{TlsConfig, TlsRequirement};
-use crate::observe::RequestObserver;
+use crate::observe::{MonitorObserver, RequestObserver};
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
 #[derive(Clone)]
@@ -124,6 +124,11 @@ pub struct Config {
     /// Told about each request answered, for request logs and metrics
     /// ([`crate::observe`]); `None` (the default): nobody.
     pub observer: Option<Arc<dyn RequestObserver>>,
+    /// Told about each session, its files and their I/O, for the XRootD
+    /// monitoring streams ([`crate::observe::monitor`],
+    /// [`crate::observe::udp`]); `None` (the default): nobody, and no
+    /// per-file counts are kept.
+    pub monitor: Option<Arc<dyn MonitorObserver>>,
 }
 
 impl Default for Config {
@@ -152,6 +157,7 @@ impl Default for Config {
             tls: None,
             cluster: None,
             observer: None,
+            monitor: None,
         }
     }
 }
@@ -214,6 +220,7 @@ impl std::fmt::Debug for Config {
             )
             .field("cluster", &self.cluster)
             .field("observer", &self.observer.is_some())
+            .field("monitor", &self.monitor.is_some())
             .finish()
     }
 }

@@ -10,10 +10,11 @@ use std::sync::{Arc, Mutex, OnceLock};
 use tokio::sync::watch;
 use xroot_proto::limits::MAX_BOUND_STREAMS;
 
-use crate::admit::files::FileTable;
+use crate::admit::files::{FileTable, OpenFile};
 use crate::auth::{Caller, Identity};
 use crate::fs::{File, FileSystem};
 use crate::net::writer::LinkWriter;
+use crate::observe::monitor::{FileCounters, SessionEvent, SessionMonitor};
 
 /// Set once to close a link at once; any number of tasks can watch it.
 pub(crate) type Kill = Arc<watch::Sender<bool>>;
@@ -35,6 +36,14 @@ pub(crate) struct Session<F: FileSystem> {
     pub(crate) sessid: [u8; 16],
     pub(crate) peer: SocketAddr,
     pub(crate) user: String,
+    /// The process id and the CGI the client sent in `kXR_login`.
+    pub(crate) login_pid: i32,
+    pub(crate) login_cgi: String,
+    /// The session's monitoring, once it logged in with a
+    /// [`crate::Config::monitor`] set.
+    monitor: OnceLock<SessionMonitor>,
+    /// Ended by `kXR_endsess` from another session.
+    killed: AtomicBool,
     pub(crate) files: FileTable<F::File>,
     /// Login done and, if required, authentication too.
     pub(crate) authenticated: AtomicBool,
@@ -54,6 +63,7 @@ impl<F: FileSystem> Session<F> {
         sessid: [u8; 16],
         peer: SocketAddr,
         user: String,
+        login: (i32, String),
         main: LinkWriter,
         kill: Kill,
     ) -> Session<F> {
@@ -63,6 +73,10 @@ impl<F: FileSystem> Session<F> {
             sessid,
             peer,
             user,
+            login_pid: login.0,
+            login_cgi: login.1,
+            monitor: OnceLock::new(),
+            killed: AtomicBool::new(false),
             files: FileTable::new(),
             authenticated: AtomicBool::new(false),
             caller: OnceLock::new(),
@@ -120,6 +134,7 @@ impl<F: FileSystem> Session<F> {
     /// it reads no more, drops its answers, and the session ends when its
     /// requests in flight have.
     pub(crate) fn kill(&self) {
+        self.killed.store(true, Ordering::Release);
         self.ending.store(true, Ordering::Release);
         if let Some(Some(main)) = self.streams.lock().unwrap().first() {
             main.kill.send_replace(true);
@@ -148,6 +163,7 @@ impl<F: FileSystem> Session<F> {
         }
         for f in self.files.drain() {
             let _ = f.file.close().await;
+            self.monitor_close(&f, true);
             if f.posc {
                 match fs.rm(self.caller(), &f.path).await {
                     Ok(()) => tracing::debug!(path = %f.path, "posc: removed, never closed"),
@@ -155,6 +171,74 @@ impl<F: FileSystem> Session<F> {
                 }
             }
             f.unlock();
+        }
+        if let Some(m) = self.monitor.get() {
+            m.event(&SessionEvent::Logout {
+                secs: m.since.elapsed().as_secs().min(u64::from(u32::MAX)) as u32,
+                forced: self.killed.load(Ordering::Acquire),
+            });
+        }
+    }
+
+    /// The session's monitoring, when it has one.
+    pub(crate) fn monitor(&self) -> Option<&SessionMonitor> {
+        self.monitor.get()
+    }
+
+    /// Sets the session's monitoring (once).
+    pub(crate) fn set_monitor(&self, m: SessionMonitor) {
+        let _ = self.monitor.set(m);
+    }
+
+    /// Tells the monitor `f` closed, when both are monitored.
+    pub(crate) fn monitor_close(&self, f: &OpenFile<F::File>, forced: bool) {
+        if let (Some(m), Some(c)) = (self.monitor.get(), &f.counters) {
+            m.event(&SessionEvent::Close { file: c, forced });
+        }
+    }
+
+    /// Counts a `kXR_read` (`pg`: a `kXR_pgread`) of `len` bytes asked at
+    /// `offset` on `f` and tells the monitor.
+    pub(crate) fn monitor_read(&self, f: &OpenFile<F::File>, offset: u64, len: u32, pg: bool) {
+        if let (Some(m), Some(c)) = (self.monitor.get(), &f.counters) {
+            match pg {
+                true => c.pgread(len),
+                false => c.read(len),
+            }
+            m.event(&SessionEvent::Read {
+                file: c.id,
+                offset,
+                len,
+            });
+        }
+    }
+
+    /// Counts a write (`pg`: a `kXR_pgwrite`, `len` with its crc32c).
+    pub(crate) fn monitor_write(&self, f: &OpenFile<F::File>, offset: u64, len: u32, pg: bool) {
+        if let (Some(m), Some(c)) = (self.monitor.get(), &f.counters) {
+            match pg {
+                true => c.pgwrite(len),
+                false => c.write(len),
+            }
+            m.event(&SessionEvent::Write {
+                file: c.id,
+                offset,
+                len,
+            });
+        }
+    }
+
+    /// Counts the `count` elements of `len` bytes of one vector read on
+    /// `c` (`seq`: the vector read's sequence number).
+    pub(crate) fn monitor_readv(&self, c: &FileCounters, count: u16, len: u32, seq: u8) {
+        if let Some(m) = self.monitor.get() {
+            c.readv(len, count);
+            m.event(&SessionEvent::Readv {
+                file: c.id,
+                count,
+                len,
+                seq,
+            });
         }
     }
 }

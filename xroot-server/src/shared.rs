@@ -8,7 +8,7 @@ use std::collections::hash_map::RandomState;
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hasher};
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 use tokio::sync::{watch, Semaphore};
@@ -100,10 +100,17 @@ pub(crate) struct Shared<F: FileSystem> {
     /// How often a refused credential is logged (at INFO).
     pub(crate) refusals: Throttle,
     ids: AtomicU64,
+    /// The monitoring dictionary ids, from 1 (the stock's `GetDictID`).
+    dict_ids: AtomicU32,
     seed: RandomState,
 }
 
 impl<F: FileSystem> Shared<F> {
+    /// The next monitoring dictionary id (a login's or an open's).
+    pub(crate) fn next_dictid(&self) -> u32 {
+        self.dict_ids.fetch_add(1, Ordering::Relaxed)
+    }
+
     /// The state of a server of `fs` with `config`, listening on
     /// `local_addr`.
     pub(crate) fn new(fs: F, config: Config, local_addr: SocketAddr) -> Shared<F> {
@@ -128,6 +135,7 @@ impl<F: FileSystem> Shared<F> {
             monitor,
             sessions: Mutex::new(HashMap::new()),
             ids: AtomicU64::new(0),
+            dict_ids: AtomicU32::new(1),
             seed: RandomState::new(),
         }
     }

@@ -20,6 +20,7 @@ use xroot_proto::{ErrorCode, FHandle};
 use crate::admit::lock::FileLock;
 use crate::admit::order::{Access, Order, Ticket};
 use crate::fs::{File, FsError, ReadvConcurrency};
+use crate::observe::monitor::FileCounters;
 
 /// An open file and what the server tracks about it.
 #[derive(Debug)]
@@ -33,6 +34,8 @@ pub(crate) struct OpenFile<T> {
     /// Opened with `kXR_posc`: removed when its session ends without a
     /// close.
     pub(crate) posc: bool,
+    /// Its monitoring counts, when the session is monitored.
+    pub(crate) counters: Option<Arc<FileCounters>>,
     order: Order,
     readv: Arc<Semaphore>,
     lock: Mutex<Option<FileLock>>,
@@ -64,6 +67,7 @@ impl<T: File> OpenFile<T> {
             path,
             writable,
             posc,
+            counters: None,
             order: Order::new(append),
             readv: Arc::new(Semaphore::new(readv)),
             lock: Mutex::new(Some(lock)),

@@ -25,6 +25,7 @@ use crate::fs::{File, FileRegion, FileSystem, FsError};
 use crate::handle::kit::{err, offset, ok, ok_with, open_mode, Ctx, Fail, Out};
 use crate::handle::path;
 use crate::handle::scope_check;
+use crate::observe::monitor::{FileCounters, SessionEvent};
 
 /// `kXR_open`: the options that apply to a POSIX backend become an
 /// [`OpenMode`]; `kXR_retstat` (or `kXR_retstatx`) adds the stat text,
@@ -70,7 +71,21 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
         false => None,
     };
     let posc = mode.write && opts.contains(OpenOptions::POSC);
-    let file = OpenFile::new(file, target.path, mode.write, mode.append, posc, lock);
+    let mut file = OpenFile::new(file, target.path, mode.write, mode.append, posc, lock);
+    if let Some(m) = ctx.session.monitor() {
+        let size = match &stat {
+            Some(s) => s.size,
+            None => file.file.stat().await.map_or(0, |s| s.size),
+        };
+        let counters = Arc::new(FileCounters::new(ctx.shared.next_dictid()));
+        m.event(&SessionEvent::Open {
+            file: &counters,
+            path: &file.path,
+            size,
+            rw: locks_write,
+        });
+        file.counters = Some(counters);
+    }
     let fhandle = ctx.session.files.insert(file);
     let answer = OpenResponse {
         fhandle,
@@ -90,6 +105,7 @@ pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Respo
     let f = ctx.file(r.fhandle, "close")?;
     ctx.session.files.remove(r.fhandle, &f);
     let closed = f.file.close().await;
+    ctx.session.monitor_close(&f, false);
     if f.posc && f.pgw_outstanding() > 0 {
         let _ = ctx.fs().rm(ctx.caller(), &f.path).await;
     }
@@ -124,6 +140,7 @@ pub(crate) async fn read<F: FileSystem>(ctx: &Ctx<F>, r: Read) -> Result<(), Fai
         return Ok(out.send(&ok()).await?);
     }
     let at = offset(r.offset, "Read")?;
+    ctx.session.monitor_read(&f, at, r.rlen as u32, false);
     out.finish(read_chunks(ctx, &f, &out, at, r.rlen as usize).await)
         .await
 }
@@ -164,7 +181,12 @@ pub(crate) fn read_now<F: FileSystem>(ctx: &Ctx<F>, r: &Read) -> bool {
     match f.file.region(r.offset as u64, want) {
         Ok(Some(mut region)) => {
             region.len = region.len.min(want);
-            out.try_read(region, want)
+            let done = out.try_read(region, want);
+            if done {
+                ctx.session
+                    .monitor_read(&f, r.offset as u64, r.rlen as u32, false);
+            }
+            done
         }
         _ => false,
     }
@@ -292,6 +314,7 @@ pub(crate) async fn pgread<F: FileSystem>(ctx: &Ctx<F>, r: Pgread) -> Result<(),
     let f = ctx.file(r.fhandle, "pgread")?;
     let out = ctx.out(r.pathid())?;
     let at = offset(r.offset, "Read")?;
+    ctx.session.monitor_read(&f, at, r.rlen as u32, true);
     let sent = pgread_frames(&f.file, &out, at, r.rlen as usize).await;
     out.finish(sent).await
 }
@@ -347,6 +370,8 @@ pub(crate) async fn write<F: FileSystem>(ctx: &Ctx<F>, r: Write) -> Result<Respo
         return Ok(ok());
     }
     let at = offset(r.offset, "Write")?;
+    ctx.session
+        .monitor_write(&f, at, r.data.len() as u32, false);
     f.file.write_at(at, r.data).await?;
     Ok(ok())
 }
@@ -362,6 +387,8 @@ pub(crate) async fn pgwrite<F: FileSystem>(ctx: &Ctx<F>, r: Pgwrite) -> Result<R
     }
     let f = ctx.file(r.fhandle, "write")?;
     let start = offset(r.offset, "pgwrite")?;
+    ctx.session
+        .monitor_write(&f, start, r.payload.len() as u32, true);
     if r.reqflags.contains(PgReqFlags::RETRY) {
         let page = PAGE_SIZE - (start % PAGE_SIZE as u64) as usize;
         if r.payload.len() > page + 4 {
@@ -448,7 +475,10 @@ pub(crate) async fn writev<F: FileSystem>(ctx: &Ctx<F>, r: Writev) -> Result<Res
     let mut writes = Vec::with_capacity(r.segments.len());
     for s in r.segments.into_iter().filter(|s| !s.data.is_empty()) {
         let f = ctx.file(s.fhandle, "writev")?;
-        writes.push((f, offset(s.offset, "Writev")?, s.data));
+        let at = offset(s.offset, "Writev")?;
+        ctx.session
+            .monitor_write(&f, at, s.data.len() as u32, false);
+        writes.push((f, at, s.data));
     }
     for (f, at, data) in &writes {
         f.file.write_at(*at, data.clone()).await?;

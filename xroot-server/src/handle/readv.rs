@@ -74,6 +74,7 @@ pub(crate) async fn readv<F: FileSystem>(ctx: &Ctx<F>, r: Readv) -> Result<(), F
         return Err(err(ErrorCode::ARG_INVALID, "Read vector is invalid").into());
     }
     let files = files(ctx, &r.list)?;
+    monitor_runs(ctx, &files, &r.list);
     let out = ctx.out(r.pathid)?;
     let sent = readv_frames(ctx, &files, &r, &out).await;
     out.finish(sent).await
@@ -115,6 +116,28 @@ async fn readv_frames<F: FileSystem>(
         }
     }
     Ok(())
+}
+
+/// Tells the session's monitor of a vector read: one count per run of
+/// consecutive elements on the same file, as the stock's `rvOps`.
+fn monitor_runs<F: FileSystem>(ctx: &Ctx<F>, files: &Files<F::File>, list: &[ReadListEntry]) {
+    let Some(m) = ctx.session.monitor() else {
+        return;
+    };
+    let seq = m.next_readv_seq();
+    let mut i = 0;
+    while i < list.len() {
+        let j = (i..list.len())
+            .find(|&j| !Arc::ptr_eq(&files[j], &files[i]))
+            .unwrap_or(list.len());
+        if let Some(c) = &files[i].counters {
+            let len: u64 = list[i..j].iter().map(|e| e.rlen.max(0) as u64).sum();
+            let count = (j - i).min(usize::from(u16::MAX)) as u16;
+            ctx.session
+                .monitor_readv(c, count, len.min(u64::from(u32::MAX)) as u32, seq);
+        }
+        i = j;
+    }
 }
 
 /// Groups frames (`counts` elements each) into batches of at most `cap`
@@ -219,6 +242,7 @@ pub(crate) async fn pgreadv<F: FileSystem>(ctx: &Ctx<F>, r: PgReadv) -> Result<(
         return Err(e.into());
     }
     let files = files(ctx, &r.list)?;
+    monitor_runs(ctx, &files, &r.list);
     let out = ctx.out(r.pathid)?;
     let sent = pgreadv_frames(ctx, &files, &r, &out).await;
     out.finish(sent).await

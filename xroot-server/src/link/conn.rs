@@ -697,12 +697,18 @@ impl<F: FileSystem> Conn<F> {
     }
 
     /// Registers the session of a successful login on this link.
-    pub(crate) fn start_session(&mut self, user: String, auth_pending: bool) -> Arc<Session<F>> {
+    pub(crate) fn start_session(
+        &mut self,
+        user: String,
+        login: (i32, String),
+        auth_pending: bool,
+    ) -> Arc<Session<F>> {
         let sessid = self.shared.new_sessid();
         let session = Arc::new(Session::new(
             sessid,
             self.peer,
             user,
+            login,
             self.link.clone(),
             self.kill.clone(),
         ));

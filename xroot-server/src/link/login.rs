@@ -21,6 +21,8 @@ use crate::auth::{AuthContext, AuthOutcome};
 use crate::fs::FileSystem;
 use crate::handle::kit::ok_with;
 use crate::net::tls::TlsRequirement;
+use crate::observe::monitor::{cgi_value, LoginRecord, SessionMonitor};
+use crate::session::Session;
 
 /// What the `kXR_protocol` answer says this server is: a data server with
 /// pgread/pgwrite and persist-on-close, as the stock 5.5.3 server answers
@@ -156,7 +158,8 @@ impl<F: FileSystem> Conn<F> {
             .authenticator
             .as_ref()
             .and_then(|a| LoginResponse::token(&a.protocols()));
-        let session = self.start_session(user, token.is_some());
+        let cgi = login.cgi_str().unwrap_or_default().to_owned();
+        let session = self.start_session(user, (login.pid, cgi), token.is_some());
         tracing::debug!(peer = %self.peer, user = %session.user, "login");
         let body = ok_with(|b| {
             if login.capver.version() > 0 {
@@ -167,6 +170,9 @@ impl<F: FileSystem> Conn<F> {
             }
         });
         self.reply(frame.header.streamid, body).await?;
+        if token.is_none() {
+            self.monitor_login(&session);
+        }
         match token {
             Some(_) => ControlFlow::Continue(()),
             None => self.logged_in_tls(frame.header.streamid).await,
@@ -197,6 +203,7 @@ impl<F: FileSystem> Conn<F> {
             AuthOutcome::Accepted(id) => {
                 tracing::debug!(peer = %self.peer, ?id, "authenticated");
                 session.authenticated_as(id);
+                self.monitor_login(&session);
                 self.phase = Phase::LoggedIn {
                     session,
                     auth_pending: false,
@@ -218,6 +225,35 @@ impl<F: FileSystem> Conn<F> {
                 self.error(sid, ErrorCode::AUTH_FAILED, &why).await
             }
         }
+    }
+
+    /// Starts the session's monitoring, when the server has a
+    /// [`crate::Config::monitor`]: takes its dictionary id and tells the
+    /// observer who logged in (after authentication, when required).
+    fn monitor_login(&self, session: &Session<F>) {
+        let Some(observer) = &self.shared.config.monitor else {
+            return;
+        };
+        let user_id = self.shared.next_dictid();
+        let cgi = session.login_cgi.as_str();
+        let identity = self
+            .shared
+            .config
+            .authenticator
+            .as_ref()
+            .map(|_| &session.caller().identity);
+        let record = LoginRecord {
+            user_id,
+            peer: self.peer,
+            login_user: &session.user,
+            pid: session.login_pid,
+            release: cgi_value(cgi, "xrd.rn"),
+            app_name: cgi_value(cgi, "xrd.appname"),
+            info: cgi_value(cgi, "xrd.info"),
+            identity,
+        };
+        let s = observer.login(&record);
+        session.set_monitor(SessionMonitor::new(user_id, s));
     }
 
     /// `kXR_bind` on a fresh link: attach it to a logged-in session of the

@@ -21,10 +21,16 @@
 //! The observer runs on the request's task: it must return quickly (count,
 //! or hand the record to a logger), never block.
 
+pub mod monitor;
 mod record;
 pub(crate) mod report;
 pub mod stats;
 mod throttle;
+pub mod udp;
 
+pub use monitor::{
+    FileCounters, FileStats, LoginRecord, MonitorObserver, RedirectRecord, SessionEvent,
+    SessionObserver,
+};
 pub use record::{Outcome, RequestObserver, RequestRecord};
 pub use throttle::Throttle;
