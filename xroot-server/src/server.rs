@@ -59,6 +59,17 @@ impl ServerHandle {
         self.monitor.snapshot()
     }
 
+    /// A summary document of the server now (`xrd.report`'s, PROTOCOL.md
+    /// §17.7): see [`crate::observe::report::summary`]; `extra` sections
+    /// (a cache's) go before `sgen`.
+    pub fn summary(
+        &self,
+        info: &crate::observe::report::SummaryInfo,
+        extra: Vec<xroot_proto::monitor::summary::Element<'static>>,
+    ) -> String {
+        crate::observe::report::summary(&self.stats(), info, self.monitor.started, extra)
+    }
+
     /// Starts a graceful shutdown: no new connections or requests; requests
     /// in flight finish and are answered, then every link is closed and
     /// [`Server::serve`] returns.

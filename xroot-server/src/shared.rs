@@ -36,6 +36,8 @@ pub(crate) struct Monitor {
     pub(crate) stats: Arc<Scope>,
     links: Mutex<BTreeMap<u64, (SocketAddr, Arc<Scope>)>>,
     connections: AtomicU64,
+    pub(crate) logins: AtomicU64,
+    peak_links: AtomicU64,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) local_addr: SocketAddr,
     /// When the server was bound, for its statistics report.
@@ -47,7 +49,10 @@ impl Monitor {
     pub(crate) fn open_link(&self, peer: SocketAddr) -> (u64, Arc<Scope>) {
         let id = self.connections.fetch_add(1, Ordering::Relaxed);
         let scope = Scope::new();
-        self.links.lock().unwrap().insert(id, (peer, scope.clone()));
+        let mut links = self.links.lock().unwrap();
+        links.insert(id, (peer, scope.clone()));
+        self.peak_links
+            .fetch_max(links.len() as u64, Ordering::Relaxed);
         (id, scope)
     }
 
@@ -74,6 +79,8 @@ impl Monitor {
             in_flight: self.stats.snapshot(),
             links,
             connections: self.connections.load(Ordering::Relaxed),
+            logins: self.logins.load(Ordering::Relaxed),
+            peak_links: self.peak_links.load(Ordering::Relaxed),
         }
     }
 }
@@ -118,6 +125,8 @@ impl<F: FileSystem> Shared<F> {
             stats: Scope::new(),
             links: Mutex::new(BTreeMap::new()),
             connections: AtomicU64::new(0),
+            logins: AtomicU64::new(0),
+            peak_links: AtomicU64::new(0),
             shutdown: watch::Sender::new(false),
             local_addr,
             started: std::time::SystemTime::now(),

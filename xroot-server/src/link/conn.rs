@@ -704,6 +704,7 @@ impl<F: FileSystem> Conn<F> {
         auth_pending: bool,
     ) -> Arc<Session<F>> {
         let sessid = self.shared.new_sessid();
+        self.shared.monitor.logins.fetch_add(1, Ordering::Relaxed);
         let session = Arc::new(Session::new(
             sessid,
             self.peer,

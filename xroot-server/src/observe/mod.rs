@@ -23,7 +23,7 @@
 
 pub mod monitor;
 mod record;
-pub(crate) mod report;
+pub mod report;
 pub mod stats;
 mod throttle;
 pub mod udp;

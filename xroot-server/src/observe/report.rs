@@ -1,4 +1,6 @@
-//! The server's own answer to `kXR_query` `kXR_QStats` (`xrdfs HOST query
+//! The summary documents: [`summary`], what the summary stream
+//! (`xrd.report`) sends each interval, and the server's own answer to
+//! `kXR_query` `kXR_QStats` (`xrdfs HOST query
 //! stats WHAT`) when its backend has none
 //! ([`FileSystem::stats_report`](crate::FileSystem::stats_report) answers
 //! `kXR_Unsupported`): the stock server's XML shape, with the figures this
@@ -91,6 +93,180 @@ pub(crate) fn report(
     )
 }
 
+/// Who a summary document says sent it (the `<statistics>` attributes and
+/// the `info` section).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryInfo {
+    /// The host name (`src`, `info/host`).
+    pub host: String,
+    /// The port.
+    pub port: u16,
+    /// The instance name (`ins`, `info/name`; the stock's `-n`, `anon`).
+    pub instance: String,
+    /// The program (`pgm`: `xrootd`).
+    pub program: String,
+    /// The version (`ver`).
+    pub version: String,
+    /// The site (`site`, `XRDSITE`).
+    pub site: String,
+}
+
+/// A summary document (`xrd.report DEST every SECS all`, PROTOCOL.md
+/// §17.7) from a server's statistics: the stock's `<statistics>` element
+/// and, in its order, the sections `info`, `buff`, `link`, `poll`,
+/// `proc`, `xrootd`, `ofs`, `sched` and `sgen`, then `extra` (a cache's
+/// own section). Figures this server does not keep are sent as 0: the
+/// buffer pool's (`buff`: its buffers are per request), the bytes in and
+/// out and connect time of links, the poller's, the scheduler's
+/// (`sched`: tokio's), the signatures and async I/O counts; `proc` is the
+/// process's user and system time (`/proc/self/stat`, in clock ticks of
+/// 10 ms). Counters are totals since start, as the stock's.
+pub fn summary(
+    stats: &ServerStats,
+    info: &SummaryInfo,
+    started: SystemTime,
+    extra: Vec<xroot_proto::monitor::summary::Element<'static>>,
+) -> String {
+    use xroot_proto::monitor::summary::Element as E;
+    let t0 = std::time::Instant::now();
+    let secs = |t: SystemTime| t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs());
+    let total =
+        |ids: &[RequestId]| -> u64 { ids.iter().map(|id| stats.in_flight.kind(*id).total).sum() };
+    let section = |id: &'static str| E::new("stats").attr("id", id);
+    let links = stats.links.len();
+    let (utime, stime) = cpu_times();
+    let split = |us: u64| {
+        E::new("")
+            .leaf("s", us / 1_000_000)
+            .leaf("u", us % 1_000_000)
+    };
+    let mut usr = split(utime);
+    usr.name = "usr".into();
+    let mut sys = split(stime);
+    sys.name = "sys".into();
+    let groups: [(&'static str, &[RequestId]); 12] = [
+        ("open", &[RequestId::OPEN]),
+        ("rf", &[]),
+        ("rd", &[RequestId::READ, RequestId::PGREAD]),
+        ("pr", &[]),
+        ("rv", &[RequestId::READV, RequestId::PGREADV]),
+        ("rs", &[]),
+        ("wv", &[RequestId::WRITEV]),
+        ("ws", &[]),
+        ("wr", &[RequestId::WRITE, RequestId::PGWRITE]),
+        ("sync", &[RequestId::SYNC]),
+        ("getf", &[]),
+        ("putf", &[]),
+    ];
+    let mut ops = E::new("ops");
+    let mut counted = 0;
+    for (name, ids) in groups {
+        let n = total(ids);
+        counted += n;
+        ops = ops.leaf(name, n);
+    }
+    ops = ops.leaf("misc", stats.in_flight.all.total.saturating_sub(counted));
+    let zeros = |name: &'static str, keys: &[&'static str]| {
+        keys.iter().fold(E::new(name), |e, k| e.leaf(k, 0))
+    };
+    let mut doc = E::new("statistics")
+        .attr("tod", secs(SystemTime::now()).to_string())
+        .attr("ver", info.version.clone())
+        .attr("src", format!("{}:{}", info.host, info.port))
+        .attr("tos", secs(started).to_string())
+        .attr("pgm", info.program.clone())
+        .attr("ins", info.instance.clone())
+        .attr("pid", std::process::id().to_string())
+        .attr("site", info.site.clone())
+        .child(
+            section("info")
+                .leaf("host", &info.host)
+                .leaf("port", info.port)
+                .leaf("name", &info.instance),
+        )
+        .child(
+            ["reqs", "mem", "buffs", "adj", "xlreqs", "xlmem", "xlbuffs"]
+                .iter()
+                .fold(section("buff"), |e, k| e.leaf(k, 0)),
+        )
+        .child(
+            section("link")
+                .leaf("num", links)
+                .leaf("maxn", stats.peak_links)
+                .leaf("tot", stats.connections)
+                .leaf("in", 0)
+                .leaf("out", 0)
+                .leaf("ctime", 0)
+                .leaf("tmo", 0)
+                .leaf("stall", 0)
+                .leaf("sfps", 0),
+        )
+        .child(
+            ["att", "en", "ev", "int"]
+                .iter()
+                .fold(section("poll"), |e, k| e.leaf(k, 0)),
+        )
+        .child(section("proc").child(usr).child(sys))
+        .child(
+            section("xrootd")
+                .leaf("num", stats.logins)
+                .child(ops)
+                .child(zeros("sig", &["ok", "bad", "ign"]))
+                .child(zeros("aio", &["num", "max", "rej"]))
+                .leaf("err", 0)
+                .leaf("rdr", 0)
+                .leaf("dly", 0)
+                .child(
+                    E::new("lgn")
+                        .leaf("num", stats.logins)
+                        .leaf("af", 0)
+                        .leaf("au", 0)
+                        .leaf("ua", stats.logins),
+                ),
+        )
+        .child(
+            [
+                "opr", "opw", "opp", "ups", "han", "rdr", "bxq", "rep", "err", "dly", "sok", "ser",
+            ]
+            .iter()
+            .fold(section("ofs").leaf("role", "server"), |e, k| e.leaf(k, 0))
+            .child(zeros("tpc", &["grnt", "deny", "err", "exp"])),
+        )
+        .child(
+            [
+                "jobs", "inq", "maxinq", "threads", "idle", "tcr", "tde", "tlimr",
+            ]
+            .iter()
+            .fold(section("sched"), |e, k| e.leaf(k, 0)),
+        );
+    for e in extra {
+        doc = doc.child(e);
+    }
+    let et = t0.elapsed().as_millis() as u64;
+    doc = doc.child(
+        section("sgen")
+            .leaf("as", 0)
+            .leaf("et", et)
+            .leaf("toe", secs(SystemTime::now())),
+    );
+    doc.to_xml()
+}
+
+/// The process's user and system CPU time, microseconds
+/// (`/proc/self/stat` fields 14 and 15, clock ticks of 10 ms); zeros
+/// where it cannot be read.
+fn cpu_times() -> (u64, u64) {
+    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else {
+        return (0, 0);
+    };
+    let Some(after) = stat.rsplit_once(')').map(|(_, a)| a) else {
+        return (0, 0);
+    };
+    let f: Vec<&str> = after.split_whitespace().collect();
+    let tick = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0) * 10_000;
+    (tick(11), tick(12))
+}
+
 /// `text` with XML's five special characters escaped.
 fn xml_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -117,6 +293,8 @@ mod tests {
             in_flight: Default::default(),
             links: Vec::new(),
             connections: 3,
+            logins: 0,
+            peak_links: 0,
         };
         let addr = "127.0.0.1:1094".parse().unwrap();
         let r = report("l", &stats, "v<1>", addr, UNIX_EPOCH);
@@ -127,5 +305,44 @@ mod tests {
         let a = report("a", &stats, "v", addr, UNIX_EPOCH);
         assert!(a.contains("id=\"info\"") && a.contains("id=\"xrootd\""));
         assert_eq!(report("z", &stats, "v", addr, UNIX_EPOCH), "");
+    }
+
+    #[test]
+    fn summary_has_the_stock_sections_in_order() {
+        use xroot_proto::monitor::summary::Element;
+        let stats = ServerStats {
+            in_flight: Default::default(),
+            links: Vec::new(),
+            connections: 6,
+            logins: 5,
+            peak_links: 2,
+        };
+        let info = SummaryInfo {
+            host: "vm".into(),
+            port: 1094,
+            instance: "anon".into(),
+            program: "xrootd".into(),
+            version: "v1".into(),
+            site: "S".into(),
+        };
+        let extra = vec![Element::new("stats").attr("id", "cache").leaf("files", 3)];
+        let doc = summary(&stats, &info, UNIX_EPOCH, extra);
+        let e = Element::parse(&doc).unwrap();
+        assert_eq!(e.get_attr("src"), Some("vm:1094"));
+        let ids: Vec<_> = e.children.iter().filter_map(|c| c.get_attr("id")).collect();
+        let want = [
+            "info", "buff", "link", "poll", "proc", "xrootd", "ofs", "sched", "cache", "sgen",
+        ];
+        assert_eq!(ids, want);
+        let link = e.section("link").unwrap();
+        assert_eq!(
+            (link.number(&["tot"]), link.number(&["maxn"])),
+            (Some(6), Some(2))
+        );
+        assert_eq!(
+            e.section("xrootd").unwrap().number(&["lgn", "num"]),
+            Some(5)
+        );
+        assert_eq!(e.section("cache").unwrap().number(&["files"]), Some(3));
     }
 }

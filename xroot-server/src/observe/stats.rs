@@ -63,6 +63,10 @@ pub struct ServerStats {
     pub links: Vec<LinkStats>,
     /// Connections accepted since the server started.
     pub connections: u64,
+    /// Sessions logged in since the server started.
+    pub logins: u64,
+    /// The most links open at once.
+    pub peak_links: u64,
 }
 
 impl ServerStats {

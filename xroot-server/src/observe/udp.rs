@@ -907,11 +907,7 @@ mod tests {
             panic!()
         };
         assert_eq!(t.header.pseq, 3);
-        let kinds: Vec<_> = t
-            .entries
-            .iter()
-            .map(std::mem::discriminant)
-            .collect();
+        let kinds: Vec<_> = t.entries.iter().map(std::mem::discriminant).collect();
         assert_eq!(kinds.len(), 7);
         assert!(matches!(
             t.entries[4],
