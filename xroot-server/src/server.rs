@@ -98,6 +98,9 @@ impl<F: FileSystem> Server<F> {
     pub async fn bind(addr: impl ToSocketAddrs, fs: F, config: Config) -> io::Result<Server<F>> {
         let listener = TcpListener::bind(addr).await?;
         let local_addr = listener.local_addr()?;
+        if let Some(m) = &config.monitor {
+            m.bound(local_addr);
+        }
         let shared = Arc::new(Shared::new(fs, config, local_addr));
         Ok(Server { listener, shared })
     }

@@ -32,6 +32,14 @@ pub trait MonitorObserver: Send + Sync + 'static {
     /// what is told about its events. Must not block.
     fn login(&self, login: &LoginRecord<'_>) -> Arc<dyn SessionObserver>;
 
+    /// The server was bound to `addr` ([`Server::bind`](crate::Server::bind)),
+    /// before any login: the port a monitor names the server by (its
+    /// identification), known only now when the server was asked for port
+    /// 0. The default does nothing.
+    fn bound(&self, addr: SocketAddr) {
+        let _ = addr;
+    }
+
     /// A redirector sent a client elsewhere (`kXR_redirect`). Must not
     /// block. The default does nothing.
     fn redirect(&self, redirect: &RedirectRecord<'_>) {

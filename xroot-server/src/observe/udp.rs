@@ -22,13 +22,14 @@
 
 use std::collections::HashMap;
 use std::net::{SocketAddr, ToSocketAddrs};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::net::UdpSocket;
 use tokio::sync::mpsc;
 use xroot_proto::monitor::fstat::{FileOps, FileRecord, FileSsq, FileTod, FileXfr};
+use xroot_proto::monitor::gstream::GSTREAM_HEADER_LEN;
 use xroot_proto::monitor::header::{code, MonHeader};
 use xroot_proto::monitor::map::encode_map;
 use xroot_proto::monitor::trace::{shift_total, TraceEntry, ENTRY_LEN};
@@ -99,6 +100,9 @@ pub struct UdpMonitorConfig {
     /// User maps carry the authenticated identity (`auth`): `&p=PROT&n=NAME
     /// &h=HOST&o=&r=&g=GROUP&m=` before the login's detail.
     pub auth: bool,
+    /// Bytes of a g-stream's buffer, header included (the stock's
+    /// `maxlen`, 32,768; 1,024 to 65,536).
+    pub gstream_buffer: usize,
     /// Packets waiting to be sent at most (1,024); more are dropped.
     pub queue: usize,
     /// The server's identity: site (`XRDSITE`), host name, port, instance
@@ -128,6 +132,7 @@ impl UdpMonitorConfig {
             window: Duration::from_secs(60),
             trace_buffer: 16384,
             fstat_buffer: 65472,
+            gstream_buffer: 32768,
             auth: false,
             queue: 1024,
             site: String::new(),
@@ -277,11 +282,16 @@ pub struct UdpMonitor {
 
 struct Inner {
     cfg: UdpMonitorConfig,
-    sid: u64,
+    /// The server id, set again when the server is bound (its port).
+    sid: AtomicU64,
+    /// The server's port, as [`Inner::sid`].
+    port: AtomicU16,
+    /// Whether the identification was sent since the start.
+    announced: AtomicBool,
     stod: u32,
-    /// The SID in decimal, for user lines.
-    sid_text: String,
     queue: Queue,
+    /// The g-streams made, flushed with the file stream.
+    gstreams: Mutex<Vec<Weak<GStream>>>,
     fstat: Mutex<Fstat>,
     /// Files open now, for `xfr` records.
     open: Mutex<HashMap<u32, Weak<FileCounters>>>,
@@ -299,7 +309,8 @@ impl std::fmt::Debug for UdpMonitor {
 impl UdpMonitor {
     /// Resolves the destinations, starts the sender and the timer (file
     /// stream flushes, transfer records, identification) and sends the
-    /// identification. Must run in a tokio runtime. Errors: a destination
+    /// identification (with a `cfg.port` of 0, when the server is bound:
+    /// [`MonitorObserver::bound`]). Must run in a tokio runtime. Errors: a destination
     /// that does not resolve, none or more than two, no socket.
     pub fn start(cfg: UdpMonitorConfig) -> Result<Arc<UdpMonitor>, MonitorError> {
         if cfg.dests.is_empty() || cfg.dests.len() > 2 {
@@ -310,7 +321,10 @@ impl UdpMonitor {
         let sid = server_id(&cfg.site, &cfg.host, cfg.port, &cfg.instance, &cfg.program);
         let stod = now();
         let inner = Arc::new(Inner {
-            sid_text: sid.to_string(),
+            sid: AtomicU64::new(sid),
+            port: AtomicU16::new(cfg.port),
+            announced: AtomicBool::new(false),
+            gstreams: Mutex::new(Vec::new()),
             fstat: Mutex::new(Fstat {
                 records: Vec::new(),
                 t_begin: 0,
@@ -320,12 +334,14 @@ impl UdpMonitor {
                 cap: cfg.fstat_buffer.clamp(1024, 65535),
             }),
             cfg,
-            sid,
             stod,
             queue,
             open: Mutex::new(HashMap::new()),
         });
-        inner.ident();
+        if inner.cfg.port != 0 {
+            inner.announced.store(true, Ordering::Relaxed);
+            inner.ident();
+        }
         let weak = Arc::downgrade(&inner);
         tokio::spawn(timer(weak));
         Ok(Arc::new(UdpMonitor { inner }))
@@ -336,9 +352,125 @@ impl UdpMonitor {
         self.inner.queue.counts.get()
     }
 
-    /// Sends what the file stream holds now (a server shutting down).
+    /// Sends what the file stream and the g-streams hold now (a server
+    /// shutting down).
     pub fn flush(&self) {
         self.inner.flush_fstat();
+        self.inner.flush_gstreams();
+    }
+
+    /// A g-stream of `provider` ([`xroot_proto::monitor::gstream::provider`]:
+    /// `C` for a cache's file records) sent to this monitor's
+    /// destinations: records are buffered (`gstream_buffer` bytes) and
+    /// sent when the buffer is full and every `fstat` interval, as the
+    /// stock's `XrdXrootdGSReal`.
+    pub fn gstream(&self, provider: u8) -> Arc<GStream> {
+        let cap = (self.inner.cfg.gstream_buffer.clamp(1024, 65536) & !7) - 1 - GSTREAM_HEADER_LEN;
+        let g = Arc::new(GStream {
+            inner: self.inner.clone(),
+            provider,
+            buf: Mutex::new(GBuf {
+                records: Vec::new(),
+                t_begin: 0,
+                t_end: 0,
+                seq: 0,
+                cap,
+            }),
+        });
+        let mut all = self
+            .inner
+            .gstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        all.retain(|w| w.strong_count() > 0);
+        all.push(Arc::downgrade(&g));
+        g
+    }
+}
+
+/// A g-stream (`g`, PROTOCOL.md §17.5): text records of one provider,
+/// each sent as a line of a `g` packet (made by [`UdpMonitor::gstream`]).
+pub struct GStream {
+    inner: Arc<Inner>,
+    provider: u8,
+    buf: Mutex<GBuf>,
+}
+
+struct GBuf {
+    /// Records, each followed by `\n`.
+    records: Vec<u8>,
+    t_begin: u32,
+    t_end: u32,
+    seq: u8,
+    /// Bytes of records a packet holds.
+    cap: usize,
+}
+
+impl std::fmt::Debug for GStream {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GStream")
+            .field("provider", &(self.provider as char))
+            .finish()
+    }
+}
+
+impl GStream {
+    /// Appends one record (a line: no `\n` or NUL in it), sending what
+    /// the buffer holds first when the record would not fit
+    /// (`XrdXrootdGSReal::Insert`). Returns `false`, the record dropped,
+    /// when it is empty, holds a `\n` or NUL, or is larger than a packet
+    /// holds.
+    pub fn insert(&self, record: &[u8]) -> bool {
+        let mut b = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        if record.is_empty()
+            || record.len() + 1 > b.cap
+            || record.iter().any(|&c| c == b'\n' || c == 0)
+        {
+            return false;
+        }
+        if b.records.len() + record.len() + 1 > b.cap {
+            self.send(&mut b);
+        }
+        let t = now();
+        if b.records.is_empty() {
+            b.t_begin = t;
+        }
+        b.t_end = t;
+        b.records.extend_from_slice(record);
+        b.records.push(b'\n');
+        true
+    }
+
+    /// Sends what the buffer holds now, if anything.
+    pub fn flush(&self) {
+        let mut b = self.buf.lock().unwrap_or_else(PoisonError::into_inner);
+        self.send(&mut b);
+    }
+
+    /// The packet: the header with this stream's own sequence number (its
+    /// first packet is 1), the times, the sid with the provider in its top
+    /// byte, the records, the last `\n` turned to NUL.
+    fn send(&self, b: &mut GBuf) {
+        if b.records.is_empty() {
+            return;
+        }
+        b.seq = b.seq.wrapping_add(1);
+        let mut header = self.inner.header(code::GSTREAM);
+        header.pseq = b.seq;
+        header.plen = (GSTREAM_HEADER_LEN + b.records.len()) as u16;
+        let mut out = Vec::with_capacity(GSTREAM_HEADER_LEN + b.records.len());
+        header.encode(&mut out);
+        out.extend_from_slice(&b.t_begin.to_be_bytes());
+        out.extend_from_slice(&b.t_end.to_be_bytes());
+        let sid = (u64::from(self.provider) << 56) | (self.inner.sid() & 0x0000_ffff_ffff_ffff);
+        out.extend_from_slice(&sid.to_be_bytes());
+        out.extend_from_slice(&b.records);
+        if let Some(last) = out.last_mut() {
+            *last = 0;
+        }
+        b.records.clear();
+        (b.t_begin, b.t_end) = (0, 0);
+        self.inner.queue.push(out, false);
     }
 }
 
@@ -366,6 +498,7 @@ async fn timer(inner: Weak<Inner>) {
                 }
             }
             i.flush_fstat();
+            i.flush_gstreams();
         }
         if t >= next_ident && !ident.is_zero() {
             next_ident += ident;
@@ -375,6 +508,10 @@ async fn timer(inner: Weak<Inner>) {
 }
 
 impl Inner {
+    fn sid(&self) -> u64 {
+        self.sid.load(Ordering::Relaxed)
+    }
+
     fn header(&self, code: u8) -> MonHeader {
         MonHeader {
             code,
@@ -391,10 +528,10 @@ impl Inner {
         let text = format!(
             "=/{user}.{}:{}@{}\n&site={}&port={}&inst={}&pgm={}&ver={}",
             std::process::id(),
-            self.sid_text,
+            self.sid(),
             c.host,
             c.site,
-            c.port,
+            self.port.load(Ordering::Relaxed),
             c.instance,
             c.program,
             c.version
@@ -444,6 +581,19 @@ impl Inner {
         }
     }
 
+    fn flush_gstreams(&self) {
+        let all: Vec<Arc<GStream>> = self
+            .gstreams
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        for g in all {
+            g.flush();
+        }
+    }
+
     fn flush_fstat(&self) {
         let mut f = self.fstat.lock().unwrap_or_else(PoisonError::into_inner);
         if !f.records.is_empty() {
@@ -465,7 +615,7 @@ impl Inner {
             total_records: f.total,
             t_begin: f.t_begin,
             t_end,
-            sid: self.sid,
+            sid: self.sid(),
         }
         .encode(&mut out);
         out.extend_from_slice(&f.records);
@@ -540,6 +690,22 @@ fn ops_of(s: &FileStats) -> FileOps {
 }
 
 impl MonitorObserver for UdpMonitor {
+    /// Names the server by the port it was bound to and sends the
+    /// identification (again, when the port differs from the one it was
+    /// started with).
+    fn bound(&self, addr: SocketAddr) {
+        let i = &self.inner;
+        let c = &i.cfg;
+        let changed = i.port.swap(addr.port(), Ordering::Relaxed) != addr.port();
+        if changed {
+            let sid = server_id(&c.site, &c.host, addr.port(), &c.instance, &c.program);
+            i.sid.store(sid, Ordering::Relaxed);
+        }
+        if !i.announced.swap(true, Ordering::Relaxed) || changed {
+            i.ident();
+        }
+    }
+
     fn login(&self, login: &LoginRecord<'_>) -> Arc<dyn SessionObserver> {
         let i = &self.inner;
         let host = match login.peer.ip() {
@@ -551,7 +717,9 @@ impl MonitorObserver for UdpMonitor {
         };
         let line = format!(
             "xroot/{}.{}:{}@{host}",
-            login.login_user, login.pid, i.sid_text
+            login.login_user,
+            login.pid,
+            i.sid()
         );
         let ipv = match login.peer.ip() {
             std::net::IpAddr::V4(_) => '4',
@@ -590,7 +758,7 @@ impl MonitorObserver for UdpMonitor {
             line,
             trace: Mutex::new(Trace {
                 entries: vec![TraceEntry::Window {
-                    sid: i.sid,
+                    sid: i.sid(),
                     end: w,
                     start: w,
                 }],
@@ -632,7 +800,7 @@ impl Session {
                 _ => {
                     let end = t.last_window.wrapping_add(win);
                     t.entries.push(TraceEntry::Window {
-                        sid: i.sid,
+                        sid: i.sid(),
                         end,
                         start: w,
                     });
@@ -656,7 +824,7 @@ impl Session {
             .last_window
             .wrapping_add(i.cfg.window.as_secs().max(1) as u32);
         t.entries.push(TraceEntry::Window {
-            sid: i.sid,
+            sid: i.sid(),
             end,
             start: end,
         });
@@ -669,7 +837,7 @@ impl Session {
         }
         t.entries.clear();
         t.entries.push(TraceEntry::Window {
-            sid: i.sid,
+            sid: i.sid(),
             end: w,
             start: w,
         });
@@ -944,6 +1112,52 @@ mod tests {
             (1, 0x7fff_ffff, 0, 2, 2)
         );
         assert_eq!(fs.records[2], FileRecord::Disc { user: 1 });
+        assert_eq!(mon.counts().dropped, 0);
+    }
+
+    #[tokio::test]
+    async fn the_bound_port_names_the_server_and_gstream_records_are_lines() {
+        let collector = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let dest = collector.local_addr().unwrap().to_string();
+        let cfg = UdpMonitorConfig::new(vec![dest], 0, Duration::from_secs(3600));
+        let mon = UdpMonitor::start(cfg).unwrap();
+        mon.bound("127.0.0.1:4321".parse().unwrap());
+        let ident = recv(&collector).await;
+        let Packet::Map(m) = Packet::decode(&ident).unwrap() else {
+            panic!()
+        };
+        assert!(m.detail().starts_with(b"&site=&port=4321&"));
+        let sid: u64 = std::str::from_utf8(m.user().unwrap().sid)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(sid, server_id("", &host_name(), 4321, "anon", "xrootd"));
+
+        let g = mon.gstream(b'C');
+        assert!(g.insert(br#"{"event":"file_close","lfn":"/a"}"#));
+        assert!(g.insert(br#"{"event":"file_close","lfn":"/b"}"#));
+        assert!(!g.insert(b"two\nlines"));
+        assert!(!g.insert(b""));
+        assert!(!g.insert(&vec![b'x'; 40000]));
+        g.flush();
+        g.flush(); // nothing more to send
+        let p = recv(&collector).await;
+        let Packet::GStream(p) = Packet::decode(&p).unwrap() else {
+            panic!()
+        };
+        assert_eq!((p.header.pseq, p.provider, p.sid), (1, b'C', sid));
+        assert_eq!(usize::from(p.header.plen), 24 + 33 + 1 + 33 + 1);
+        assert_eq!(p.records.len(), 2);
+        assert_eq!(p.records[1], br#"{"event":"file_close","lfn":"/b"}"#);
+        assert!(p.t_begin > 0 && p.t_begin <= p.t_end);
+        // a record that does not fit sends the buffer first
+        let big = vec![b'y'; 20000];
+        assert!(g.insert(&big) && g.insert(&big));
+        let p = recv(&collector).await;
+        let Packet::GStream(p) = Packet::decode(&p).unwrap() else {
+            panic!()
+        };
+        assert_eq!((p.header.pseq, p.records.len()), (2, 1));
         assert_eq!(mon.counts().dropped, 0);
     }
 
