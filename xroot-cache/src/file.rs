@@ -35,7 +35,7 @@
 
 use std::collections::HashMap;
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -292,6 +292,47 @@ struct Inner<O> {
     flushed: Mutex<Instant>,
     /// Fill tasks running (each counted from its start until it ends).
     tasks: Arc<watch::Sender<usize>>,
+    /// What this file's readers were served, for its close record.
+    accounting: Accounting,
+}
+
+/// What the readers of one cached file were served, from its first open
+/// (the stock XCache's `AStat` of one attach).
+#[derive(Debug)]
+struct Accounting {
+    attached: std::time::SystemTime,
+    opens: AtomicU64,
+    hit: AtomicU64,
+    missed: AtomicU64,
+    bypassed: AtomicU64,
+}
+
+/// What a cached file's readers were served while it was open, for the
+/// record a cache sends when its last client handle closes (the stock
+/// XCache's `file_close` g-stream record: [`xroot_proto::monitor::gstream::FileClose`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileAccess {
+    /// When the file was first opened (attached).
+    pub attached: std::time::SystemTime,
+    /// Client opens of the file while it was attached.
+    pub opens: u64,
+    /// Bytes served from blocks already on disk (or fetched by another
+    /// reader): the stock's `b_hit`.
+    pub hit: u64,
+    /// Bytes this file's readers fetched from the origin and stored:
+    /// `b_miss`.
+    pub missed: u64,
+    /// Bytes fetched from the origin and not stored (no store entry, a
+    /// full disk): `b_bypass`.
+    pub bypassed: u64,
+    /// Blocks of the file.
+    pub blocks: u64,
+    /// Blocks cached now.
+    pub blocks_cached: u64,
+    /// The block size, bytes.
+    pub block_size: u64,
+    /// The file's size, bytes.
+    pub size: u64,
 }
 
 impl<O: Origin> CachedFile<O> {
@@ -312,7 +353,36 @@ impl<O: Origin> CachedFile<O> {
                 flights: Mutex::new(HashMap::new()),
                 flushed: Mutex::new(Instant::now()),
                 tasks: Arc::new(watch::Sender::new(0)),
+                accounting: Accounting {
+                    attached: std::time::SystemTime::now(),
+                    opens: AtomicU64::new(0),
+                    hit: AtomicU64::new(0),
+                    missed: AtomicU64::new(0),
+                    bypassed: AtomicU64::new(0),
+                },
             }),
+        }
+    }
+
+    /// Counts a client open of the file.
+    pub(crate) fn opened(&self) {
+        self.inner.accounting.opens.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// What its readers were served so far, and its blocks.
+    pub fn access(&self) -> FileAccess {
+        let a = &self.inner.accounting;
+        let block_size = self.inner.shared.config.geometry.block_size;
+        FileAccess {
+            attached: a.attached,
+            opens: a.opens.load(Ordering::Relaxed),
+            hit: a.hit.load(Ordering::Relaxed),
+            missed: a.missed.load(Ordering::Relaxed),
+            bypassed: a.bypassed.load(Ordering::Relaxed),
+            blocks: self.inner.size.div_ceil(block_size.max(1)),
+            blocks_cached: self.inner.entry.as_ref().map_or(0, |e| e.cached_blocks()),
+            block_size,
+            size: self.inner.size,
         }
     }
 
@@ -432,6 +502,16 @@ impl<O: Origin> CachedFile<O> {
             match self.assemble(extents, landed).await {
                 Ok((data, from_disk)) => {
                     shared.stats.add_from_disk(from_disk);
+                    let a = &self.inner.accounting;
+                    let asked: u64 = extents.iter().map(|&(_, l)| l as u64).sum();
+                    let fetched = asked.saturating_sub(from_disk);
+                    a.hit.fetch_add(from_disk, Ordering::Relaxed);
+                    let to = if self.storing() {
+                        &a.missed
+                    } else {
+                        &a.bypassed
+                    };
+                    to.fetch_add(fetched, Ordering::Relaxed);
                     return Ok(data.into_iter().map(|d| held(d, &hold)).collect());
                 }
                 Err(StoreError::Missing { block }) => {

@@ -48,7 +48,7 @@ pub mod stats;
 pub mod store;
 
 pub use cachefs::{CacheFs, CacheHandle, OriginFile};
-pub use file::{CacheConfig, CacheError, CachedFile};
+pub use file::{CacheConfig, CacheError, CachedFile, FileAccess};
 pub use origin::{
     Fetched, LocalOrigin, LocalOriginFile, Origin, OriginError, OriginFs, RemoteOrigin,
 };

@@ -47,7 +47,7 @@ use xroot_server::{
     Caller, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
 };
 
-use crate::file::{CacheConfig, CacheError, CachedFile, Shared};
+use crate::file::{CacheConfig, CacheError, CachedFile, FileAccess, Shared};
 use crate::origin::{Origin, OriginFs};
 use crate::purge::{purge, purge_disk, DiskPurge, PurgeReport, Watermarks};
 use crate::stats::{CacheStats, CacheStatsSnapshot};
@@ -80,7 +80,12 @@ struct FsInner<F: OriginFs> {
     /// Bumped by every [`CacheFs::evict`]: an open that began before one
     /// does not confirm what it cached (it may have opened the old file).
     evictions: std::sync::atomic::AtomicU64,
+    /// Told about each file whose last handle closed.
+    on_close: std::sync::OnceLock<CloseHook>,
 }
+
+/// What [`CacheFs::on_file_close`] calls.
+type CloseHook = Box<dyn Fn(&str, &FileAccess) + Send + Sync>;
 
 /// The cached file of one path and how many client handles use it.
 struct Slot<F: OriginFs> {
@@ -102,10 +107,20 @@ impl<F: OriginFs> CacheFs<F> {
                 open: Mutex::new(HashMap::new()),
                 checking: AtomicBool::new(false),
                 evictions: std::sync::atomic::AtomicU64::new(0),
+                on_close: std::sync::OnceLock::new(),
             }),
         };
         fs.start_disk_check();
         fs
+    }
+
+    /// Calls `hook` with the path and what its readers were served
+    /// ([`FileAccess`]) each time the last client handle of a file closes
+    /// (the file detached: the stock XCache's `file_close` record), after
+    /// its sidecar is written; on a task, so it must not block. Set once;
+    /// `false` when a hook was set before.
+    pub fn on_file_close(&self, hook: impl Fn(&str, &FileAccess) + Send + Sync + 'static) -> bool {
+        self.inner.on_close.set(Box::new(hook)).is_ok()
     }
 
     /// The cache's counters now, with the RAM its reads hold and whether it
@@ -382,6 +397,9 @@ impl<F: OriginFs> CacheFs<F> {
                 idle && remove_slot(&mut open, &path, &slot)
             };
             if last {
+                if let Some(hook) = inner.on_close.get() {
+                    hook(&path, &file.access());
+                }
                 close_origin(file.origin()).await;
                 // its data file closed, what a purge removes of it is freed
                 drop(file);
@@ -579,6 +597,7 @@ impl<F: OriginFs> FileSystem for CacheFs<F> {
                 .await?
                 .clone();
             if !file.origin().is_changed() || !again {
+                file.opened();
                 return Ok(CacheHandle { file, stat, claim });
             }
             remove_slot(&mut self.inner.open.lock().unwrap(), path, &claim.slot);

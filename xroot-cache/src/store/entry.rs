@@ -788,6 +788,11 @@ impl Entry {
     pub fn cached_bytes(&self) -> u64 {
         lock(&self.state).sidecar.cached_bytes()
     }
+
+    /// How many blocks are cached.
+    pub fn cached_blocks(&self) -> u64 {
+        lock(&self.state).sidecar.cached_blocks()
+    }
 }
 
 #[cfg(test)]

@@ -370,6 +370,10 @@ impl Sidecar {
     }
 
     /// Bytes of the cached blocks (the last block counts its real length).
+    pub(crate) fn cached_blocks(&self) -> u64 {
+        self.bits.iter().map(|w| u64::from(w.count_ones())).sum()
+    }
+
     pub(crate) fn cached_bytes(&self) -> u64 {
         let count: u64 = self.bits.iter().map(|w| u64::from(w.count_ones())).sum();
         let blocks = self.blocks();
