@@ -77,6 +77,15 @@ impl ServerHandle {
         self.monitor.shutdown.send_replace(true);
     }
 
+    /// Resolves once a shutdown has started ([`ServerHandle::shutdown`]),
+    /// at once if it has; for what runs beside the server and ends with it
+    /// (a summary stream, say).
+    pub async fn stopping(&self) {
+        let mut signal = self.monitor.shutdown_signal();
+        // the sender lives as long as this handle
+        let _ = signal.wait_for(|&stop| stop).await;
+    }
+
     /// Reads the TLS certificate, key and CA directory again from their
     /// files ([`ServerTls::reload`]): handshakes from now on use them;
     /// links already running TLS are not touched. `Ok(false)` when the
