@@ -15,6 +15,7 @@ pub mod cluster;
 pub mod config_file;
 pub mod daemon;
 pub mod metrics;
+pub mod monitor;
 pub mod serve;
 pub mod summary;
 pub mod tls;

@@ -28,6 +28,8 @@
 //! | `cache_origin_requests_per_client_request` | gauge | | the ratio of the two, since the start |
 //! | `cache_hit_ratio` | gauge | | bytes from disk / bytes asked, since the start |
 //! | `cache_disk_used_bytes`, `cache_disk_size_bytes` | gauge | | the cache directory's file system |
+//! | `monitor_packets_total` | counter | `stream`, `outcome` | monitoring datagrams (`--monitor`: stream `detailed`, `--report`: `summary`): `sent` (one per collector), `dropped` (the send queue was full), `failed` (the send failed: a collector down, an ICMP error, no route) |
+//! | `monitor_sent_bytes_total` | counter | `stream` | bytes of monitoring datagrams sent |
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -47,6 +49,7 @@ use tokio::sync::Semaphore;
 use xroot_cache::purge::disk_space;
 use xroot_cache::CacheStatsSnapshot;
 use xroot_proto::RequestId;
+use xroot_server::observe::udp::MonitorCounts;
 use xroot_server::{RequestObserver, RequestRecord, ServerHandle};
 
 type Labels = Vec<(&'static str, String)>;
@@ -54,6 +57,10 @@ type FloatGauge = Gauge<f64, AtomicU64>;
 
 /// The cache's own figures, read at each scrape.
 pub type CacheFigures = Box<dyn Fn() -> CacheStatsSnapshot + Send + Sync>;
+
+/// The monitoring streams' counts (`--report`, `--monitor`), read at each
+/// scrape: each stream's name and counts.
+pub type MonitorFigures = Box<dyn Fn() -> Vec<(&'static str, MonitorCounts)> + Send + Sync>;
 
 /// Logs (with `-v`) and counts (with `--metrics`) each request answered.
 pub struct Observer {
@@ -109,6 +116,9 @@ pub struct Metrics {
     links: Gauge,
     connections: Counter,
     cache: Option<CacheMetrics>,
+    monitor_packets: Family<Labels, Counter>,
+    monitor_bytes: Family<Labels, Counter>,
+    monitoring: Mutex<Option<MonitorFigures>>,
     /// One scrape at a time: each sets the scrape-time figures, then
     /// encodes.
     scrape: Mutex<()>,
@@ -178,10 +188,22 @@ impl Metrics {
                 disk_used:          add(r, "cache_disk_used_bytes", "Bytes used on the cache directory's file system"),
                 disk_size:          add(r, "cache_disk_size_bytes", "Size of the cache directory's file system, in bytes"),
             }),
+            monitor_packets: add(r, "monitor_packets", "Monitoring packets (--report, --monitor) by stream and outcome: sent, dropped (the queue was full) or failed (the send failed: a collector down, an ICMP error)"),
+            monitor_bytes: add(r, "monitor_sent_bytes", "Bytes of monitoring packets sent, by stream"),
+            monitoring: Mutex::new(None),
             scrape: Mutex::new(()),
             registry,
         };
         Arc::new(metrics)
+    }
+
+    /// Counts the monitoring streams' packets from now on (read at each
+    /// scrape).
+    pub fn set_monitoring(&self, figures: MonitorFigures) {
+        *self
+            .monitoring
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner) = Some(figures);
     }
 
     fn count(&self, r: &RequestRecord<'_>) {
@@ -235,6 +257,30 @@ impl Metrics {
                 c.disk_used.set(disk.used as i64);
             }
         }
+        let monitoring = self
+            .monitoring
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        for (stream, c) in monitoring.as_ref().map(|f| f()).unwrap_or_default() {
+            for (outcome, n) in [
+                ("sent", c.sent),
+                ("dropped", c.dropped),
+                ("failed", c.errors),
+            ] {
+                let labels = vec![
+                    ("stream", stream.to_string()),
+                    ("outcome", outcome.to_string()),
+                ];
+                set_total(&self.monitor_packets.get_or_create(&labels), n);
+            }
+            set_total(
+                &self
+                    .monitor_bytes
+                    .get_or_create(&vec![("stream", stream.to_string())]),
+                c.bytes,
+            );
+        }
+        drop(monitoring);
         let mut text = String::new();
         // writing into a String cannot fail
         let _ = encode(&mut text, &self.registry);

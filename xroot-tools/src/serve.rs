@@ -7,7 +7,9 @@
 //!     [--token-issuer ISSUER=JWKS_FILE_OR_URL]... [--token-audience AUD]... [--token-leeway SECS] \
 //!     [--gsi-cert FILE --gsi-key FILE --gsi-ca-dir DIR [--gsi-gridmap FILE [--gsi-gridmap-required]]] \
 //!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
-//!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] [-v] DIR
+//!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] \
+//!     [--report HOST:PORT[,HOST:PORT] [--report-every SECS]] \
+//!     [--monitor HOST:PORT[,HOST:PORT] [--monitor-flush SECS]] [-v] DIR
 //! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
@@ -46,6 +48,9 @@
 //! serves the Prometheus text format at `http://ADDR/metrics`
 //! ([`crate::metrics`] lists the metrics); the second line on
 //! stdout is then `serve metrics on http://ADDR/metrics`.
+//! `--report` and `--monitor` send the XRootD monitoring streams over UDP
+//! as the stock server does (the summary and the detailed stream, see
+//! [`crate::monitor`]).
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -55,12 +60,13 @@ use std::sync::Arc;
 use clap::Parser;
 use xroot_server::cluster::Redirector;
 use xroot_server::local::{Access, AccessPolicy};
+use xroot_server::observe::MonitorObserver;
 use xroot_server::{
     Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle,
 };
 
 use crate::summary::{self, Summary};
-use crate::{auth, cluster, config_file, daemon, metrics, tls};
+use crate::{auth, cluster, config_file, daemon, metrics, monitor, tls};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [--read-only] [-v] DIR`
 #[derive(Debug, Parser)]
@@ -99,6 +105,8 @@ pub struct Cli {
     pub auth: auth::AuthArgs,
     #[command(flatten)]
     pub cluster: cluster::ClusterArgs,
+    #[command(flatten)]
+    pub monitoring: monitor::MonitorArgs,
     /// The directory to export; nothing outside it is reachable (none for
     /// `--role manager`).
     #[arg(required_unless_present = "role")]
@@ -138,13 +146,17 @@ pub async fn start_counted(
         fs = fs.with_policy(AccessPolicy::new(Access::ReadOnly));
     }
     let root = fs.root().display().to_string();
+    let detailed = cli
+        .monitoring
+        .detailed(cli.port, !cli.auth.auth.is_empty())?;
     let config = Config {
         tls: cli.tls.config()?,
         // what the node offers its manager: reading only, or writing too
         cluster: cli
             .cluster
             .config(&[if cli.read_only { "r /" } else { "w /" }]),
-        observer: observer(cli, metrics),
+        observer: observer(cli, metrics.clone()),
+        monitor: detailed.clone().map(|d| d as Arc<dyn MonitorObserver>),
         ..cli.auth.config()?
     };
     let addr = std::net::SocketAddr::new(cli.bind, cli.port);
@@ -158,6 +170,13 @@ pub async fn start_counted(
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
     summary.addr = server.local_addr();
     summary.log("serve");
+    monitor::run_beside(
+        &cli.monitoring,
+        server.handle(),
+        detailed,
+        metrics.as_ref(),
+        Vec::new,
+    )?;
     tracing::info!(
         target: "serve",
         %root,
@@ -187,9 +206,13 @@ pub async fn start_redirector(
             "--role manager needs --manager",
         )
     })?;
+    let detailed = cli
+        .monitoring
+        .detailed(cli.port, !cli.auth.auth.is_empty())?;
     let config = Config {
         tls: cli.tls.config()?,
-        observer: observer(cli, metrics),
+        observer: observer(cli, metrics.clone()),
+        monitor: detailed.clone().map(|d| d as Arc<dyn MonitorObserver>),
         ..cli.auth.config()?
     };
     let addr = std::net::SocketAddr::new(cli.bind, cli.port);
@@ -199,6 +222,13 @@ pub async fn start_redirector(
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
     summary.addr = server.local_addr();
     summary.log("serve");
+    monitor::run_beside(
+        &cli.monitoring,
+        server.handle(),
+        detailed,
+        metrics.as_ref(),
+        Vec::new,
+    )?;
     tracing::info!(target: "serve", addr = %server.local_addr(), managers = ?cfg.managers, "redirecting");
     Ok(server)
 }

@@ -72,13 +72,17 @@ use xroot_cache::plan::Geometry;
 use xroot_cache::purge::{disk_space, Level, PurgeConfig};
 use xroot_cache::store::Store;
 use xroot_cache::{CacheConfig, CacheFs};
+use xroot_cache::{CacheStatsSnapshot, FileAccess};
 use xroot_client::{Client, Config as ClientConfig};
+use xroot_proto::monitor::gstream::{provider, CacheFileClose};
+use xroot_proto::monitor::summary::Element;
 use xroot_sec::gsi::Credentials;
 use xroot_sec::ztn::{read_token_file, BearerToken, DEFAULT_MAX_TOKEN_SIZE};
+use xroot_server::observe::MonitorObserver;
 use xroot_server::{Config, RequestObserver, Server};
 
 use crate::summary::{Access, Summary};
-use crate::{auth, cluster, config_file, daemon, metrics, tls};
+use crate::{auth, cluster, config_file, daemon, metrics, monitor, tls};
 
 /// `xcache --origin URL --cache-dir DIR [options]`
 #[derive(Debug, Parser)]
@@ -168,6 +172,8 @@ pub struct Cli {
     /// data server that can serve any file of its origin.
     #[command(flatten)]
     pub cluster: cluster::ClusterArgs,
+    #[command(flatten)]
+    pub monitoring: monitor::MonitorArgs,
 }
 
 /// A size in bytes with an optional `k`, `m`, `g` suffix (powers of 1024).
@@ -278,6 +284,19 @@ pub async fn start_with_metrics(
         let figures: metrics::CacheFigures = Box::new(move || fs.stats());
         metrics::Metrics::new(Some((figures, cli.cache_dir.clone())))
     });
+    let detailed = cli
+        .monitoring
+        .detailed(cli.port, !cli.auth.auth.is_empty())?;
+    if let Some(d) = &detailed {
+        // the stock XCache's g-stream (`pfc`): a record per file closed
+        let g = d.gstream(provider::CACHE);
+        let remote = origin_host(&cli.origin);
+        let block_size = cli.block_size;
+        fs.on_file_close(move |path, access| {
+            let record = file_close(path, access, &remote, block_size);
+            g.insert(record.encode().as_bytes());
+        });
+    }
     let config = Config {
         tls: cli.tls.config()?,
         // a cache is read-only: it exports `/` for reading, and answers a
@@ -285,6 +304,7 @@ pub async fn start_with_metrics(
         cluster: cli.cluster.config(&["r /"]),
         observer: metrics::Observer::new(cli.verbose, figures.clone())
             .map(|o| o as Arc<dyn RequestObserver>),
+        monitor: detailed.clone().map(|d| d as Arc<dyn MonitorObserver>),
         ..cli.auth.config()?
     };
     let addr = SocketAddr::new(cli.bind, cli.port);
@@ -295,6 +315,14 @@ pub async fn start_with_metrics(
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
     summary.addr = server.local_addr();
     summary.log("xcache");
+    let (fs, dir, ram) = (server.fs().clone(), cli.cache_dir.clone(), cli.ram);
+    monitor::run_beside(
+        &cli.monitoring,
+        server.handle(),
+        detailed,
+        figures.as_ref(),
+        move || vec![cache_section(&fs.stats(), ram, &dir)],
+    )?;
     let metrics_addr = match (cli.metrics, figures) {
         (Some(at), Some(m)) => Some(
             metrics::serve(at, m, server.handle())
@@ -316,6 +344,91 @@ pub async fn start_with_metrics(
         "caching"
     );
     Ok((server, metrics_addr))
+}
+
+/// `HOST:PORT` of an origin URL (`root://user@HOST:PORT//path`), as the
+/// stock XCache names its remotes.
+fn origin_host(url: &str) -> String {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let hostport = rest.split('/').next().unwrap_or(rest);
+    hostport
+        .rsplit_once('@')
+        .map_or(hostport, |(_, h)| h)
+        .to_string()
+}
+
+/// The g-stream record of a file whose last handle closed now
+/// ([`CacheFileClose`], the stock XCache's `file_close`).
+fn file_close(path: &str, a: &FileAccess, remote: &str, block_size: u64) -> CacheFileClose {
+    let unix = |t: std::time::SystemTime| {
+        t.duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64)
+    };
+    CacheFileClose {
+        lfn: path.to_string(),
+        size: a.size,
+        blk_size: block_size,
+        n_blks: a.blocks,
+        n_blks_done: a.blocks_cached,
+        access_cnt: a.opens,
+        attach_t: unix(a.attached),
+        detach_t: unix(std::time::SystemTime::now()),
+        remotes: vec![remote.to_string()],
+        b_hit: a.hit,
+        b_miss: a.missed,
+        b_bypass: a.bypassed,
+        n_cks_errs: 0,
+    }
+}
+
+/// The summary's cache section, in the stock XCache's shape
+/// (`<stats id="cache" type="pfc">`, `XrdPosixConfig::Stats` of 5.5.3,
+/// figures as `XrdOucCacheStats.hh` defines them): `rd/in` bytes read
+/// into the cache (fetched and stored), `rd/out` bytes delivered from it
+/// (from disk), `pass` bytes read and not cached, `store` the cache
+/// directory's file system, `mem` the RAM budget and what reads hold of
+/// it. Figures this cache does not keep (prereads, hit and miss counts,
+/// files, deferred opens) are 0.
+fn cache_section(s: &CacheStatsSnapshot, ram: u64, dir: &std::path::Path) -> Element<'static> {
+    let zeros = |name: &'static str, keys: &[&'static str]| {
+        keys.iter().fold(Element::new(name), |e, k| e.leaf(k, 0))
+    };
+    let disk = disk_space(dir).ok();
+    let mut pass = Element::new("pass").leaf("cnt", 0);
+    pass.text = s.bytes_not_stored.to_string().into();
+    Element::new("stats")
+        .attr("id", "cache")
+        .attr("type", "pfc")
+        .child(zeros("prerd", &["in", "hits", "miss"]))
+        .child(
+            Element::new("rd")
+                .leaf("in", s.bytes_fetched.saturating_sub(s.bytes_not_stored))
+                .leaf("out", s.bytes_from_disk)
+                .leaf("hits", 0)
+                .leaf("miss", 0),
+        )
+        .child(pass)
+        .child(zeros("wr", &["out", "updt"]))
+        .leaf("saved", 0)
+        .leaf("purge", 0)
+        .child(zeros(
+            "files",
+            &["opened", "closed", "new", "del", "now", "full"],
+        ))
+        .child(
+            Element::new("store")
+                .leaf("size", disk.as_ref().map_or(0, |d| d.total))
+                .leaf("used", disk.as_ref().map_or(0, |d| d.used))
+                .leaf("min", 0)
+                .leaf("max", 0),
+        )
+        .child(
+            Element::new("mem")
+                .leaf("size", ram)
+                .leaf("used", s.ram_held)
+                .leaf("wq", 0),
+        )
+        .child(zeros("opcl", &["odefer", "defero", "cdefer", "clost"]))
 }
 
 /// The `xcache` example's `main`: reads the command line (and
