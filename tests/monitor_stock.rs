@@ -1,0 +1,527 @@
+//! The monitoring streams (`--monitor`, `--report`) against the stock
+//! xrootd 5.5.3's (`xrootd.monitor all flush 1s fstat 1s lfn ops xfr 5
+//! ident 5m dest fstat info user files io redir HOST:PORT`, `xrd.report
+//! HOST:PORT every 1s all`): the same workload (the stock `xrdcp` of three
+//! files, a partial read and a vector read from the Python bindings, an
+//! `xrdcp` upload) against each, each sending to a UDP collector of the
+//! test. Per file, the open and close records (size, read-write, bytes
+//! read, vector-read bytes and counts, bytes written, the ops block) and
+//! the trace stream's close totals equal the stock's; the login records
+//! carry the same user fields and each login has its disconnect; every
+//! summary packet parses, has the stock's sections in its order, and the
+//! stock `mpxstats` reads ours. With the `xrootdlib` package (a third-party
+//! decoder, `scripts/test` installs it), both streams decode to the same
+//! view through it too.
+
+// a test with several peers missing has several `ignore`s: the first one's
+// reason is shown, the others are no mistake
+#![allow(unused_attributes)]
+
+use std::collections::{BTreeMap, HashMap};
+use std::net::SocketAddr;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use tokio::net::UdpSocket;
+use xroot_proto::monitor::fstat::FileRecord;
+use xroot_proto::monitor::header::code;
+use xroot_proto::monitor::summary::Element;
+use xroot_proto::monitor::trace::TraceEntry;
+use xroot_proto::monitor::Packet;
+use xroot_testkit::stock::{self, StockServer};
+use xroot_testkit::tools::{run_ok, run_tool};
+use xroot_tools::serve;
+
+/// The files each server exports, with their sizes.
+const FILES: [(&str, usize); 3] = [
+    ("a.bin", 1_000_000),
+    ("b.bin", 3_000_000),
+    ("c.bin", 12_345),
+];
+/// Bytes uploaded.
+const UPLOAD: usize = 200_000;
+
+/// The partial and the vector read of the Python bindings.
+const PYTHON: &str = r#"
+import sys
+from XRootD import client
+from XRootD.client.flags import OpenFlags
+f = client.File()
+st, _ = f.open(sys.argv[1] + "//a.bin", OpenFlags.READ)
+assert st.ok, st
+st, data = f.read(1000, 5000)
+assert st.ok and len(data) == 5000, st
+st, v = f.vector_read([(0, 1000), (5000, 1100), (20000, 1200)])
+assert st.ok, st
+f.close()
+"#;
+
+fn pattern(len: usize, seed: usize) -> Vec<u8> {
+    (0..len).map(|i| ((i * 7 + seed) % 251) as u8).collect()
+}
+
+/// A directory with the files of [`FILES`].
+fn data_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for (i, (name, len)) in FILES.iter().enumerate() {
+        std::fs::write(dir.path().join(name), pattern(*len, i)).unwrap();
+    }
+    dir
+}
+
+/// A UDP collector on loopback: every datagram it got, in order.
+struct Collector {
+    addr: SocketAddr,
+    got: Arc<Mutex<Vec<Vec<u8>>>>,
+}
+
+impl Collector {
+    async fn start() -> Collector {
+        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = socket.local_addr().unwrap();
+        let got = Arc::new(Mutex::new(Vec::new()));
+        let keep = got.clone();
+        tokio::spawn(async move {
+            let mut buf = vec![0u8; 65536];
+            while let Ok(n) = socket.recv(&mut buf).await {
+                keep.lock().unwrap().push(buf[..n].to_vec());
+            }
+        });
+        Collector { addr, got }
+    }
+
+    fn packets(&self) -> Vec<Vec<u8>> {
+        self.got.lock().unwrap().clone()
+    }
+}
+
+/// The workload against the server on `port`: three downloads, the Python
+/// reads, one upload of `up.bin`.
+async fn workload(port: u16, scratch: &Path) {
+    let url = format!("root://127.0.0.1:{port}");
+    for (name, _) in FILES {
+        let to = scratch.join(format!("{port}-{name}"));
+        run_ok(
+            "xrdcp",
+            &[
+                "-f".into(),
+                "-s".into(),
+                format!("{url}//{name}"),
+                to.display().to_string(),
+            ],
+        )
+        .await;
+    }
+    run_ok(
+        "/usr/bin/python3",
+        &["-c".into(), PYTHON.into(), url.clone()],
+    )
+    .await;
+    let up = scratch.join("up.bin");
+    std::fs::write(&up, pattern(UPLOAD, 9)).unwrap();
+    run_ok(
+        "xrdcp",
+        &[
+            "-f".into(),
+            "-s".into(),
+            up.display().to_string(),
+            format!("{url}//up.bin"),
+        ],
+    )
+    .await;
+}
+
+/// What a collector learns from one server's detailed stream, in forms
+/// that do not depend on the run (ids, pids, times left out).
+#[derive(Debug, Default, PartialEq)]
+struct View {
+    /// Each login's user line without its pid and server id, and its
+    /// detail (`&R=...&x=...&y=...&I=4`), sorted.
+    users: Vec<String>,
+    /// Each file's open and close records, by path, sorted.
+    files: Vec<String>,
+    /// The trace stream's opens and closes (with their byte totals), by
+    /// path, sorted.
+    trace: Vec<String>,
+    /// Logins whose disconnect the file stream and the trace stream told.
+    disconnected: Vec<String>,
+}
+
+/// Decodes `packets` (every one must decode) into a [`View`], and the
+/// summary documents' section ids.
+fn view(packets: &[Vec<u8>]) -> (View, Vec<Vec<String>>) {
+    let mut users: BTreeMap<u32, String> = BTreeMap::new();
+    let mut paths: HashMap<u32, String> = HashMap::new();
+    let mut opens: HashMap<u32, String> = HashMap::new();
+    let mut files = Vec::new();
+    let mut trace = Vec::new();
+    let mut f_disc = Vec::new();
+    let mut t_disc = Vec::new();
+    let mut summaries = Vec::new();
+    let mut trace_entries = Vec::new();
+    for p in packets {
+        match Packet::decode(p).unwrap_or_else(|e| panic!("{e}: {p:02x?}")) {
+            Packet::Map(m) if m.header.code == code::USER => {
+                let u = m.user().expect("a user line");
+                let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                users.insert(
+                    m.dictid,
+                    format!(
+                        "{}/{}@{} {}",
+                        text(u.prot),
+                        text(u.user),
+                        text(u.host),
+                        text(m.detail())
+                    ),
+                );
+            }
+            Packet::Map(m) if m.header.code == code::PATH => {
+                paths.insert(m.dictid, String::from_utf8_lossy(m.detail()).into_owned());
+            }
+            Packet::Map(_) => {}
+            Packet::Fstat(f) => {
+                for r in f.records {
+                    match r {
+                        FileRecord::Open {
+                            file,
+                            size,
+                            rw,
+                            lfn: Some((_, path)),
+                        } => {
+                            let path = String::from_utf8_lossy(path).into_owned();
+                            opens.insert(file, format!("{path} open size={size} rw={rw}"));
+                        }
+                        FileRecord::Close {
+                            file,
+                            forced,
+                            xfr,
+                            ops,
+                            ..
+                        } => {
+                            let open = opens.remove(&file).expect("a close after its open");
+                            files.push(format!("{open} | close forced={forced} {xfr:?} {ops:?}"));
+                        }
+                        FileRecord::Disc { user } => f_disc.push(user),
+                        other => panic!("unexpected f-stream record {other:?}"),
+                    }
+                }
+            }
+            Packet::Trace(t) => trace_entries.extend(t.entries),
+            Packet::Summary(e) => {
+                summaries.push(
+                    e.children
+                        .iter()
+                        .filter_map(|c| c.get_attr("id").map(str::to_string))
+                        .collect(),
+                );
+            }
+            other => panic!("unexpected packet {other:?}"),
+        }
+    }
+    for e in trace_entries {
+        let path = |file: u32| paths.get(&file).cloned().unwrap_or_default();
+        match e {
+            TraceEntry::Open { file, size } => trace.push(format!("{} open {size}", path(file))),
+            TraceEntry::Close {
+                file,
+                read_shift,
+                read_val,
+                write_shift,
+                write_val,
+            } => trace.push(format!(
+                "{} close read={} written={}",
+                path(file),
+                u64::from(read_val) << read_shift,
+                u64::from(write_val) << write_shift
+            )),
+            TraceEntry::Disc { user, .. } => t_disc.push(user),
+            _ => {}
+        }
+    }
+    assert!(opens.is_empty(), "opens without their close: {opens:?}");
+    f_disc.sort_unstable();
+    t_disc.sort_unstable();
+    assert_eq!(f_disc, t_disc, "the f-stream and trace disconnects");
+    let mut disconnected: Vec<String> = f_disc.iter().map(|u| users[u].clone()).collect();
+    let mut users: Vec<String> = users.into_values().collect();
+    for v in [&mut users, &mut files, &mut trace, &mut disconnected] {
+        v.sort();
+    }
+    (
+        View {
+            users,
+            files,
+            trace,
+            disconnected,
+        },
+        summaries,
+    )
+}
+
+/// Splits a collector's datagrams into the detailed stream's and the
+/// summaries (both servers send both to one collector each here).
+fn summaries_of(packets: &[Vec<u8>]) -> Vec<Vec<u8>> {
+    packets
+        .iter()
+        .filter(|p| p.first() == Some(&b'<'))
+        .cloned()
+        .collect()
+}
+
+/// Waits until the packets show every login disconnected and `closes`
+/// close records, and two summaries; at most 30 s (then the caller's
+/// comparison says what is missing).
+async fn settle(c: &Collector, closes: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let packets = c.packets();
+        let mut users = 0;
+        let mut discs = 0;
+        let mut close_records = 0;
+        let mut docs = 0;
+        for p in &packets {
+            match Packet::decode(p) {
+                Ok(Packet::Map(m)) if m.header.code == code::USER => users += 1,
+                Ok(Packet::Fstat(f)) => {
+                    for r in &f.records {
+                        match r {
+                            FileRecord::Disc { .. } => discs += 1,
+                            FileRecord::Close { .. } => close_records += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                Ok(Packet::Summary(_)) => docs += 1,
+                _ => {}
+            }
+        }
+        if users > 0 && discs == users && close_records >= closes && docs >= 2 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The stock server's directives for a collector at `addr`.
+fn stock_directives(addr: SocketAddr) -> Vec<String> {
+    vec![
+        format!(
+            "xrootd.monitor all flush 1s fstat 1s lfn ops xfr 5 ident 5m dest fstat info user \
+             files io redir {addr}"
+        ),
+        format!("xrd.report {addr} every 1s all"),
+    ]
+}
+
+/// Runs the workload against the stock server and ours; their packets.
+async fn both(scratch: &Path) -> Option<(Vec<Vec<u8>>, Vec<Vec<u8>>)> {
+    let stock_data = data_dir();
+    let stock_collector = Collector::start().await;
+    let directives = stock_directives(stock_collector.addr);
+    let lines: Vec<&str> = directives.iter().map(String::as_str).collect();
+    let stock = StockServer::start(stock_data.path(), &lines)?;
+    workload(stock.port, scratch).await;
+    settle(&stock_collector, 5).await;
+    drop(stock);
+
+    let our_data = data_dir();
+    let our_collector = Collector::start().await;
+    let dest = our_collector.addr.to_string();
+    let cli = serve::Cli::try_parse_from([
+        "serve",
+        "--port",
+        "0",
+        "--monitor",
+        &dest,
+        "--monitor-flush",
+        "1",
+        "--report",
+        &dest,
+        "--report-every",
+        "1",
+        our_data.path().to_str().unwrap(),
+    ])
+    .unwrap();
+    let server = serve::start(&cli).await.unwrap();
+    let (port, handle) = (server.local_addr().port(), server.handle());
+    tokio::spawn(server.serve());
+    workload(port, scratch).await;
+    settle(&our_collector, 5).await;
+    handle.shutdown();
+    Some((stock_collector.packets(), our_collector.packets()))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (apt-get install xrootd-server)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp (apt-get install xrootd-client)"
+)]
+#[cfg_attr(
+    missing_stock_python,
+    ignore = "needs the stock Python client (apt-get install python3-xrootd)"
+)]
+async fn the_detailed_and_summary_streams_equal_the_stocks() {
+    if !stock::xrootd_client_available() || !stock::stock_python_available() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let Some((theirs, ours)) = both(scratch.path()).await else {
+        return;
+    };
+    let (their_view, their_docs) = view(&theirs);
+    let (our_view, our_docs) = view(&ours);
+    eprintln!("stock: {their_view:#?}\nours: {our_view:#?}");
+    assert_eq!(our_view.files.len(), 5, "{our_view:#?}");
+    assert_eq!(our_view.users.len(), 5, "{our_view:#?}");
+    assert_eq!(our_view.files, their_view.files);
+    assert_eq!(our_view.trace, their_view.trace);
+    assert_eq!(our_view.users, their_view.users);
+    assert_eq!(our_view.disconnected, their_view.disconnected);
+    assert_eq!(our_view.disconnected, our_view.users);
+
+    // every summary parses (view() asserted it) and has the stock's
+    // sections, in its order, but the stock's `oss` (its exported paths)
+    assert!(our_docs.len() >= 2 && their_docs.len() >= 2);
+    let theirs_ids: Vec<String> = their_docs[0]
+        .iter()
+        .filter(|id| *id != "oss")
+        .cloned()
+        .collect();
+    for ids in &our_docs {
+        assert_eq!(ids, &theirs_ids);
+    }
+    mpxstats_reads(&summaries_of(&ours)).await;
+    xrootdlib_agrees(&theirs, &ours).await;
+}
+
+/// The stock `mpxstats -f flat` reads our summary documents: each comes
+/// out as its `key value` lines, among them what the document says of its
+/// links and logins.
+async fn mpxstats_reads(docs: &[Vec<u8>]) {
+    if !stock::program_available(
+        "mpxstats",
+        &["-p", "0", "-x"],
+        "the stock mpxstats is not installed (apt-get install xrootd-server)",
+    ) {
+        return;
+    }
+    let port = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let child = std::process::Command::new("mpxstats")
+        .args(["-f", "flat", "-p", &port.to_string()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start mpxstats");
+    // it binds at start: send until it has read one
+    let sender = UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    for d in docs {
+        sender.send_to(d, ("127.0.0.1", port)).await.unwrap();
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output().unwrap())
+        .await
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let first = Element::parse(std::str::from_utf8(&docs[0]).unwrap()).unwrap();
+    let logins = first
+        .section("xrootd")
+        .unwrap()
+        .number(&["lgn", "num"])
+        .unwrap();
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("link.tot ")).count(),
+        docs.len(),
+        "mpxstats printed:\n{text}"
+    );
+    assert!(
+        text.lines()
+            .any(|l| l == format!("xrootd.lgn.num {logins}")),
+        "mpxstats printed:\n{text}"
+    );
+    assert!(text.lines().any(|l| l.starts_with("proc.usr.s ")), "{text}");
+}
+
+/// The Python that imports xrootdlib: the venv `scripts/test` makes
+/// (`XROOT_UPROOT_PYTHON` or `/opt/xroot-uproot/bin/python`). `None`,
+/// printing why, when it cannot; panics under `CI=true`.
+fn xrootdlib_python() -> Option<std::path::PathBuf> {
+    let python = std::env::var_os("XROOT_UPROOT_PYTHON")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "/opt/xroot-uproot/bin/python".into());
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import xrootdlib.structs.XrdXrootdMon"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        let why = format!(
+            "{} cannot import xrootdlib (scripts/test installs it from tests/uproot/requirements.txt)",
+            python.display()
+        );
+        if std::env::var("CI").as_deref() == Ok("true") {
+            panic!("CI=true but {why}");
+        }
+        eprintln!("skipping the xrootdlib check: {why}");
+        return None;
+    }
+    Some(python)
+}
+
+/// Both servers' detailed streams decoded by xrootdlib
+/// (`tests/monitor/xrootdlib_view.py`) give the same view.
+async fn xrootdlib_agrees(theirs: &[Vec<u8>], ours: &[Vec<u8>]) {
+    let Some(python) = xrootdlib_python() else {
+        return;
+    };
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/monitor/xrootdlib_view.py");
+    let decode = |packets: &[Vec<u8>]| {
+        let hex: String = packets
+            .iter()
+            .filter(|p| p.first() != Some(&b'<'))
+            .map(|p| p.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("packets.hex");
+        std::fs::write(&file, hex).unwrap();
+        (dir, file)
+    };
+    let (_d1, their_file) = decode(theirs);
+    let (_d2, our_file) = decode(ours);
+    let run = |file: &Path| {
+        let args = vec![script.display().to_string(), file.display().to_string()];
+        let python = python.display().to_string();
+        async move { run_tool(&python, &args).await }
+    };
+    let (t, o) = (run(&their_file).await, run(&our_file).await);
+    for out in [&t, &o] {
+        assert!(
+            out.status.success(),
+            "xrootdlib_view.py: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let (t, o) = (
+        String::from_utf8_lossy(&t.stdout),
+        String::from_utf8_lossy(&o.stdout),
+    );
+    eprintln!("xrootdlib, stock:\n{t}\nxrootdlib, ours:\n{o}");
+    assert!(
+        t.lines().filter(|l| l.starts_with("file ")).count() == 5,
+        "{t}"
+    );
+    assert_eq!(o, t);
+}
