@@ -61,7 +61,8 @@ impl ServerHandle {
 
     /// A summary document of the server now (`xrd.report`'s, PROTOCOL.md
     /// §17.7): see [`crate::observe::report::summary`]; `extra` sections
-    /// (a cache's) go before `sgen`.
+    /// (a cache's) go between `ofs` and `sched`, where the stock puts its
+    /// storage layer's.
     pub fn summary(
         &self,
         info: &crate::observe::report::SummaryInfo,

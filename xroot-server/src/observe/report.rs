@@ -114,8 +114,9 @@ pub struct SummaryInfo {
 /// A summary document (`xrd.report DEST every SECS all`, PROTOCOL.md
 /// §17.7) from a server's statistics: the stock's `<statistics>` element
 /// and, in its order, the sections `info`, `buff`, `link`, `poll`,
-/// `proc`, `xrootd`, `ofs`, `sched` and `sgen`, then `extra` (a cache's
-/// own section). Figures this server does not keep are sent as 0: the
+/// `proc`, `xrootd`, `ofs`, then `extra` (where the stock puts its
+/// storage layer's: `oss`, or an XCache's `pss` and `cache`), `sched` and
+/// `sgen`. Figures this server does not keep are sent as 0: the
 /// buffer pool's (`buff`: its buffers are per request), the bytes in and
 /// out and connect time of links, the poller's, the scheduler's
 /// (`sched`: tokio's), the signatures and async I/O counts; `proc` is the
@@ -231,17 +232,19 @@ pub fn summary(
             .iter()
             .fold(section("ofs").leaf("role", "server"), |e, k| e.leaf(k, 0))
             .child(zeros("tpc", &["grnt", "deny", "err", "exp"])),
-        )
-        .child(
-            [
-                "jobs", "inq", "maxinq", "threads", "idle", "tcr", "tde", "tlimr",
-            ]
-            .iter()
-            .fold(section("sched"), |e, k| e.leaf(k, 0)),
         );
+    // the storage layer's sections (the stock's oss, or an XCache's pss
+    // and cache) come between ofs and sched
     for e in extra {
         doc = doc.child(e);
     }
+    doc = doc.child(
+        [
+            "jobs", "inq", "maxinq", "threads", "idle", "tcr", "tde", "tlimr",
+        ]
+        .iter()
+        .fold(section("sched"), |e, k| e.leaf(k, 0)),
+    );
     let et = t0.elapsed().as_millis() as u64;
     doc = doc.child(
         section("sgen")
@@ -331,7 +334,7 @@ mod tests {
         assert_eq!(e.get_attr("src"), Some("vm:1094"));
         let ids: Vec<_> = e.children.iter().filter_map(|c| c.get_attr("id")).collect();
         let want = [
-            "info", "buff", "link", "poll", "proc", "xrootd", "ofs", "sched", "cache", "sgen",
+            "info", "buff", "link", "poll", "proc", "xrootd", "ofs", "cache", "sched", "sgen",
         ];
         assert_eq!(ids, want);
         let link = e.section("link").unwrap();
