@@ -26,13 +26,15 @@ use std::time::{Duration, Instant};
 use clap::Parser;
 use tokio::net::UdpSocket;
 use xroot_proto::monitor::fstat::FileRecord;
+use xroot_proto::monitor::gstream::CacheFileClose;
 use xroot_proto::monitor::header::code;
 use xroot_proto::monitor::summary::Element;
 use xroot_proto::monitor::trace::TraceEntry;
 use xroot_proto::monitor::Packet;
 use xroot_testkit::stock::{self, StockServer};
 use xroot_testkit::tools::{run_ok, run_tool};
-use xroot_tools::serve;
+use xroot_testkit::xcache::StockCache;
+use xroot_tools::{serve, xcache};
 
 /// The files each server exports, with their sizes.
 const FILES: [(&str, usize); 3] = [
@@ -524,4 +526,260 @@ async fn xrootdlib_agrees(theirs: &[Vec<u8>], ours: &[Vec<u8>]) {
         "{t}"
     );
     assert_eq!(o, t);
+}
+
+/// The cache workload: `xrdcp` of `a.bin` and `c.bin`, the Python reads of
+/// `a.bin` (cached by then), `xrdcp` of `a.bin` again.
+async fn cache_workload(port: u16, scratch: &Path) {
+    let url = format!("root://127.0.0.1:{port}");
+    for name in ["a.bin", "c.bin"] {
+        let to = scratch.join(format!("{port}-{name}"));
+        run_ok(
+            "xrdcp",
+            &[
+                "-f".into(),
+                "-s".into(),
+                format!("{url}//{name}"),
+                to.display().to_string(),
+            ],
+        )
+        .await;
+    }
+    run_ok(
+        "/usr/bin/python3",
+        &["-c".into(), PYTHON.into(), url.clone()],
+    )
+    .await;
+    let to = scratch.join(format!("{port}-again"));
+    run_ok(
+        "xrdcp",
+        &[
+            "-f".into(),
+            "-s".into(),
+            format!("{url}//a.bin"),
+            to.display().to_string(),
+        ],
+    )
+    .await;
+}
+
+/// The records of the cache's g-stream in `packets` (each must read and
+/// encode back to its bytes), in the order sent, without what differs between runs: the times and
+/// `access_cnt` (the stock counts every access its `.cinfo` recorded, ours
+/// the opens of one access).
+fn cache_records(packets: &[Vec<u8>]) -> Vec<CacheFileClose> {
+    let mut out = Vec::new();
+    for p in packets {
+        if let Ok(Packet::GStream(g)) = Packet::decode(p) {
+            assert_eq!((g.provider, g.header.code), (b'C', b'g'));
+            for r in g.records {
+                let text = r;
+                let r = CacheFileClose::decode(r)
+                    .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(r)));
+                // written as the stock writes it, byte for byte
+                assert_eq!(r.encode().as_bytes(), text);
+                assert!(r.attach_t > 0 && r.attach_t <= r.detach_t, "{r:?}");
+                out.push(CacheFileClose {
+                    access_cnt: 0,
+                    attach_t: 0,
+                    detach_t: 0,
+                    ..r
+                });
+            }
+        }
+    }
+    out
+}
+
+/// Waits until `c` got `n` g-stream records and two summaries (at most
+/// 30 s).
+async fn settle_cache(c: &Collector, n: usize) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let packets = c.packets();
+        if cache_records(&packets).len() >= n && summaries_of(&packets).len() >= 2 {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// The f-stream's close records in the order sent: path and record.
+fn closes(packets: &[Vec<u8>]) -> Vec<String> {
+    let mut paths = HashMap::new();
+    let mut out = Vec::new();
+    for p in packets {
+        if let Ok(Packet::Fstat(f)) = Packet::decode(p) {
+            for r in f.records {
+                match r {
+                    FileRecord::Open {
+                        file,
+                        lfn: Some((_, path)),
+                        ..
+                    } => {
+                        paths.insert(file, String::from_utf8_lossy(path).into_owned());
+                    }
+                    FileRecord::Close { file, xfr, ops, .. } => {
+                        out.push(format!("{} {xfr:?} {ops:?}", paths[&file]));
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Through the stock XCache (`pfc` added to the directive's `dest`) and
+/// ours (`xcache --monitor --report`), both in front of one stock origin:
+/// the g-stream's `file_close` records (size, blocks, blocks cached, bytes
+/// from the cache, from the origin, bypassed, the origins read) and the
+/// f-stream's close records equal the stock's, but where the stock
+/// `xrdcp`'s reads differ (its first download through the stock XCache is
+/// read in 118 `kXR_read`s, 1,475,712 bytes asked, overlapping; through
+/// ours in one `kXR_pgread` of the file); the summaries carry the stock
+/// XCache's sections, the `cache` one with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    missing_xrootd,
+    ignore = "needs the stock xrootd (apt-get install xrootd-server)"
+)]
+#[cfg_attr(
+    missing_xrootd_client,
+    ignore = "needs the stock xrdcp (apt-get install xrootd-client)"
+)]
+#[cfg_attr(
+    missing_stock_python,
+    ignore = "needs the stock Python client (apt-get install python3-xrootd)"
+)]
+async fn through_the_caches_the_gstream_equals_the_stock_xcaches() {
+    if !stock::xrootd_client_available() || !stock::stock_python_available() {
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let data = data_dir();
+    let Some(origin) = StockServer::start(data.path(), &[]) else {
+        return;
+    };
+    let remote = format!("127.0.0.1:{}", origin.port);
+
+    let stock_collector = Collector::start().await;
+    let mut lines = stock_directives(stock_collector.addr);
+    lines[0] = lines[0].replace(" redir ", " redir pfc ");
+    let lines: Vec<&str> = lines.iter().map(String::as_str).collect();
+    let Some(cache) = StockCache::start_with(origin.port, "64k", &lines) else {
+        return;
+    };
+    cache_workload(cache.port(), scratch.path()).await;
+    settle_cache(&stock_collector, 4).await;
+    drop(cache);
+
+    let our_collector = Collector::start().await;
+    let dest = our_collector.addr.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let mut argv = xroot_testkit::our_cache::cli_args(origin.port, dir.path());
+    for a in [
+        "--block-size",
+        "64k",
+        "--monitor",
+        &dest,
+        "--monitor-flush",
+        "1",
+        "--report",
+        &dest,
+        "--report-every",
+        "1",
+    ] {
+        argv.push(a.to_string());
+    }
+    let cli = xcache::Cli::try_parse_from(argv).unwrap();
+    let server = xcache::start(&cli).await.unwrap();
+    let (port, handle) = (server.local_addr().port(), server.handle());
+    tokio::spawn(server.serve());
+    cache_workload(port, scratch.path()).await;
+    settle_cache(&our_collector, 4).await;
+    handle.shutdown();
+
+    let (theirs, ours) = (stock_collector.packets(), our_collector.packets());
+    let (mut their_g, our_g) = (cache_records(&theirs), cache_records(&ours));
+    eprintln!("stock: {their_g:#?}\nours: {our_g:#?}");
+    assert_eq!(our_g.len(), 4, "{our_g:#?}");
+    let block = |lfn: &str, size: u64, hit: u64, miss: u64| CacheFileClose {
+        lfn: lfn.into(),
+        size,
+        blk_size: 65536,
+        n_blks: size.div_ceil(65536),
+        n_blks_done: size.div_ceil(65536),
+        remotes: if miss > 0 {
+            vec![remote.clone()]
+        } else {
+            vec![]
+        },
+        b_hit: hit,
+        b_miss: miss,
+        ..CacheFileClose::default()
+    };
+    // the first download: every byte from the origin (the stock counts
+    // its client's overlapping reads as hits too)
+    assert_eq!(our_g[0], block("/a.bin", 1_000_000, 0, 1_000_000));
+    assert_eq!(their_g[0].b_miss, 1_000_000);
+    their_g[0].b_hit = 0;
+    let want = [
+        block("/a.bin", 1_000_000, 0, 1_000_000),
+        block("/c.bin", 12_345, 0, 12_345),
+        block("/a.bin", 1_000_000, 8300, 0),
+        block("/a.bin", 1_000_000, 1_000_000, 0),
+    ];
+    assert_eq!(their_g, want);
+    assert_eq!(our_g, want);
+
+    let (mut their_closes, mut our_closes) = (closes(&theirs), closes(&ours));
+    assert_eq!(our_closes.len(), 4, "{our_closes:#?}");
+    // the first download: ours one pgread of the file, the stock's client
+    // many overlapping reads (how many depends on its timing)
+    let whole = "/a.bin FileXfr { read: 1000000, readv: 0, write: 0 } Some(FileOps { read: 1,";
+    let chunked = their_closes
+        .iter()
+        .position(|c| {
+            c.starts_with("/a.bin FileXfr { read: ")
+                && !c.starts_with(whole)
+                && !c.contains("readv: 3300")
+        })
+        .unwrap_or_else(|| panic!("the stock's chunked download: {their_closes:#?}"));
+    their_closes.remove(chunked);
+    let first = our_closes
+        .iter()
+        .position(|c| c.starts_with(whole))
+        .unwrap();
+    our_closes.remove(first);
+    their_closes.sort();
+    our_closes.sort();
+    assert_eq!(our_closes, their_closes);
+
+    // ours has the stock XCache's sections but `pss` (its proxy's opens
+    // and closes), the `cache` one among them, where the stock puts it
+    let ids = |docs: &[Vec<u8>]| -> Vec<Vec<String>> {
+        docs.iter()
+            .map(|d| {
+                let e = Element::parse(std::str::from_utf8(d).unwrap()).unwrap();
+                e.children
+                    .iter()
+                    .filter_map(|c| c.get_attr("id").map(str::to_string))
+                    .filter(|id| id != "pss")
+                    .collect()
+            })
+            .collect()
+    };
+    let (their_ids, our_ids) = (ids(&summaries_of(&theirs)), ids(&summaries_of(&ours)));
+    assert!(their_ids[0].contains(&"cache".to_string()));
+    for i in &our_ids {
+        assert_eq!(i, &their_ids[0]);
+    }
+    let last = summaries_of(&ours).pop().unwrap();
+    let doc = Element::parse(std::str::from_utf8(&last).unwrap()).unwrap();
+    let cache = doc.section("cache").unwrap();
+    assert_eq!(cache.get_attr("type"), Some("pfc"));
+    // bytes read into the cache, and delivered from its disk
+    assert_eq!(cache.number(&["rd", "in"]), Some(1_012_345));
+    assert!(cache.number(&["rd", "out"]).unwrap() >= 1_008_300);
 }

@@ -26,6 +26,12 @@ impl StockCache {
     /// `"1m"`). Returns `None` when xrootd is missing outside CI; panics if
     /// it does not come up.
     pub fn start(origin_port: u16, blocksize: &str) -> Option<StockCache> {
+        StockCache::start_with(origin_port, blocksize, &[])
+    }
+
+    /// As [`StockCache::start`], with `extra` config lines appended (a
+    /// test's `xrootd.monitor`, say).
+    pub fn start_with(origin_port: u16, blocksize: &str, extra: &[&str]) -> Option<StockCache> {
         let cache = tempfile::tempdir().expect("temp dir");
         let lines = [
             "ofs.osslib libXrdPss.so".to_string(),
@@ -35,8 +41,9 @@ impl StockCache {
             "pfc.prefetch 0".to_string(),
             "pfc.ram 1g".to_string(),
         ];
-        let extra: Vec<&str> = lines.iter().map(String::as_str).collect();
-        let server = StockServer::start(cache.path(), &extra)?;
+        let mut all: Vec<&str> = lines.iter().map(String::as_str).collect();
+        all.extend_from_slice(extra);
+        let server = StockServer::start(cache.path(), &all)?;
         Some(StockCache { server, cache })
     }
 
