@@ -248,3 +248,88 @@ async fn xcache_takes_its_origin_and_cache_dir_from_the_file() {
     assert_eq!(&read(addr, "/f.bin").await.unwrap()[..], &content[..]);
     assert!(!cached(other_cache.path()).is_empty(), "nothing cached");
 }
+
+/// The body of `GET /metrics` at `addr`.
+fn metrics_text(addr: SocketAddr) -> String {
+    let mut s = TcpStream::connect(addr).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut answer = String::new();
+    s.read_to_string(&mut answer).unwrap();
+    answer
+        .split_once("\r\n\r\n")
+        .map(|(_, body)| body.to_string())
+        .unwrap_or_default()
+}
+
+/// `monitor`, `monitor-flush`, `report` (a list) and `report-every` from
+/// the file: `serve` sends its identification and a summary document
+/// each second to the collector the file names, and `/metrics` counts the
+/// packets sent per stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_takes_its_monitoring_from_the_file() {
+    let collector = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    collector
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    let at = collector.local_addr().unwrap();
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("nine"), b"123456789").unwrap();
+    let etc = tempfile::tempdir().unwrap();
+    let file = config(
+        etc.path(),
+        &format!(
+            "port = 0\nmetrics = \"127.0.0.1:0\"\nmonitor = \"{at}\"\nmonitor-flush = 1\n\
+             report = [\"{at}\"]\nreport-every = 1\ndir = {}\n",
+            quoted(data.path())
+        ),
+    );
+    let mut serve = Daemon::start("serve", &["--config", file.to_str().unwrap()]);
+    let addr = serve.line("serve listening on ");
+    let metrics = serve.line("serve metrics on http://");
+    assert_eq!(&read(addr, "/nine").await.unwrap()[..], b"123456789");
+    let (mut ident, mut summary) = (false, false);
+    let mut buf = vec![0u8; 65536];
+    while !(ident && summary) {
+        let n = collector
+            .recv(&mut buf)
+            .expect("a monitoring packet within 10 s");
+        match buf[0] {
+            b'=' => {
+                let text = String::from_utf8_lossy(&buf[12..n]).into_owned();
+                assert!(text.contains(&format!("&port={}&", addr.port())), "{text}");
+                ident = true;
+            }
+            b'<' => summary = true,
+            _ => {}
+        }
+    }
+    let text = metrics_text(metrics);
+    let sent = |stream: &str| {
+        let prefix =
+            format!("xroot_monitor_packets_total{{stream=\"{stream}\",outcome=\"sent\"}} ");
+        text.lines()
+            .find_map(|l| l.strip_prefix(&prefix))
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or_else(|| panic!("no {prefix}in\n{text}"))
+    };
+    assert!(sent("detailed") >= 1 && sent("summary") >= 1, "{text}");
+}
+
+/// A monitoring destination that does not resolve stops the start-up:
+/// exit 1, naming the flag and the destination.
+#[test]
+fn a_monitoring_destination_that_does_not_resolve_exits_1_naming_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path().to_str().unwrap();
+    for (flag, name) in [("--monitor", "serve"), ("--report", "serve")] {
+        let (code, stderr) = run_to_end(name, &["--port", "0", flag, "nowhere.invalid:9930", dir]);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "{name}: {flag}: monitoring destination nowhere.invalid:9930"
+            )),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("listening"), "{stderr}");
+    }
+}
