@@ -309,7 +309,7 @@ struct Accounting {
 
 /// What a cached file's readers were served while it was open, for the
 /// record a cache sends when its last client handle closes (the stock
-/// XCache's `file_close` g-stream record: [`xroot_proto::monitor::gstream::FileClose`]).
+/// XCache's `file_close` g-stream record: [`xroot_proto::monitor::gstream::CacheFileClose`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileAccess {
     /// When the file was first opened (attached).
