@@ -28,7 +28,7 @@ mkdir -p "$(dirname "$out")"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-benches=(server_readv cache_trace client_copy server_copy server_memory server_storm tls_copy server_load cluster_open gsi_login)
+benches=(server_readv cache_trace client_copy server_copy server_memory server_storm tls_copy server_load monitor_load cluster_open gsi_login)
 declare -A summary=() took=() status=()
 
 now() { date +%s.%N; }
@@ -41,7 +41,7 @@ t0=$(now)
 bench_args=()
 for b in "${benches[@]}"; do bench_args+=(--bench "$b"); done
 cargo bench --no-run -q "${bench_args[@]}"
-# client_copy, tls_copy and server_load run examples: build them now rather than inside their timing
+# client_copy, tls_copy, server_load and monitor_load run examples: build them now rather than inside their timing
 cargo build --release -q --workspace --example xrdcp --example serve --example xrdload
 build_s=$(since "$t0" "$(now)")
 
@@ -186,6 +186,9 @@ fi
   load_row "the same: server CPU per GB served, s" cpu_s_per_gb 2 "≤ stock" '<='
   load_row "the same: server peak RSS, MiB" peak_rss_mib 1 "≤ stock" '<='
   load_row "3000 idle logged-in sessions with the file open: server RSS per session, kB" idle_kb_per_session 1 "≤ stock" '<='
+  row "\`monitor_load\`: server CPU per GB with \`--monitor\` and \`--report\` ÷ without (ours only)" \
+    "—" "—" "**$(fig monitor_load.cpu_on_over_off 3)**" "≤ 1.02" \
+    "throughput $(fig monitor_load.on_over_off 3)"
   row "open through a stock manager to a data server (fresh client; median of 100), ms" \
     "—" "$(fig cluster_open.stock_ms 2)" "**$(fig cluster_open.ours_ms 2)**" "—" "ratio $(fig cluster_open.ratio 2)"
   row "8 clients × 100 files of 1 MiB through a stock manager, cold: two of our caches vs one, wall s" \
