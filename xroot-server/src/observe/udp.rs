@@ -1161,6 +1161,49 @@ mod tests {
         assert_eq!(mon.counts().dropped, 0);
     }
 
+    /// 10,000 logins at once with a queue of 4 packets, to a collector
+    /// that never reads: the observer calls return (nothing waits for the
+    /// sender), the packets beyond the queue are dropped and counted, and
+    /// every packet is either sent, dropped or failed.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_flood_beyond_the_queue_is_dropped_and_counted() {
+        let silent = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        let mut cfg = UdpMonitorConfig::new(
+            vec![silent.local_addr().unwrap().to_string()],
+            1094,
+            Duration::from_secs(3600),
+        );
+        cfg.queue = 4;
+        let mon = UdpMonitor::start(cfg).unwrap();
+        // on a current-thread runtime the sender task cannot run before
+        // this loop yields: all but the queue's 4 must be dropped
+        for id in 1..=10_000u32 {
+            let _s = mon.login(&LoginRecord {
+                user_id: id,
+                peer: "127.0.0.1:5000".parse().unwrap(),
+                login_user: "u",
+                pid: 1,
+                release: None,
+                app_name: None,
+                info: None,
+                identity: None,
+            });
+        }
+        let c = mon.counts();
+        // the identification and 3 logins were queued
+        assert_eq!(c.dropped, 10_000 + 1 - 4);
+        // the sender then sends the 4 (waiting for it at most 10 s)
+        for _ in 0..1000 {
+            let c = mon.counts();
+            if c.sent + c.errors >= 4 {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let c = mon.counts();
+        assert_eq!((c.sent + c.errors, c.dropped), (4, 10_000 + 1 - 4));
+    }
+
     #[test]
     fn a_destination_that_does_not_resolve_is_named() {
         let e = resolve(&["no-such-host.invalid:9930".into()]).unwrap_err();
