@@ -72,7 +72,26 @@ async fn stock_clients_through_our_redirector_as_through_the_stock_manager() {
     .unwrap();
     let node_port = node.local_addr().port();
     tokio::spawn(node.serve());
-    cluster.wait_logins(2);
+    // and a read-only member holding a copy of a file the stock data
+    // server also holds (issue 28, item 2)
+    std::fs::write(cluster.servers[0].data.join("shared.dat"), b"rw copy").unwrap();
+    let ro = tempfile::tempdir().unwrap();
+    std::fs::write(ro.path().join("shared.dat"), b"r/o copy").unwrap();
+    let ro_node = Server::bind(
+        "127.0.0.1:0",
+        LocalFs::new(ro.path()).unwrap(),
+        Config {
+            cluster: Some(ClusterConfig {
+                paths: vec!["r /".into()],
+                ..ClusterConfig::data_server([cms.clone()])
+            }),
+            ..Config::default()
+        },
+    )
+    .await
+    .unwrap();
+    tokio::spawn(ro_node.serve());
+    cluster.wait_logins(3);
 
     // our redirector in front of the same manager cmsd
     let redirector = Redirector::start(&ClusterConfig::data_server([cms]));
@@ -147,6 +166,18 @@ async fn stock_clients_through_our_redirector_as_through_the_stock_manager() {
         let (ok, text) = xrdfs(rdr, &["rm", "/new.dat"]);
         assert!(ok, "rm: {text}");
         assert!(dirs.iter().all(|d| !d.join("new.dat").exists()));
+
+        // rm of a file a read-only member also holds: the manager's
+        // kYR_RWConflict, which the stock manager answers with 3018
+        // (kXR_ItExists, through EEXIST); ours said 3003 (kXR_FileLocked)
+        let refused: Vec<_> = [rdr, cluster.port]
+            .iter()
+            .map(|&port| xrdfs(port, &["rm", "/shared.dat"]))
+            .collect();
+        assert!(refused.iter().all(|(ok, _)| !ok), "{refused:?}");
+        assert!(refused[1].1.contains("[3018]"), "stock: {}", refused[1].1);
+        assert_eq!(refused[0].1, refused[1].1, "the same error both ways");
+        assert!(cluster.servers[0].data.join("shared.dat").exists());
 
         // the same role from the command line: serve --role manager
         let child = Command::new(xroot_testkit::example::example_bin("serve"))

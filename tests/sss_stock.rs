@@ -766,3 +766,56 @@ async fn keys_of_every_length_interoperate() {
         assert!(out.status.success(), "{len}-byte key, our server: {out:?}");
     }
 }
+
+/// Two keytabs `xrdsssadmin` made in the same second give their keys the
+/// same id (`N:`, from the time; seen here) and a site concatenates them
+/// (xrootd#1683, #591). Our server opens a credential with each key of
+/// its id until one checks, so both keys' clients log in, each under its
+/// own key's user; the stock 5.5.3 keeps only the last key of an id, so
+/// the first key's client is refused there: both answers side by side.
+/// The second key's line is given the first's id, so the test does not
+/// depend on the second in which the keys are made.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+async fn keys_sharing_an_id_each_authenticate() {
+    if !tools_available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (one, two) = (dir.path().join("one.kt"), dir.path().join("two.kt"));
+    admin_add(&one, "alice", "alice", "users");
+    admin_add(&two, "bob", "bob", "wheel");
+    let id = |line: &str| {
+        let at = line.find(" N:").expect("an N: field") + 3;
+        line[at..].split(' ').next().unwrap().to_string()
+    };
+    let first = std::fs::read_to_string(&one).unwrap().trim().to_string();
+    let second = std::fs::read_to_string(&two).unwrap().trim().to_string();
+    let second = second.replace(&format!(" N:{} ", id(&second)), &format!(" N:{} ", id(&first)));
+    assert_eq!(id(&first), id(&second));
+    write_keytab(&one, &first);
+    write_keytab(&two, &second);
+    let both = write_keytab(&dir.path().join("both.kt"), &format!("{first}\n{second}\n"));
+
+    let data = tempfile::tempdir().unwrap();
+    std::fs::write(data.path().join("in.bin"), pattern(1000)).unwrap();
+    let (addr, seen) = our_server(data.path(), &both).await;
+    for (kt, user) in [(&one, "alice"), (&two, "bob")] {
+        let out = stock("xrdfs", Some(kt), &[&addr.to_string(), "ls", "/"]).await;
+        assert!(out.status.success(), "our server, {user}'s key: {out:?}");
+        assert_eq!(seen.lock().unwrap().last().unwrap().name, user);
+    }
+
+    let Some((server, _ktdir)) = stock_server(data.path(), &both) else {
+        return;
+    };
+    let at = format!("127.0.0.1:{}", server.port);
+    let out = stock("xrdfs", Some(&two), &[&at, "ls", "/"]).await;
+    assert!(out.status.success(), "the stock server, the last key: {out:?}");
+    let out = stock("xrdfs", Some(&one), &[&at, "ls", "/"]).await;
+    assert!(
+        !out.status.success(),
+        "the stock server keeps only the last key of an id: {out:?}"
+    );
+}

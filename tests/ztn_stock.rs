@@ -16,7 +16,7 @@
 // reason is shown, the others are no mistake
 #![allow(unused_attributes)]
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 use clap::Parser;
@@ -316,4 +316,89 @@ async fn xrdtoken_s_tokens_against_the_stock_server_with_scitokens() {
         .await
         .unwrap_err();
     assert_eq!(e.server_code(), Some(ErrorCode::AUTH_FAILED), "{e}");
+
+/// What the stock Python client does on a plain `root://` URL to a server
+/// whose only protocol is `ztn`, at the default `--tls capable` (issue 28,
+/// item 5; uproot's second connection to a `roots://` file is such a
+/// one): its `FileSystem` stats and lists, and a `File` reads, with the
+/// token. The server requires TLS from login on when every protocol it
+/// offers needs TLS, so the client switches before it logs in and sends
+/// its token; before, the login went on in the clear and the client had
+/// "No protocols left to try". Without a token, refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+async fn stock_python_on_root_url_to_a_ztn_only_server() {
+    if !xroot_testkit::stock::stock_python_available() {
+        return;
+    }
+    let pki = TestPki::new();
+    let iss = TestIssuer::new(ISSUER);
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("data")).unwrap();
+    let content: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
+    std::fs::write(data.path().join("data/f.bin"), &content).unwrap();
+    // secured_args less `--tls login`: the default level, capable
+    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
+    let secured = secured_args(&pki, &iss);
+    let at = secured.iter().position(|a| a == "--tls").unwrap();
+    argv.extend(secured[..at].iter().chain(&secured[at + 2..]).cloned());
+    argv.push(data.path().to_str().unwrap().into());
+    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
+        .await
+        .unwrap();
+    let port = server.local_addr().port();
+    tokio::spawn(server.serve());
+
+    let script = r#"
+import sys
+from XRootD import client
+url = sys.argv[1]
+fs = client.FileSystem(url)
+st, info = fs.stat("/data/f.bin")
+assert st.ok, st.message
+print("size", info.size)
+st, listing = fs.dirlist("/data")
+assert st.ok, st.message
+print("names", ",".join(e.name for e in listing))
+f = client.File()
+st, _ = f.open(url + "//data/f.bin")
+assert st.ok, st.message
+st, data = f.read(0, 1 << 20)
+assert st.ok, st.message
+sys.stdout.buffer.write(b"bytes " + str(len(data)).encode() + b" " + str(sum(data)).encode() + b"\n")
+"#;
+    let work = tempfile::tempdir().unwrap();
+    let token = token_file(
+        work.path(),
+        "read.tok",
+        &iss.es256(&iss.claims("storage.read:/data")),
+    );
+    let url = format!("root://localhost:{port}");
+    let python = |token: Option<PathBuf>| {
+        let (ca, url, script) = (pki.ca_dir.clone(), url.clone(), script.to_string());
+        tokio::task::spawn_blocking(move || {
+            let mut cmd = Command::new("/usr/bin/python3");
+            match &token {
+                Some(t) => token_env(&mut cmd, &ca, t),
+                None => cmd
+                    .env("X509_CERT_DIR", &ca)
+                    .env_remove("BEARER_TOKEN_FILE")
+                    .env_remove("BEARER_TOKEN"),
+            };
+            cmd.args(["-c", &script, &url])
+                .env("XRD_REQUESTTIMEOUT", "60")
+                .output()
+                .expect("run python3")
+        })
+    };
+    let o = python(Some(token)).await.unwrap();
+    assert!(o.status.success(), "{}", output_text(&o));
+    let sum: u64 = content.iter().map(|&b| b as u64).sum();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout),
+        format!("size 100000\nnames f.bin\nbytes 100000 {sum}\n")
+    );
+    let o = python(None).await.unwrap();
+    assert!(!o.status.success(), "without a token: {}", output_text(&o));
 }

@@ -64,6 +64,11 @@ impl FileSystem {
         FileSystem { dialer, url }
     }
 
+    /// The channels and settings of the client that made it.
+    pub(crate) fn dialer(&self) -> &Arc<Dialer> {
+        &self.dialer
+    }
+
     /// The server's URL (its path is not used).
     pub fn url(&self) -> &Url {
         &self.url

@@ -58,8 +58,7 @@
 //! end of `--help` says so ([`crate::CLIENT_AUTH_HELP`]).
 //!
 //! Differences from the stock `xrdfs`: times are printed in UTC (the stock
-//! tool prints local time); `ls` lists one server (it does not locate the
-//! directory on every server of a cluster first) and takes none of `-u`,
+//! tool prints local time); `ls` takes none of `-u`,
 //! `-D`, `-Z`, `-C`; `cat -o` draws no progress line on stderr; a relative
 //! path gets a leading `/` (the stock tool in batch mode sends it as it is
 //! and the stock server refuses it); `truncate` refuses a negative length
@@ -79,7 +78,6 @@
 //! logic is in [`run`], which the live tests call directly.
 
 use std::io::Write;
-use std::net::Ipv4Addr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -89,7 +87,7 @@ use xroot_client::proto::request::{LocateOptions, QueryCode};
 use xroot_client::proto::response::{
     LocateAccess, LocateEntry, LocateNode, SpaceInfo, StatFlags, StatInfo,
 };
-use xroot_client::{Client, DirEntry, Error, FileSystem, OpenFlags, Url};
+use xroot_client::{Client, DirEntry, Error, FileSystem, OpenFlags};
 
 /// The command line.
 #[derive(Parser, Debug)]
@@ -457,14 +455,14 @@ pub async fn run(cli: &Cli, out: &mut impl Write) -> Result<(), Failure> {
                 }
             }
             let located = match deep {
-                true => deep_locate(&client, &fs, path, options).await?,
+                true => deep_locate(&fs, path, options).await?,
                 false => fs.locate_with(path, options).await?,
             };
             for at in &located {
                 write_location(at, out)?;
             }
         }
-        Command::Spaceinfo { path } => spaceinfo(&client, &fs, path, out).await?,
+        Command::Spaceinfo { path } => spaceinfo(&fs, path, out).await?,
         Command::Query { what } => match what {
             QueryCommand::Checksum { path } => {
                 let (alg, value) = fs.query_checksum(path, None).await?;
@@ -724,99 +722,30 @@ fn write_location(at: &LocateEntry, out: &mut impl Write) -> std::io::Result<()>
     writeln!(out, "{address} {node} {access}")
 }
 
-/// The file system of the server at a location's `address` (`host:port`,
-/// `[v6]:port`), with the scheme, user and `xrdcl.*` CGI of `fs`'s URL.
-/// `[::a.b.c.d]` (IPv4 in IPv6 notation, as the stock servers name
-/// themselves) is the IPv4 address, as XrdCl reads it.
-fn server_at(client: &Client, fs: &FileSystem, address: &[u8]) -> Result<FileSystem, Error> {
-    let base = fs.url();
-    let address = String::from_utf8_lossy(address);
-    let mut url = Url::parse(&format!("{}://{address}", base.scheme)).map_err(Error::Url)?;
-    if let Some(v4) = url
-        .host
-        .strip_prefix("::")
-        .and_then(|h| h.parse::<Ipv4Addr>().ok())
-    {
-        url.host = v4.to_string();
-    }
-    url.user.clone_from(&base.user);
-    url.password.clone_from(&base.password);
-    url.cgi = base
-        .cgi
-        .iter()
-        .filter(|(k, _)| k.starts_with("xrdcl."))
-        .cloned()
-        .collect();
-    client.fs(&url.to_string())
-}
-
-/// How many managers deep [`deep_locate`] asks before it gives up on a
-/// branch (a loop of managers naming each other).
-const DEEP_LOCATE_HOPS: usize = 8;
-
-/// The data servers holding `path`: the locations `fs` gives, each manager
-/// among them asked in turn (breadth first), as XrdCl's `DeepLocate`. The
-/// first locate's failure is the error; a manager that fails later makes
-/// the list partial, which is said on stderr as the stock tool says it.
+/// The data servers holding `path` ([`FileSystem::deep_locate`]); a
+/// partial answer is said on stderr as the stock tool says it.
 async fn deep_locate(
-    client: &Client,
     fs: &FileSystem,
     path: &str,
     options: LocateOptions,
 ) -> Result<Vec<LocateEntry>, Failure> {
-    let mut servers = Vec::new();
-    let mut partial = false;
-    let mut managers = Vec::new();
-    for at in fs.locate_with(path, options).await? {
-        match at.node {
-            LocateNode::ServerOnline | LocateNode::ServerPending => servers.push(at),
-            _ => managers.push(at.address),
-        }
+    let located = fs.deep_locate(path, options).await?;
+    if located.partial {
+        eprintln!("{INCOMPLETE}");
     }
-    for _ in 0..DEEP_LOCATE_HOPS {
-        if managers.is_empty() {
-            break;
-        }
-        let mut next = Vec::new();
-        for address in managers {
-            let located = match server_at(client, fs, &address) {
-                Ok(m) => m.locate_with(path, options).await,
-                Err(e) => Err(e),
-            };
-            match located {
-                Ok(list) => {
-                    for at in list {
-                        match at.node {
-                            LocateNode::ServerOnline | LocateNode::ServerPending => {
-                                servers.push(at)
-                            }
-                            _ => next.push(at.address),
-                        }
-                    }
-                }
-                Err(_) => partial = true,
-            }
-        }
-        managers = next;
-    }
-    if partial || !managers.is_empty() {
-        eprintln!("[!] Some of the requests failed. The result may be incomplete.");
-    }
-    Ok(servers)
+    Ok(located.servers)
 }
+
+/// What the stock tool prints when part of a cluster did not answer.
+const INCOMPLETE: &str = "[!] Some of the requests failed. The result may be incomplete.";
 
 /// `spaceinfo PATH`: the `kXR_Qspace` answers (to `PATH` as it is) of every
 /// data server a deep locate (`kXR_compress`: each host once) finds, added
 /// up; the largest free extent is the largest of any. Bytes.
-async fn spaceinfo(
-    client: &Client,
-    fs: &FileSystem,
-    path: &str,
-    out: &mut impl Write,
-) -> Result<(), Failure> {
+async fn spaceinfo(fs: &FileSystem, path: &str, out: &mut impl Write) -> Result<(), Failure> {
     let (mut total, mut free, mut used, mut maxf) = (0u64, 0u64, 0u64, 0u64);
-    for at in deep_locate(client, fs, path, LocateOptions::COMPRESS).await? {
-        let server = server_at(client, fs, &at.address)?;
+    for at in deep_locate(fs, path, LocateOptions::COMPRESS).await? {
+        let server = fs.at_server(&at.address)?;
         let answer = server.query_raw(QueryCode::SPACE, path.as_bytes()).await?;
         let space = SpaceInfo::decode(answer).map_err(|e| Failure {
             code: 53,
@@ -874,8 +803,12 @@ async fn ls(
                 true => path.to_string(),
                 false => listed,
             };
+            let listing = fs.dirlist_located(&listed, with_stat).await?;
+            if listing.partial {
+                eprintln!("{INCOMPLETE}");
+            }
             let mut level = Vec::new();
-            for DirEntry { name, stat } in fs.dirlist(&listed, with_stat).await? {
+            for DirEntry { name, stat } in listing.entries {
                 let rel_child = format!("{rel}{name}");
                 let stat = match (stat, with_stat) {
                     (None, true) => fs.stat(&format!("{dir}/{rel_child}{cgi}")).await.ok(),

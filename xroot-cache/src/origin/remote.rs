@@ -145,14 +145,21 @@ impl OriginFs for RemoteOrigin {
         self.fs.stat(&path).await.map_err(|e| self.error(e))
     }
 
+    /// Lists the directory where it is: on a data server, there; through
+    /// a manager (whose own namespace is empty), on every data server that
+    /// holds the directory, merged ([`FileSystem::dirlist_located`]).
     async fn dirlist(&self, path: &str, with_stat: bool) -> Result<Vec<DirEntry>, OriginError> {
         let path = self.full_path(path);
-        let entries = self
+        let listing = self
             .fs
-            .dirlist(&path, with_stat)
+            .dirlist_located(&path, with_stat)
             .await
             .map_err(|e| self.error(e))?;
-        Ok(entries
+        if listing.partial {
+            tracing::debug!(origin = %self.base, path, "part of the cluster did not list");
+        }
+        Ok(listing
+            .entries
             .into_iter()
             .map(|e| DirEntry {
                 name: e.name,
