@@ -792,7 +792,10 @@ async fn keys_sharing_an_id_each_authenticate() {
     };
     let first = std::fs::read_to_string(&one).unwrap().trim().to_string();
     let second = std::fs::read_to_string(&two).unwrap().trim().to_string();
-    let second = second.replace(&format!(" N:{} ", id(&second)), &format!(" N:{} ", id(&first)));
+    let second = second.replace(
+        &format!(" N:{} ", id(&second)),
+        &format!(" N:{} ", id(&first)),
+    );
     assert_eq!(id(&first), id(&second));
     write_keytab(&one, &first);
     write_keytab(&two, &second);
@@ -812,7 +815,10 @@ async fn keys_sharing_an_id_each_authenticate() {
     };
     let at = format!("127.0.0.1:{}", server.port);
     let out = stock("xrdfs", Some(&two), &[&at, "ls", "/"]).await;
-    assert!(out.status.success(), "the stock server, the last key: {out:?}");
+    assert!(
+        out.status.success(),
+        "the stock server, the last key: {out:?}"
+    );
     let out = stock("xrdfs", Some(&one), &[&at, "ls", "/"]).await;
     assert!(
         !out.status.success(),
