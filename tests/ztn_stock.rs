@@ -316,6 +316,7 @@ async fn xrdtoken_s_tokens_against_the_stock_server_with_scitokens() {
         .await
         .unwrap_err();
     assert_eq!(e.server_code(), Some(ErrorCode::AUTH_FAILED), "{e}");
+}
 
 /// What the stock Python client does on a plain `root://` URL to a server
 /// whose only protocol is `ztn`, at the default `--tls capable` (issue 28,
@@ -324,7 +325,10 @@ async fn xrdtoken_s_tokens_against_the_stock_server_with_scitokens() {
 /// token. The server requires TLS from login on when every protocol it
 /// offers needs TLS, so the client switches before it logs in and sends
 /// its token; before, the login went on in the clear and the client had
-/// "No protocols left to try". Without a token, refused.
+/// "No protocols left to try". Without a token, refused. The read asks
+/// 1 MiB of a 100 kB file: over TLS its short answer (`kXR_oksofar`, then
+/// an empty `kXR_ok`) hung the stock client until its request timeout
+/// while both frames shared a TLS record (net/writer.rs).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
 #[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]

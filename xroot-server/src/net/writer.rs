@@ -247,6 +247,29 @@ async fn write_loop(
     w.shutdown().await
 }
 
+/// Writes the in-memory `parts` in order with vectored writes.
+async fn write_all<'a>(
+    w: &mut LinkWrite,
+    parts: impl IntoIterator<Item = &'a Part>,
+) -> std::io::Result<()> {
+    let mut slices: Vec<IoSlice<'_>> = parts
+        .into_iter()
+        .filter_map(|p| match p {
+            Part::Mem(b) if !b.is_empty() => Some(IoSlice::new(b)),
+            _ => None,
+        })
+        .collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let n = w.write_vectored(rest).await?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        IoSlice::advance_slices(&mut rest, n);
+    }
+    Ok(())
+}
+
 /// Bytes gathered before a write: past this, the batch goes out.
 const BATCH_BYTES: usize = 1 << 20;
 /// Parts gathered before a write (under Linux's `IOV_MAX`, 1024).
@@ -288,24 +311,20 @@ impl Batch {
                 LinkWrite::Tls(_) | LinkWrite::Memory(_) => self.read_regions()?,
             }
         }
-        let mut slices: Vec<IoSlice<'_>> = self
-            .messages
-            .iter()
-            .flat_map(|m| &m.parts)
-            .filter_map(|p| match p {
-                Part::Mem(b) if !b.is_empty() => Some(IoSlice::new(b)),
-                _ => None,
-            })
-            .collect();
-        let mut rest = &mut slices[..];
-        while !rest.is_empty() {
-            let n = w.write_vectored(rest).await?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::WriteZero.into());
+        if matches!(w, LinkWrite::Tls(_)) {
+            // one message per write, so that no TLS record holds the end
+            // of one frame and the start of the next: the stock client
+            // (XrdCl 5.5) reads a record's remainder only when the socket
+            // is readable again, so a frame left in its TLS buffer (the
+            // empty kXR_ok after a short read's kXR_oksofar) waited for
+            // its request timeout
+            for m in &self.messages {
+                write_all(w, &m.parts).await?;
             }
-            IoSlice::advance_slices(&mut rest, n);
+        } else {
+            let all: Vec<&Part> = self.messages.iter().flat_map(|m| &m.parts).collect();
+            write_all(w, all).await?;
         }
-        drop(slices);
         self.clear();
         Ok(())
     }
