@@ -58,7 +58,7 @@ pub fn private_encrypt(key: &PrivateKey, data: &[u8]) -> Result<Vec<u8>, GsiErro
 /// is not such blocks.
 pub fn public_decrypt(key: &PublicKey, data: &[u8]) -> Result<Vec<u8>, GsiError> {
     let k = key.size();
-    if data.is_empty() || data.len() % k != 0 {
+    if data.is_empty() || !data.len().is_multiple_of(k) {
         return Err(GsiError::BadSignature);
     }
     let mut out = Vec::new();
@@ -407,7 +407,7 @@ impl SessionCipher {
         let mut iv = [0u8; 16];
         iv[..iv_len].copy_from_slice(&data[..iv_len]);
         let body = &data[iv_len..];
-        if body.is_empty() || body.len() % 16 != 0 {
+        if body.is_empty() || !body.len().is_multiple_of(16) {
             return Err(bad());
         }
         let dec =

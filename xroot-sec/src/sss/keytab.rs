@@ -364,7 +364,7 @@ fn parse_key<'a>(words: impl Iterator<Item = &'a str>) -> Result<Key, String> {
 }
 
 fn hex(text: &str) -> Result<Vec<u8>, String> {
-    if text.is_empty() || text.len() % 2 != 0 || text.len() > 2 * MAX_KEY_LEN {
+    if text.is_empty() || !text.len().is_multiple_of(2) || text.len() > 2 * MAX_KEY_LEN {
         return Err(format!(
             "keyval must be 2 to {} hex digits, an even number",
             2 * MAX_KEY_LEN
