@@ -60,6 +60,7 @@ use std::sync::Arc;
 use clap::Parser;
 use xroot_server::cluster::Redirector;
 use xroot_server::local::{Access, AccessPolicy};
+use xroot_server::observe::udp::UdpMonitor;
 use xroot_server::observe::MonitorObserver;
 use xroot_server::{
     Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle,
@@ -159,11 +160,36 @@ pub async fn start_counted(
         monitor: detailed.clone().map(|d| d as Arc<dyn MonitorObserver>),
         ..cli.auth.config()?
     };
-    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
     let access = match cli.read_only {
         true => summary::Access::ReadOnly,
         false => summary::Access::ReadWrite,
     };
+    let server = bind(cli, fs, config, access, detailed, metrics.as_ref()).await?;
+    tracing::info!(
+        target: "serve",
+        %root,
+        addr = %server.local_addr(),
+        readv = ?readv,
+        "serving"
+    );
+    Ok(server)
+}
+
+/// Binds `--bind`:`--port` serving `fs` with `config`, logs the start-up
+/// summary ([`Summary`]: the address bound, TLS, authentication, `access`)
+/// and starts the monitoring streams beside the server.
+///
+/// Errors: the address cannot be bound; a monitoring destination does not
+/// resolve.
+async fn bind<F: FileSystem>(
+    cli: &Cli,
+    fs: F,
+    config: Config,
+    access: summary::Access,
+    detailed: Option<Arc<UdpMonitor>>,
+    metrics: Option<&Arc<metrics::Metrics>>,
+) -> io::Result<Server<F>> {
+    let addr = SocketAddr::new(cli.bind, cli.port);
     let mut summary = Summary::new(addr, &config, access);
     let server = Server::bind(addr, fs, config)
         .await
@@ -174,16 +200,9 @@ pub async fn start_counted(
         &cli.monitoring,
         server.handle(),
         detailed,
-        metrics.as_ref(),
+        metrics,
         Vec::new,
     )?;
-    tracing::info!(
-        target: "serve",
-        %root,
-        addr = %server.local_addr(),
-        readv = ?readv,
-        "serving"
-    );
     Ok(server)
 }
 
@@ -215,20 +234,16 @@ pub async fn start_redirector(
         monitor: detailed.clone().map(|d| d as Arc<dyn MonitorObserver>),
         ..cli.auth.config()?
     };
-    let addr = std::net::SocketAddr::new(cli.bind, cli.port);
-    let mut summary = Summary::new(addr, &config, summary::Access::Redirects);
-    let server = Server::bind(addr, Redirector::start(&cfg), config)
-        .await
-        .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
-    summary.addr = server.local_addr();
-    summary.log("serve");
-    monitor::run_beside(
-        &cli.monitoring,
-        server.handle(),
+    let access = summary::Access::Redirects;
+    let server = bind(
+        cli,
+        Redirector::start(&cfg),
+        config,
+        access,
         detailed,
         metrics.as_ref(),
-        Vec::new,
-    )?;
+    )
+    .await?;
     tracing::info!(target: "serve", addr = %server.local_addr(), managers = ?cfg.managers, "redirecting");
     Ok(server)
 }
