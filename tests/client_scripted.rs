@@ -477,7 +477,7 @@ async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
     let (gate, held) = tokio::sync::watch::channel(false);
     let peer = Peer::start_with(
         Options {
-            security: vec!["gsi".into()],
+            security: vec!["krb5".into()],
             ..Default::default()
         },
         move |call| match &call.request {
@@ -495,10 +495,10 @@ async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
         .await
         .unwrap_err();
     match &err {
-        Error::AuthUnsupported { offered, .. } => assert_eq!(offered, &["gsi"]),
+        Error::AuthUnsupported { offered, .. } => assert_eq!(offered, &["krb5"]),
         other => panic!("{other:?}"),
     }
-    assert!(err.to_string().contains("gsi"), "{err}");
+    assert!(err.to_string().contains("krb5"), "{err}");
     assert_eq!(err.kind(), ErrorKind::PermissionDenied);
     assert!(peer.requests_of(RequestId::AUTH).is_empty());
 
@@ -514,7 +514,7 @@ async fn unsupported_authentication_is_a_typed_error_naming_the_protocols() {
     for r in guard(opens).await {
         let err = r.unwrap_err();
         assert!(
-            matches!(&err, Error::AuthUnsupported { offered, .. } if offered == &["gsi"]),
+            matches!(&err, Error::AuthUnsupported { offered, .. } if offered == &["krb5"]),
             "{err:?}"
         );
     }

@@ -303,16 +303,28 @@ async fn serve_takes_its_monitoring_from_the_file() {
             _ => {}
         }
     }
-    let text = metrics_text(metrics);
-    let sent = |stream: &str| {
+    // a packet is counted once its send returns, which may be after the
+    // collector has it: the counts are read again until they show (10 s)
+    let sent = |text: &str, stream: &str| {
         let prefix =
             format!("xroot_monitor_packets_total{{stream=\"{stream}\",outcome=\"sent\"}} ");
         text.lines()
             .find_map(|l| l.strip_prefix(&prefix))
             .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or_else(|| panic!("no {prefix}in\n{text}"))
+            .unwrap_or(0)
     };
-    assert!(sent("detailed") >= 1 && sent("summary") >= 1, "{text}");
+    let mut text = metrics_text(metrics);
+    for _ in 0..100 {
+        if sent(&text, "detailed") >= 1 && sent(&text, "summary") >= 1 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+        text = metrics_text(metrics);
+    }
+    assert!(
+        sent(&text, "detailed") >= 1 && sent(&text, "summary") >= 1,
+        "{text}"
+    );
 }
 
 /// A monitoring destination that does not resolve stops the start-up:

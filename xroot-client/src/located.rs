@@ -51,8 +51,9 @@ impl DeepLocation {
 /// ([`FileSystem::dirlist_located`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Listing {
-    /// The entries, sorted by name, each name once (the first server's
-    /// entry with a stat where several hold it).
+    /// The entries: a data server's as it listed them; merged from a
+    /// cluster's servers, sorted by name, each name once (the first
+    /// server's entry with a stat where several hold it).
     pub entries: Vec<DirEntry>,
     /// Whether a server (or a manager on the way) failed to answer, so
     /// that entries may be missing.
@@ -138,7 +139,8 @@ impl FileSystem {
     }
 
     /// The entries of the directory `path` wherever they are: from this
-    /// server when it is a data server ([`ServerInfo::is_data_server`]);
+    /// server, in its order, when it is a data server
+    /// ([`ServerInfo::is_data_server`]);
     /// through a manager, the directory is deep-located (`*path` with
     /// `kXR_prefname | kXR_compress | kXR_4dirlist`, as XrdCl asks), every
     /// data server found is listed and the listings are merged: sorted by
@@ -151,10 +153,8 @@ impl FileSystem {
     /// only make the listing [`partial`](Listing::partial).
     pub async fn dirlist_located(&self, path: &str, with_stat: bool) -> Result<Listing> {
         if self.server_info().await?.is_data_server() {
-            let mut entries = self.dirlist(path, with_stat).await?;
-            entries.sort_by(|a, b| a.name.cmp(&b.name));
             return Ok(Listing {
-                entries,
+                entries: self.dirlist(path, with_stat).await?,
                 partial: false,
             });
         }

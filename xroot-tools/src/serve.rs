@@ -194,8 +194,8 @@ async fn bind<F: FileSystem>(
     let server = Server::bind(addr, fs, config)
         .await
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
-    summary.addr = server.local_addr();
-    summary.log("serve");
+    // the monitoring destinations first: a start-up they stop is not
+    // announced as listening
     monitor::run_beside(
         &cli.monitoring,
         server.handle(),
@@ -203,6 +203,8 @@ async fn bind<F: FileSystem>(
         metrics,
         Vec::new,
     )?;
+    summary.addr = server.local_addr();
+    summary.log("serve");
     Ok(server)
 }
 

@@ -313,8 +313,8 @@ pub async fn start_with_metrics(
     let server = Server::bind(addr, fs, config)
         .await
         .map_err(|e| daemon::failed(format!("cannot listen on {addr}"), e))?;
-    summary.addr = server.local_addr();
-    summary.log("xcache");
+    // the monitoring destinations first: a start-up they stop is not
+    // announced as listening
     let (fs, dir, ram) = (server.fs().clone(), cli.cache_dir.clone(), cli.ram);
     monitor::run_beside(
         &cli.monitoring,
@@ -323,6 +323,8 @@ pub async fn start_with_metrics(
         figures.as_ref(),
         move || vec![cache_section(&fs.stats(), ram, &dir)],
     )?;
+    summary.addr = server.local_addr();
+    summary.log("xcache");
     let metrics_addr = match (cli.metrics, figures) {
         (Some(at), Some(m)) => Some(
             metrics::serve(at, m, server.handle())
