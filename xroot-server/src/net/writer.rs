@@ -247,18 +247,19 @@ async fn write_loop(
     w.shutdown().await
 }
 
-/// Writes the in-memory `parts` in order with vectored writes.
+/// Writes the in-memory `parts` in order with vectored writes, gathering
+/// their slices in `slices` (emptied first; one buffer serves a whole
+/// batch).
 async fn write_all<'a>(
     w: &mut LinkWrite,
+    slices: &mut Vec<IoSlice<'a>>,
     parts: impl IntoIterator<Item = &'a Part>,
 ) -> std::io::Result<()> {
-    let mut slices: Vec<IoSlice<'_>> = parts
-        .into_iter()
-        .filter_map(|p| match p {
-            Part::Mem(b) if !b.is_empty() => Some(IoSlice::new(b)),
-            _ => None,
-        })
-        .collect();
+    slices.clear();
+    slices.extend(parts.into_iter().filter_map(|p| match p {
+        Part::Mem(b) if !b.is_empty() => Some(IoSlice::new(b)),
+        _ => None,
+    }));
     let mut rest = &mut slices[..];
     while !rest.is_empty() {
         let n = w.write_vectored(rest).await?;
@@ -311,6 +312,7 @@ impl Batch {
                 LinkWrite::Tls(_) | LinkWrite::Memory(_) => self.read_regions()?,
             }
         }
+        let mut slices = Vec::with_capacity(self.parts);
         if matches!(w, LinkWrite::Tls(_)) {
             // one message per write, so that no TLS record holds the end
             // of one frame and the start of the next: the stock client
@@ -319,12 +321,13 @@ impl Batch {
             // empty kXR_ok after a short read's kXR_oksofar) waited for
             // its request timeout
             for m in &self.messages {
-                write_all(w, &m.parts).await?;
+                write_all(w, &mut slices, &m.parts).await?;
             }
         } else {
-            let all: Vec<&Part> = self.messages.iter().flat_map(|m| &m.parts).collect();
-            write_all(w, all).await?;
+            let all = self.messages.iter().flat_map(|m| &m.parts);
+            write_all(w, &mut slices, all).await?;
         }
+        drop(slices);
         self.clear();
         Ok(())
     }
