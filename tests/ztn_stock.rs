@@ -29,8 +29,13 @@ use xroot_tools::serve;
 
 /// Our `serve` (in-process) on `dir`, [`secured_args`].
 async fn start(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> std::net::SocketAddr {
+    start_with(secured_args(pki, iss), dir).await
+}
+
+/// Our `serve` (in-process) on `dir` with `flags`.
+async fn start_with(flags: Vec<String>, dir: &Path) -> std::net::SocketAddr {
     let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
-    argv.extend(secured_args(pki, iss));
+    argv.extend(flags);
     argv.push(dir.to_str().unwrap().into());
     let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
         .await
@@ -343,16 +348,10 @@ async fn stock_python_on_root_url_to_a_ztn_only_server() {
     let content: Vec<u8> = (0..100_000u32).map(|i| (i % 241) as u8).collect();
     std::fs::write(data.path().join("data/f.bin"), &content).unwrap();
     // secured_args less `--tls login`: the default level, capable
-    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
-    let secured = secured_args(&pki, &iss);
-    let at = secured.iter().position(|a| a == "--tls").unwrap();
-    argv.extend(secured[..at].iter().chain(&secured[at + 2..]).cloned());
-    argv.push(data.path().to_str().unwrap().into());
-    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
-        .await
-        .unwrap();
-    let port = server.local_addr().port();
-    tokio::spawn(server.serve());
+    let mut flags = secured_args(&pki, &iss);
+    let at = flags.iter().position(|a| a == "--tls").unwrap();
+    flags.drain(at..at + 2);
+    let port = start_with(flags, data.path()).await.port();
 
     let script = r#"
 import sys
