@@ -19,8 +19,10 @@ use xroot_proto::{ErrorCode, FHandle};
 
 use crate::admit::lock::FileLock;
 use crate::admit::order::{Access, Order, Ticket};
-use crate::fs::{File, FsError, ReadvConcurrency};
+use crate::auth::Caller;
+use crate::fs::{File, FileSystem, FsError, ReadvConcurrency};
 use crate::observe::monitor::FileCounters;
+use crate::tpc::job::Destination;
 
 /// An open file and what the server tracks about it.
 #[derive(Debug)]
@@ -36,6 +38,8 @@ pub(crate) struct OpenFile<T> {
     pub(crate) posc: bool,
     /// Its monitoring counts, when the session is monitored.
     pub(crate) counters: Option<Arc<FileCounters>>,
+    /// The third-party copy its open ordered, on a TPC destination.
+    pub(crate) tpc: Option<Arc<Destination>>,
     order: Order,
     readv: Arc<Semaphore>,
     lock: Mutex<Option<FileLock>>,
@@ -68,10 +72,21 @@ impl<T: File> OpenFile<T> {
             writable,
             posc,
             counters: None,
+            tpc: None,
             order: Order::new(append),
             readv: Arc::new(Semaphore::new(readv)),
             lock: Mutex::new(Some(lock)),
             pgw_bad: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// A close or the session's end on a third-party-copy destination:
+    /// stops its pull and, unless it succeeded, removes the file.
+    pub(crate) async fn end_tpc<F: FileSystem<File = T>>(&self, fs: &F, caller: &Caller) {
+        if let Some(d) = &self.tpc {
+            if d.cancel() {
+                let _ = fs.rm(caller, &self.path).await;
+            }
         }
     }
 
