@@ -1,0 +1,297 @@
+//! Native third-party copy (issue 30, the server's roles) with the stock
+//! 5.5.3 tools: the stock `xrdcp --tpc only` between the stock xrootd
+//! (`ofs.tpc`, the testkit's `tpc_config`) and our `serve --tpc`, in the
+//! three directions, with and without a checksum check; a file missing at
+//! the source; a source read with a guessed, expired or reused key, through
+//! raw frames (against ours and the stock, the same input) and through our
+//! client library. URLs name `localhost`, as the stock needs (see the
+//! testkit's `tpc_config`).
+
+// a test with several peers missing has several `ignore`s: the first one's
+// reason is shown, the others are no mistake
+#![allow(unused_attributes)]
+
+use std::net::SocketAddr;
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use xroot::client::{Client, OpenFlags};
+use xroot::proto::request::OpenOptions;
+use xroot::proto::response::{Attn, Response};
+use xroot::proto::ErrorCode;
+use xroot_testkit::raw::{open_request, Raw};
+use xroot_testkit::stock::{xrootd_available, xrootd_client_available, StockServer};
+use xroot_tools::serve;
+
+/// Seconds a grant lives on every server of these tests.
+const TTL: u32 = 2;
+
+/// A file of `len` random-looking bytes.
+fn payload(len: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_4f6c_dd1du64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Our `serve --tpc --tpc-ttl TTL` (in-process) on `dir`.
+async fn ours(dir: &Path) -> SocketAddr {
+    let ttl = TTL.to_string();
+    let dir = dir.to_str().unwrap();
+    let argv = ["serve", "--port", "0", "--tpc", "--tpc-ttl", &ttl, dir];
+    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
+        .await
+        .unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    addr
+}
+
+/// A TPC peer, ours or the stock's, serving a temp dir.
+struct Peer {
+    port: u16,
+    dir: tempfile::TempDir,
+    _stock: Option<StockServer>,
+}
+
+impl Peer {
+    async fn ours() -> Peer {
+        let dir = tempfile::tempdir().unwrap();
+        let port = ours(dir.path()).await.port();
+        Peer {
+            port,
+            dir,
+            _stock: None,
+        }
+    }
+
+    /// `None` when the stock xrootd is missing (outside CI).
+    fn stock() -> Option<Peer> {
+        let dir = tempfile::tempdir().unwrap();
+        let stock = StockServer::start_tpc(dir.path(), TTL, &[])?;
+        Some(Peer {
+            port: stock.port,
+            dir,
+            _stock: Some(stock),
+        })
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("root://localhost:{}//{path}", self.port)
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+}
+
+/// The stock `xrdcp --tpc only ARGS SRC DST`, off the runtime's threads.
+async fn xrdcp_tpc(args: &[&str], src: String, dst: String) -> Output {
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        Command::new("xrdcp")
+            .args(["--tpc", "only", "-s"])
+            .args(&args)
+            .args([&src, &dst])
+            .output()
+            .expect("run xrdcp")
+    })
+    .await
+    .unwrap()
+}
+
+fn text(o: &Output) -> String {
+    format!(
+        "exit {:?}\n{}{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// Copies a 3 MB file from `src` to `dst` by TPC, with `args`, and
+/// compares the bytes at the destination.
+async fn copies(src: &Peer, dst: &Peer, args: &[&str], name: &str) {
+    let data = payload(3_000_000 + 17);
+    std::fs::write(src.path(name), &data).unwrap();
+    // the stock server runs as another user when the tests run as root
+    let _ = Command::new("chmod")
+        .arg("a+r")
+        .arg(src.path(name))
+        .status();
+    let out = xrdcp_tpc(args, src.url(name), dst.url(name)).await;
+    assert!(out.status.success(), "{}", text(&out));
+    let got = std::fs::read(dst.path(name)).unwrap();
+    assert!(
+        got == data,
+        "{} bytes arrived, {} sent",
+        got.len(),
+        data.len()
+    );
+}
+
+/// The three directions with ours, each without and with the end-to-end
+/// checksum check (`--cksum adler32`: the client compares the source's
+/// and the destination's, so our server answers both roles' checksums).
+async fn each_direction(args: &[&str], tag: &str) {
+    if !xrootd_client_available() {
+        return;
+    }
+    let Some(stock) = Peer::stock() else {
+        return;
+    };
+    let (a, b) = (Peer::ours().await, Peer::ours().await);
+    copies(&stock, &a, args, &format!("stock_to_ours{tag}")).await;
+    copies(&a, &stock, args, &format!("ours_to_stock{tag}")).await;
+    copies(&a, &b, args, &format!("ours_to_ours{tag}")).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp")]
+async fn stock_xrdcp_tpc_stock_to_ours_ours_to_stock_ours_to_ours() {
+    each_direction(&[], "").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp")]
+async fn stock_xrdcp_tpc_with_a_checksum_check_and_four_streams() {
+    each_direction(&["--cksum", "adler32", "--streams", "3"], "_cks").await;
+}
+
+/// A file missing at the source: the stock client fails and our
+/// destination has no file, whichever server is the source.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp")]
+async fn a_file_missing_at_the_source_fails_and_leaves_nothing() {
+    if !xrootd_client_available() {
+        return;
+    }
+    let Some(stock) = Peer::stock() else {
+        return;
+    };
+    let (a, b) = (Peer::ours().await, Peer::ours().await);
+    for src in [&stock, &a] {
+        let out = xrdcp_tpc(&[], src.url("missing"), b.url("missing")).await;
+        assert!(!out.status.success(), "{}", text(&out));
+        assert!(text(&out).contains("3011"), "{}", text(&out));
+        assert!(!b.path("missing").exists());
+    }
+}
+
+/// A logged-in raw session (user `tester`, pid 1) at `port`.
+async fn session(port: u16) -> Raw {
+    Raw::login(SocketAddr::from(([127, 0, 0, 1], port))).await.0
+}
+
+/// The answer to an open of `path` (with its CGI) for reading; one
+/// deferred with `kXR_waitresp` (the stock holds a claim that way) is the
+/// `kXR_attn` asynresp that follows.
+async fn open_answer(r: &mut Raw, path: &str) -> Response {
+    r.send(9, open_request(path, OpenOptions::READ)).await;
+    match r.expect().await.1 {
+        Response::WaitResp(_) => match r.expect().await.1 {
+            Response::Attn(Attn::AsynResp { response, .. }) => *response,
+            other => panic!("an asynresp after waitresp, got {other:?}"),
+        },
+        other => other,
+    }
+}
+
+fn is_expired(r: &Response) -> bool {
+    matches!(r, Response::Error(e) if e.code == ErrorCode::NOT_AUTHORIZED
+        && e.message_lossy() == "tpc authorization expired")
+}
+
+/// The same raw frames to ours and to the stock source: a granted key is
+/// claimed at once by the destination (`tpc.org` naming the granting
+/// session); claimed again, it is refused; a guessed key and one claimed
+/// after its ttl are refused too, each after the claim waited the ttl,
+/// with `[3010] tpc authorization expired`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+async fn guessed_expired_and_reused_keys_are_refused_as_the_stock_does() {
+    if !xrootd_available() {
+        return;
+    }
+    let Some(stock) = Peer::stock() else {
+        return;
+    };
+    let a = Peer::ours().await;
+    for peer in [&stock, &a] {
+        std::fs::write(peer.path("f"), b"granted bytes").unwrap();
+        let _ = Command::new("chmod")
+            .arg("a+r")
+            .arg(peer.path("f"))
+            .status();
+        let who = if peer._stock.is_some() {
+            "stock"
+        } else {
+            "ours"
+        };
+        let mut client = session(peer.port).await;
+        let mut dest = session(peer.port).await;
+        let claim = |key: &str| format!("/f?tpc.key={key}&tpc.org=tester.1@localhost");
+
+        // granted, then claimed: the file is read
+        let grant = open_answer(
+            &mut client,
+            "/f?tpc.dst=localhost&tpc.key=k1&tpc.stage=copy",
+        )
+        .await;
+        assert!(matches!(grant, Response::Ok(_)), "{who}: grant {grant:?}");
+        let first = open_answer(&mut dest, &claim("k1")).await;
+        assert!(matches!(first, Response::Ok(_)), "{who}: claim {first:?}");
+
+        // the same key again, a guessed one: refused after the ttl
+        for key in ["k1", "guessed"] {
+            let asked = Instant::now();
+            let again = open_answer(&mut dest, &claim(key)).await;
+            assert!(is_expired(&again), "{who}: claim of {key}: {again:?}");
+            let waited = asked.elapsed();
+            assert!(
+                waited >= Duration::from_secs(TTL.into()) - Duration::from_millis(100),
+                "{who}: {waited:?}"
+            );
+        }
+
+        // granted, claimed after its ttl: refused
+        let grant = open_answer(
+            &mut client,
+            "/f?tpc.dst=localhost&tpc.key=k2&tpc.stage=copy",
+        )
+        .await;
+        assert!(matches!(grant, Response::Ok(_)), "{who}: grant {grant:?}");
+        tokio::time::sleep(Duration::from_secs(u64::from(TTL) + 1)).await;
+        let late = open_answer(&mut dest, &claim("k2")).await;
+        assert!(is_expired(&late), "{who}: late claim: {late:?}");
+    }
+}
+
+/// Our client library opening our source with a guessed key gets the
+/// server's refusal, `kXR_NotAuthorized`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn our_client_with_a_guessed_key_is_refused() {
+    let a = Peer::ours().await;
+    std::fs::write(a.path("f"), b"x").unwrap();
+    let client = Client::new();
+    let url = format!("{}?tpc.key=guess&tpc.org=nobody.1@localhost", a.url("f"));
+    let err = client
+        .open(&url, OpenFlags::READ)
+        .await
+        .expect_err("a guessed key");
+    assert_eq!(err.server_code(), Some(ErrorCode::NOT_AUTHORIZED), "{err}");
+    assert!(
+        err.to_string().contains("tpc authorization expired"),
+        "{err}"
+    );
+}
