@@ -21,8 +21,10 @@ use xroot::client::{Client, OpenFlags};
 use xroot::proto::request::OpenOptions;
 use xroot::proto::response::{Attn, Response};
 use xroot::proto::ErrorCode;
+use xroot_testkit::pki::TestPki;
 use xroot_testkit::raw::{open_request, Raw};
 use xroot_testkit::stock::{xrootd_available, xrootd_client_available, StockServer};
+use xroot_testkit::tokens::{secured_args, token_env, token_file, TestIssuer, ISSUER};
 use xroot_tools::serve;
 
 /// Seconds a grant lives on every server of these tests.
@@ -294,4 +296,101 @@ async fn our_client_with_a_guessed_key_is_refused() {
         err.to_string().contains("tpc authorization expired"),
         "{err}"
     );
+}
+
+/// Our `serve` (in-process) on `dir` with the [`secured_args`] of `pki`
+/// and `iss` (TLS at login, `ztn` only) and `--tpc`.
+async fn ours_secured(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> u16 {
+    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
+    argv.extend(secured_args(pki, iss));
+    argv.extend(["--tpc".into(), "--tpc-ttl".into(), TTL.to_string()]);
+    argv.push(dir.to_str().unwrap().into());
+    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
+        .await
+        .unwrap();
+    let port = server.local_addr().port();
+    tokio::spawn(server.serve());
+    port
+}
+
+/// The stock `xrdcp ARGS SRC DST` with the PKI's CA directory and the
+/// token in the file `token`, off the runtime's threads.
+async fn xrdcp_with_token(
+    pki: &TestPki,
+    token: &Path,
+    args: &[&str],
+    src: String,
+    dst: String,
+) -> Output {
+    let (ca, token) = (pki.ca_dir.clone(), token.to_path_buf());
+    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    tokio::task::spawn_blocking(move || {
+        token_env(&mut Command::new("xrdcp"), &ca, &token)
+            .arg("-s")
+            .args(&args)
+            .args([&src, &dst])
+            .output()
+            .expect("run xrdcp")
+    })
+    .await
+    .unwrap()
+}
+
+/// `ztn` on both of our servers (TLS at login, `ztn` only): the stock
+/// `xrdcp --tpc delegate only` logs into both with its token and passes
+/// the source URL's CGI to the destination (`tpc.scgi=authz=Bearer%20...`),
+/// whose pull logs into the source with that token and no other. A
+/// delegated token with the source's read scope copies the file; one
+/// without it is refused at the source (though the client's own token,
+/// which reads, made the grant), and the destination keeps nothing; so
+/// does a plain `--tpc only`, which delegates no token.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp")]
+#[cfg_attr(missing_openssl, ignore = "needs openssl (scripts/test installs it)")]
+async fn ztn_on_both_servers_the_clients_delegated_token_and_no_other() {
+    if !xrootd_client_available() {
+        return;
+    }
+    let pki = TestPki::new();
+    let iss = TestIssuer::new(ISSUER);
+    // the destination's pull trusts the test CA, as the stock client does
+    std::env::set_var("X509_CERT_DIR", &pki.ca_dir);
+    let (src, dst) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::create_dir_all(src.path().join("data")).unwrap();
+    std::fs::create_dir_all(dst.path().join("data")).unwrap();
+    let data = payload(1_000_000);
+    std::fs::write(src.path().join("data/f"), &data).unwrap();
+    let a = ours_secured(&pki, &iss, src.path()).await;
+    let b = ours_secured(&pki, &iss, dst.path()).await;
+    let work = tempfile::tempdir().unwrap();
+    let client = iss.es256(&iss.claims("storage.read:/data storage.create:/data"));
+    let client = token_file(work.path(), "client.tok", &client);
+    let reads = iss.es256(&iss.claims("storage.read:/data"));
+    let writes_only = iss.es256(&iss.claims("storage.create:/data"));
+    let src_url = |token: &str| format!("roots://localhost:{a}//data/f?authz=Bearer%20{token}");
+    let dst_url = || format!("roots://localhost:{b}//data/f");
+    let delegate = ["--tpc", "delegate", "only"];
+
+    let out = xrdcp_with_token(&pki, &client, &delegate, src_url(&writes_only), dst_url()).await;
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("missing scope storage.read:/data/f"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dst.path().join("data/f").exists());
+
+    let plain = ["--tpc", "only"];
+    let out = xrdcp_with_token(&pki, &client, &plain, src_url(&reads), dst_url()).await;
+    assert!(!out.status.success(), "{}", text(&out));
+    assert!(
+        text(&out).contains("requires authentication by"),
+        "{}",
+        text(&out)
+    );
+    assert!(!dst.path().join("data/f").exists());
+
+    let out = xrdcp_with_token(&pki, &client, &delegate, src_url(&reads), dst_url()).await;
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(std::fs::read(dst.path().join("data/f")).unwrap() == data);
 }

@@ -48,6 +48,13 @@ pub(crate) struct OpenFile<T> {
     pgw_bad: Mutex<BTreeSet<u64>>,
 }
 
+/// Who removes the file of a third-party copy that did not succeed: the
+/// server itself (the stock's `autorm`), not the client, whose token may
+/// allow creating the file but not removing it.
+pub(crate) fn tpc_cleaner() -> Caller {
+    Caller::local("tpc")
+}
+
 /// Most uncorrected pgwrite pages one file may have (`kXR_pgMaxEos`).
 pub(crate) const PGW_MAX_BAD_PER_FILE: usize = 256;
 
@@ -81,11 +88,12 @@ impl<T: File> OpenFile<T> {
     }
 
     /// A close or the session's end on a third-party-copy destination:
-    /// stops its pull and, unless it succeeded, removes the file.
-    pub(crate) async fn end_tpc<F: FileSystem<File = T>>(&self, fs: &F, caller: &Caller) {
+    /// stops its pull and, unless it succeeded, removes the file (as the
+    /// server, [`tpc_cleaner`]).
+    pub(crate) async fn end_tpc<F: FileSystem<File = T>>(&self, fs: &F) {
         if let Some(d) = &self.tpc {
             if d.cancel() {
-                let _ = fs.rm(caller, &self.path).await;
+                let _ = fs.rm(&tpc_cleaner(), &self.path).await;
             }
         }
     }

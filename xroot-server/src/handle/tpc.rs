@@ -15,7 +15,7 @@ use xroot_proto::response::Response;
 use xroot_proto::tpc::{self, TpcOpen};
 use xroot_proto::ErrorCode;
 
-use crate::admit::files::OpenFile;
+use crate::admit::files::{tpc_cleaner, OpenFile};
 use crate::auth::Caller;
 use crate::fs::{File, FileSystem, FsError, FsResult};
 use crate::handle::kit::{ok, Ctx};
@@ -150,7 +150,7 @@ async fn pull<F: FileSystem>(
     };
     if let Err(e) = &outcome {
         tracing::info!(path = %f.path, src = %d.request.url, "tpc pull failed: {e}");
-        let _ = shared.fs.rm(&caller, &f.path).await;
+        let _ = shared.fs.rm(&tpc_cleaner(), &f.path).await;
     }
     d.finish(outcome);
 }
