@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use xroot::client::{Client, OpenFlags};
-use xroot::proto::request::OpenOptions;
+use xroot::proto::request::{OpenOptions, Sync};
 use xroot::proto::response::{Attn, Response};
 use xroot::proto::ErrorCode;
 use xroot_testkit::pki::TestPki;
@@ -393,4 +393,116 @@ async fn ztn_on_both_servers_the_clients_delegated_token_and_no_other() {
     let out = xrdcp_with_token(&pki, &client, &delegate, src_url(&reads), dst_url()).await;
     assert!(out.status.success(), "{}", text(&out));
     assert!(std::fs::read(dst.path().join("data/f")).unwrap() == data);
+}
+
+/// Orders a pull of `name` from our source at `src` into `dst`, raw, with
+/// `extra` CGI, the grant made (or not, `grant`) by a raw client at the
+/// source after the first sync, as the stock client does: the two sync
+/// answers.
+async fn pull_raw(
+    src: u16,
+    dst: u16,
+    name: &str,
+    extra: &str,
+    grant: bool,
+) -> (Response, Vec<Response>) {
+    let key = format!("key{name}");
+    let mut client_at_src = session(src).await;
+    let mut client_at_dst = session(dst).await;
+    let order = format!(
+        "/{name}?tpc.dlg=localhost:{src}&tpc.dlgon=0&tpc.key={key}&tpc.lfn=/{name}&tpc.spr=root\
+         &tpc.src=localhost:{src}&tpc.stage=copy&tpc.str=1&tpc.tpr=root{extra}"
+    );
+    let fh = client_at_dst
+        .open_with(&order, OpenOptions::NEW | OpenOptions::UPDATE)
+        .await;
+    client_at_dst.send(5, Sync { fhandle: fh }).await;
+    let first = client_at_dst.expect().await.1;
+    if grant {
+        let g = format!("/{name}?tpc.dst=localhost&tpc.key={key}&tpc.stage=copy");
+        let granted = open_answer(&mut client_at_src, &g).await;
+        assert!(matches!(granted, Response::Ok(_)), "grant: {granted:?}");
+    }
+    client_at_dst.send(6, Sync { fhandle: fh }).await;
+    let mut second = vec![client_at_dst.expect().await.1];
+    if matches!(second[0], Response::WaitResp(_)) {
+        match client_at_dst.expect().await.1 {
+            Response::Attn(Attn::AsynResp { response, .. }) => second.push(*response),
+            other => panic!("an asynresp after waitresp, got {other:?}"),
+        }
+    }
+    (first, second)
+}
+
+/// The same raw frames ordering a pull from our source into our
+/// destination and into the stock one: the first sync is answered
+/// `kXR_ok`, the second `kXR_waitresp` at once and then `kXR_ok` in an
+/// asynresp, and the bytes arrive; a pull whose key was never granted
+/// fails in that asynresp, and our destination keeps no file.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+async fn sync_answers_on_a_destination_are_the_stocks() {
+    if !xrootd_available() {
+        return;
+    }
+    let Some(stock) = Peer::stock() else {
+        return;
+    };
+    let (a, b) = (Peer::ours().await, Peer::ours().await);
+    let data = payload(2_000_000);
+    for name in [
+        "to_ours",
+        "to_stock",
+        "never_granted_ours",
+        "never_granted_stock",
+    ] {
+        std::fs::write(a.path(name), &data).unwrap();
+    }
+    for (dst, name) in [(&b, "to_ours"), (&stock, "to_stock")] {
+        let (first, second) = pull_raw(a.port, dst.port, name, "", true).await;
+        assert!(
+            matches!(first, Response::Ok(_)),
+            "{name}: first sync {first:?}"
+        );
+        assert!(
+            matches!(&second[..], [Response::WaitResp(_), Response::Ok(_)]),
+            "{name}: second sync {second:?}"
+        );
+        assert!(std::fs::read(dst.path(name)).unwrap() == data, "{name}");
+    }
+    for (dst, name) in [(&b, "never_granted_ours"), (&stock, "never_granted_stock")] {
+        let (first, second) = pull_raw(a.port, dst.port, name, "", false).await;
+        assert!(
+            matches!(first, Response::Ok(_)),
+            "{name}: first sync {first:?}"
+        );
+        assert!(
+            matches!(&second[..], [Response::WaitResp(_), Response::Error(_)]),
+            "{name}: second sync {second:?}"
+        );
+    }
+    assert!(!b.path("never_granted_ours").exists());
+}
+
+/// `tpc.cks` at our destination: `adler32` (compare with the source's)
+/// copies; a wrong `adler32:HEX` fails with `kXR_ChkSumErr` after the
+/// bytes came, and the file is removed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_checksum_asked_for_is_verified_by_our_destination() {
+    let (a, b) = (Peer::ours().await, Peer::ours().await);
+    let data = payload(1_500_000);
+    std::fs::write(a.path("good"), &data).unwrap();
+    std::fs::write(a.path("bad"), &data).unwrap();
+    let (_, second) = pull_raw(a.port, b.port, "good", "&tpc.cks=adler32", true).await;
+    assert!(matches!(second.last(), Some(Response::Ok(_))), "{second:?}");
+    assert!(std::fs::read(b.path("good")).unwrap() == data);
+    let (_, second) = pull_raw(a.port, b.port, "bad", "&tpc.cks=adler32:00000001", true).await;
+    match second.last() {
+        Some(Response::Error(e)) => {
+            assert_eq!(e.code, ErrorCode::CHKSUM_ERR, "{e:?}");
+            assert!(e.message_lossy().contains("checksum mismatch"), "{e:?}");
+        }
+        other => panic!("a checksum error, got {other:?}"),
+    }
+    assert!(!b.path("bad").exists());
 }
