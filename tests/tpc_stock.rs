@@ -16,16 +16,15 @@ use std::path::Path;
 use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
-use clap::Parser;
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::request::{OpenOptions, Sync};
 use xroot::proto::response::{Attn, Response};
 use xroot::proto::ErrorCode;
+use xroot_testkit::ours::serve_example;
 use xroot_testkit::pki::TestPki;
 use xroot_testkit::raw::{open_request, Raw};
 use xroot_testkit::stock::{xrootd_available, xrootd_client_available, StockServer};
 use xroot_testkit::tokens::{secured_args, token_env, token_file, TestIssuer, ISSUER};
-use xroot_tools::serve;
 
 /// Seconds a grant lives on every server of these tests.
 const TTL: u32 = 2;
@@ -43,17 +42,9 @@ fn payload(len: usize) -> Vec<u8> {
         .collect()
 }
 
-/// Our `serve --tpc --tpc-ttl TTL` (in-process) on `dir`.
-async fn ours(dir: &Path) -> SocketAddr {
-    let ttl = TTL.to_string();
-    let dir = dir.to_str().unwrap();
-    let argv = ["serve", "--port", "0", "--tpc", "--tpc-ttl", &ttl, dir];
-    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    tokio::spawn(server.serve());
-    addr
+/// The flags of our servers here: `--tpc --tpc-ttl TTL`.
+fn tpc_flags() -> Vec<String> {
+    vec!["--tpc".into(), "--tpc-ttl".into(), TTL.to_string()]
 }
 
 /// A TPC peer, ours or the stock's, serving a temp dir.
@@ -66,7 +57,7 @@ struct Peer {
 impl Peer {
     async fn ours() -> Peer {
         let dir = tempfile::tempdir().unwrap();
-        let port = ours(dir.path()).await.port();
+        let port = serve_example(&tpc_flags(), dir.path()).await.port();
         Peer {
             port,
             dir,
@@ -94,12 +85,22 @@ impl Peer {
     }
 }
 
-/// The stock `xrdcp --tpc only ARGS SRC DST`, off the runtime's threads.
-async fn xrdcp_tpc(args: &[&str], src: String, dst: String) -> Output {
+/// The stock `xrdcp -s ARGS SRC DST`, off the runtime's threads; with
+/// `token`, trusting the PKI's CA and presenting the token in that file.
+async fn xrdcp(
+    token: Option<(&TestPki, &Path)>,
+    args: &[&str],
+    src: String,
+    dst: String,
+) -> Output {
     let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
+    let token = token.map(|(pki, t)| (pki.ca_dir.clone(), t.to_path_buf()));
     tokio::task::spawn_blocking(move || {
-        Command::new("xrdcp")
-            .args(["--tpc", "only", "-s"])
+        let mut cmd = Command::new("xrdcp");
+        if let Some((ca, token)) = &token {
+            token_env(&mut cmd, ca, token);
+        }
+        cmd.arg("-s")
             .args(&args)
             .args([&src, &dst])
             .output()
@@ -108,6 +109,9 @@ async fn xrdcp_tpc(args: &[&str], src: String, dst: String) -> Output {
     .await
     .unwrap()
 }
+
+/// `xrdcp --tpc only`.
+const TPC_ONLY: [&str; 2] = ["--tpc", "only"];
 
 fn text(o: &Output) -> String {
     format!(
@@ -128,7 +132,13 @@ async fn copies(src: &Peer, dst: &Peer, args: &[&str], name: &str) {
         .arg("a+r")
         .arg(src.path(name))
         .status();
-    let out = xrdcp_tpc(args, src.url(name), dst.url(name)).await;
+    let out = xrdcp(
+        None,
+        &[&TPC_ONLY[..], args].concat(),
+        src.url(name),
+        dst.url(name),
+    )
+    .await;
     assert!(out.status.success(), "{}", text(&out));
     let got = std::fs::read(dst.path(name)).unwrap();
     assert!(
@@ -183,7 +193,7 @@ async fn a_file_missing_at_the_source_fails_and_leaves_nothing() {
     };
     let (a, b) = (Peer::ours().await, Peer::ours().await);
     for src in [&stock, &a] {
-        let out = xrdcp_tpc(&[], src.url("missing"), b.url("missing")).await;
+        let out = xrdcp(None, &TPC_ONLY, src.url("missing"), b.url("missing")).await;
         assert!(!out.status.success(), "{}", text(&out));
         assert!(text(&out).contains("3011"), "{}", text(&out));
         assert!(!b.path("missing").exists());
@@ -200,12 +210,18 @@ async fn session(port: u16) -> Raw {
 /// `kXR_attn` asynresp that follows.
 async fn open_answer(r: &mut Raw, path: &str) -> Response {
     r.send(9, open_request(path, OpenOptions::READ)).await;
+    answers(r).await.pop().expect("an answer")
+}
+
+/// The next answer, or the `kXR_waitresp` and the asynresp it announced.
+async fn answers(r: &mut Raw) -> Vec<Response> {
+    let first = r.expect().await.1;
+    if !matches!(first, Response::WaitResp(_)) {
+        return vec![first];
+    }
     match r.expect().await.1 {
-        Response::WaitResp(_) => match r.expect().await.1 {
-            Response::Attn(Attn::AsynResp { response, .. }) => *response,
-            other => panic!("an asynresp after waitresp, got {other:?}"),
-        },
-        other => other,
+        Response::Attn(Attn::AsynResp { response, .. }) => vec![first, *response],
+        other => panic!("an asynresp after waitresp, got {other:?}"),
     }
 }
 
@@ -301,39 +317,8 @@ async fn our_client_with_a_guessed_key_is_refused() {
 /// Our `serve` (in-process) on `dir` with the [`secured_args`] of `pki`
 /// and `iss` (TLS at login, `ztn` only) and `--tpc`.
 async fn ours_secured(pki: &TestPki, iss: &TestIssuer, dir: &Path) -> u16 {
-    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
-    argv.extend(secured_args(pki, iss));
-    argv.extend(["--tpc".into(), "--tpc-ttl".into(), TTL.to_string()]);
-    argv.push(dir.to_str().unwrap().into());
-    let server = serve::start(&serve::Cli::try_parse_from(argv).unwrap())
-        .await
-        .unwrap();
-    let port = server.local_addr().port();
-    tokio::spawn(server.serve());
-    port
-}
-
-/// The stock `xrdcp ARGS SRC DST` with the PKI's CA directory and the
-/// token in the file `token`, off the runtime's threads.
-async fn xrdcp_with_token(
-    pki: &TestPki,
-    token: &Path,
-    args: &[&str],
-    src: String,
-    dst: String,
-) -> Output {
-    let (ca, token) = (pki.ca_dir.clone(), token.to_path_buf());
-    let args: Vec<String> = args.iter().map(|s| s.to_string()).collect();
-    tokio::task::spawn_blocking(move || {
-        token_env(&mut Command::new("xrdcp"), &ca, &token)
-            .arg("-s")
-            .args(&args)
-            .args([&src, &dst])
-            .output()
-            .expect("run xrdcp")
-    })
-    .await
-    .unwrap()
+    let flags = [secured_args(pki, iss), tpc_flags()].concat();
+    serve_example(&flags, dir).await.port()
 }
 
 /// `ztn` on both of our servers (TLS at login, `ztn` only): the stock
@@ -371,7 +356,13 @@ async fn ztn_on_both_servers_the_clients_delegated_token_and_no_other() {
     let dst_url = || format!("roots://localhost:{b}//data/f");
     let delegate = ["--tpc", "delegate", "only"];
 
-    let out = xrdcp_with_token(&pki, &client, &delegate, src_url(&writes_only), dst_url()).await;
+    let out = xrdcp(
+        Some((&pki, &client)),
+        &delegate,
+        src_url(&writes_only),
+        dst_url(),
+    )
+    .await;
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("missing scope storage.read:/data/f"),
@@ -380,8 +371,7 @@ async fn ztn_on_both_servers_the_clients_delegated_token_and_no_other() {
     );
     assert!(!dst.path().join("data/f").exists());
 
-    let plain = ["--tpc", "only"];
-    let out = xrdcp_with_token(&pki, &client, &plain, src_url(&reads), dst_url()).await;
+    let out = xrdcp(Some((&pki, &client)), &TPC_ONLY, src_url(&reads), dst_url()).await;
     assert!(!out.status.success(), "{}", text(&out));
     assert!(
         text(&out).contains("requires authentication by"),
@@ -390,7 +380,7 @@ async fn ztn_on_both_servers_the_clients_delegated_token_and_no_other() {
     );
     assert!(!dst.path().join("data/f").exists());
 
-    let out = xrdcp_with_token(&pki, &client, &delegate, src_url(&reads), dst_url()).await;
+    let out = xrdcp(Some((&pki, &client)), &delegate, src_url(&reads), dst_url()).await;
     assert!(out.status.success(), "{}", text(&out));
     assert!(std::fs::read(dst.path().join("data/f")).unwrap() == data);
 }
@@ -424,14 +414,7 @@ async fn pull_raw(
         assert!(matches!(granted, Response::Ok(_)), "grant: {granted:?}");
     }
     client_at_dst.send(6, Sync { fhandle: fh }).await;
-    let mut second = vec![client_at_dst.expect().await.1];
-    if matches!(second[0], Response::WaitResp(_)) {
-        match client_at_dst.expect().await.1 {
-            Response::Attn(Attn::AsynResp { response, .. }) => second.push(*response),
-            other => panic!("an asynresp after waitresp, got {other:?}"),
-        }
-    }
-    (first, second)
+    (first, answers(&mut client_at_dst).await)
 }
 
 /// The same raw frames ordering a pull from our source into our

@@ -2,19 +2,19 @@
 //! `ofs.tpc` gives them (PROTOCOL.md "Third-party copy"):
 //!
 //! - **source**: a client's open carrying `tpc.key` and `tpc.dst` grants
-//!   the read ([`rendezvous`]); the destination's open carrying the same
+//!   the read (`rendezvous`); the destination's open carrying the same
 //!   key and `tpc.org` claims it, once, within the ttl. A claim that finds
 //!   no grant waits for it until the ttl has passed, as the stock does,
 //!   then fails with `[3010] tpc authorization expired`.
 //! - **destination**: a client's write open carrying `tpc.src` orders a
-//!   pull ([`job`]); the first `kXR_sync` on it starts the pull, the second
+//!   pull (`job`); the first `kXR_sync` on it starts the pull, the second
 //!   is answered at once with `kXR_waitresp` and, when the pull ends, with
 //!   its outcome in a `kXR_attn` asynresp. The pull itself is a
 //!   [`Puller`], which the server does not implement: it needs a client,
 //!   and `xroot-server` does not depend on `xroot-client` (ARCHITECTURE.md;
 //!   `xroot-tools` gives `serve` one over `xroot-client`).
 //!
-//! [`host`] names hosts the way the stock does for TPC (reverse lookup).
+//! `host` names hosts the way the stock does for TPC (reverse lookup).
 //! The handlers that use all this are in `handle/tpc.rs`.
 
 pub(crate) mod host;
