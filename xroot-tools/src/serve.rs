@@ -373,6 +373,17 @@ mod tests {
     }
 
     #[test]
+    fn tpc_in_a_config_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("serve.toml");
+        std::fs::write(&file, "tpc = true\ntpc-ttl = 60\ndir = \"/data\"\n").unwrap();
+        let argv = ["serve", "--config", file.to_str().unwrap()];
+        let argv = config_file::with_config_file(argv.iter().map(Into::into).collect()).unwrap();
+        let tpc = tpc_config(&Cli::try_parse_from(argv).unwrap()).unwrap();
+        assert_eq!(tpc.ttl.as_secs(), 60);
+    }
+
+    #[test]
     fn a_directory_is_needed_unless_a_manager_is_run() {
         assert!(Cli::try_parse_from(["serve"]).is_err());
         assert!(Cli::try_parse_from(["serve", "--readv-concurrency", "0", "/d"]).is_err());
