@@ -20,7 +20,8 @@ use xroot::client::{Client, OpenFlags};
 use xroot::proto::request::{OpenOptions, Sync};
 use xroot::proto::response::{Attn, Response};
 use xroot::proto::ErrorCode;
-use xroot_testkit::ours::serve_example;
+use xroot::server::{Config, LocalFs, TpcConfig};
+use xroot_testkit::ours::{serve_example, serve_with};
 use xroot_testkit::pki::TestPki;
 use xroot_testkit::raw::{open_request, Raw};
 use xroot_testkit::stock::{xrootd_available, xrootd_client_available, StockServer};
@@ -488,4 +489,47 @@ async fn a_checksum_asked_for_is_verified_by_our_destination() {
         other => panic!("a checksum error, got {other:?}"),
     }
     assert!(!b.path("bad").exists());
+}
+
+/// `TpcConfig::max_jobs` 1 at our destination: a pull ordered while
+/// another holds the only turn waits for it. The first pull's key is never
+/// granted, so it holds its turn until its claim expires at the source
+/// (`TTL`); the second, granted at once, cannot end before that.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pulls_beyond_the_job_limit_wait_their_turn() {
+    let a = Peer::ours().await;
+    let dst = tempfile::tempdir().unwrap();
+    let puller = xroot_tools::tpc_pull::ClientPuller::new(Default::default());
+    let mut tpc = TpcConfig::new(std::sync::Arc::new(puller));
+    tpc.max_jobs = 1;
+    let config = Config {
+        tpc: Some(tpc),
+        ..Config::default()
+    };
+    let b = serve_with(LocalFs::new(dst.path()).unwrap(), config)
+        .await
+        .port();
+    std::fs::write(a.path("first"), b"never granted").unwrap();
+    std::fs::write(a.path("second"), payload(100_000)).unwrap();
+    let started = Instant::now();
+    let first = tokio::spawn(pull_raw(a.port, b, "first", "", false));
+    // the second is ordered once the first holds the turn (its first sync
+    // answered)
+    while !dst.path().join("first").exists() {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (_, second) = pull_raw(a.port, b, "second", "", true).await;
+    assert!(matches!(second.last(), Some(Response::Ok(_))), "{second:?}");
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_secs(TTL.into()),
+        "the second pull ended after {waited:?}"
+    );
+    let (_, first) = first.await.unwrap();
+    assert!(
+        matches!(first.last(), Some(Response::Error(_))),
+        "{first:?}"
+    );
+    assert!(std::fs::read(dst.path().join("second")).unwrap() == payload(100_000));
 }

@@ -11,6 +11,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::future::BoxFuture;
+use tokio::sync::OwnedSemaphorePermit;
 use xroot_proto::response::Response;
 use xroot_proto::tpc::{self, TpcOpen};
 use xroot_proto::ErrorCode;
@@ -118,11 +119,14 @@ pub(crate) async fn sync<F: FileSystem>(
     d: &Arc<Destination>,
 ) -> Result<Response, FsError> {
     let started = d.start(|| {
+        // a free turn is taken now, so that pulls started in turn run in turn
+        let turn = ctx.shared.tpc_jobs.clone().try_acquire_owned().ok();
         let job = pull(
             ctx.shared.clone(),
             ctx.caller().clone(),
             f.clone(),
             d.clone(),
+            turn,
         );
         tokio::spawn(job).abort_handle()
     });
@@ -132,19 +136,24 @@ pub(crate) async fn sync<F: FileSystem>(
     d.outcome().await.map(|()| ok())
 }
 
-/// Runs one pull, in its turn among the server's pulls: the bytes into the
-/// file, then the checksum check when one was asked for; a failure removes
-/// the file.
+/// Runs one pull, in its turn among the server's pulls (`turn`, else it
+/// waits for one, [`TpcConfig::max_jobs`]): the bytes into the file, then
+/// the checksum check when one was asked for; a failure removes the file.
 async fn pull<F: FileSystem>(
     shared: Arc<Shared<F>>,
     caller: Caller,
     f: Arc<OpenFile<F::File>>,
     d: Arc<Destination>,
+    turn: Option<OwnedSemaphorePermit>,
 ) {
     let Some(cfg) = shared.config.tpc.clone() else {
         return;
     };
-    let outcome = match shared.tpc_jobs.clone().acquire_owned().await {
+    let turn = match turn {
+        Some(t) => Ok(t),
+        None => shared.tpc_jobs.clone().acquire_owned().await,
+    };
+    let outcome = match turn {
         Ok(_turn) => copy(&shared, &cfg, &caller, &f, &d).await,
         Err(_) => Err(FsError::new(ErrorCode::SERVER_ERROR, "tpc jobs closed")),
     };
