@@ -91,6 +91,20 @@ pub fn program_available(program: &str, args: &[&str], missing: &str) -> bool {
     found
 }
 
+/// The stock's native third-party copy, both roles, grants living `ttl`
+/// seconds (`ofs.tpc ttl DEFAULT MAX`; the stock default is 15), the copy
+/// program the stock `xrdcp --server`, a failed copy's file removed
+/// (`autorm`). The server must run with `-I v4` (as [`StockServer`]
+/// does) and be named `localhost` in the client's URLs: otherwise it sees
+/// its clients as `[::ffff:127.0.0.1]`, which does not resolve, and the
+/// source cannot match `tpc.dst=localhost`.
+pub fn tpc_config(ttl: u32) -> String {
+    format!(
+        "ofs.tpc autorm ttl {ttl} {} pgm /usr/bin/xrdcp --server",
+        ttl + 1
+    )
+}
+
 /// A port that was free on 127.0.0.1 a moment ago.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -137,6 +151,17 @@ impl StockServer {
     /// when xrootd is missing outside CI. Panics if it does not come up.
     pub fn start(data: &Path, extra: &[&str]) -> Option<StockServer> {
         StockServer::start_on(free_port(), data, extra)
+    }
+
+    /// As [`StockServer::start`], with native third-party copy in both
+    /// roles ([`tpc_config`]): grants live `ttl` seconds, at most `ttl + 1`
+    /// when a client asks.
+    pub fn start_tpc(data: &Path, ttl: u32, extra: &[&str]) -> Option<StockServer> {
+        let tpc = tpc_config(ttl);
+        let lines: Vec<&str> = std::iter::once(tpc.as_str())
+            .chain(extra.iter().copied())
+            .collect();
+        StockServer::start(data, &lines)
     }
 
     /// As [`StockServer::start`], on `port` of 127.0.0.1 (e.g. the port of
