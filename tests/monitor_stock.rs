@@ -20,7 +20,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -31,6 +30,7 @@ use xroot_proto::monitor::header::code;
 use xroot_proto::monitor::summary::Element;
 use xroot_proto::monitor::trace::TraceEntry;
 use xroot_proto::monitor::Packet;
+use xroot_testkit::collector::{xrootdlib_python, Collector};
 use xroot_testkit::stock::{self, StockServer};
 use xroot_testkit::tools::{run_ok, run_tool};
 use xroot_testkit::xcache::StockCache;
@@ -71,32 +71,6 @@ fn data_dir() -> tempfile::TempDir {
         std::fs::write(dir.path().join(name), pattern(*len, i)).unwrap();
     }
     dir
-}
-
-/// A UDP collector on loopback: every datagram it got, in order.
-struct Collector {
-    addr: SocketAddr,
-    got: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Collector {
-    async fn start() -> Collector {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let addr = socket.local_addr().unwrap();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let keep = got.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 65536];
-            while let Ok(n) = socket.recv(&mut buf).await {
-                keep.lock().unwrap().push(buf[..n].to_vec());
-            }
-        });
-        Collector { addr, got }
-    }
-
-    fn packets(&self) -> Vec<Vec<u8>> {
-        self.got.lock().unwrap().clone()
-    }
 }
 
 /// The workload against the server on `port`: three downloads, the Python
@@ -454,33 +428,6 @@ async fn mpxstats_reads(docs: &[Vec<u8>]) {
         "mpxstats printed:\n{text}"
     );
     assert!(text.lines().any(|l| l.starts_with("proc.usr.s ")), "{text}");
-}
-
-/// The Python that imports xrootdlib: the venv `scripts/test` makes
-/// (`XROOT_UPROOT_PYTHON` or `/opt/xroot-uproot/bin/python`). `None`,
-/// printing why, when it cannot; panics under `CI=true`.
-fn xrootdlib_python() -> Option<std::path::PathBuf> {
-    let python = std::env::var_os("XROOT_UPROOT_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| "/opt/xroot-uproot/bin/python".into());
-    let found = std::process::Command::new(&python)
-        .args(["-c", "import xrootdlib.structs.XrdXrootdMon"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let why = format!(
-            "{} cannot import xrootdlib (scripts/test installs it from tests/uproot/requirements.txt)",
-            python.display()
-        );
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but {why}");
-        }
-        eprintln!("skipping the xrootdlib check: {why}");
-        return None;
-    }
-    Some(python)
 }
 
 /// Both servers' detailed streams decoded by xrootdlib
