@@ -511,9 +511,8 @@ async fn cache_workload(port: u16, scratch: &Path) {
 }
 
 /// The records of the cache's g-stream in `packets` (each must read and
-/// encode back to its bytes), in the order sent, without what differs between runs: the times and
-/// `access_cnt` (the stock counts every access its `.cinfo` recorded, ours
-/// the opens of one access).
+/// encode back to its bytes), in the order sent, without what differs
+/// between runs: the times.
 fn cache_records(packets: &[Vec<u8>]) -> Vec<CacheFileClose> {
     let mut out = Vec::new();
     for p in packets {
@@ -527,7 +526,6 @@ fn cache_records(packets: &[Vec<u8>]) -> Vec<CacheFileClose> {
                 assert_eq!(r.encode().as_bytes(), text);
                 assert!(r.attach_t > 0 && r.attach_t <= r.detach_t, "{r:?}");
                 out.push(CacheFileClose {
-                    access_cnt: 0,
                     attach_t: 0,
                     detach_t: 0,
                     ..r
@@ -651,9 +649,12 @@ async fn through_the_caches_the_gstream_equals_the_stock_xcaches() {
     let (mut their_g, our_g) = (cache_records(&theirs), cache_records(&ours));
     eprintln!("stock: {their_g:#?}\nours: {our_g:#?}");
     assert_eq!(our_g.len(), 4, "{our_g:#?}");
-    let block = |lfn: &str, size: u64, hit: u64, miss: u64| CacheFileClose {
+    // access_cnt: the accesses the file's `.cinfo` (ours: its sidecar)
+    // recorded, this one included
+    let block = |lfn: &str, size: u64, hit: u64, miss: u64, access_cnt: u64| CacheFileClose {
         lfn: lfn.into(),
         size,
+        access_cnt,
         blk_size: 65536,
         n_blks: size.div_ceil(65536),
         n_blks_done: size.div_ceil(65536),
@@ -668,14 +669,14 @@ async fn through_the_caches_the_gstream_equals_the_stock_xcaches() {
     };
     // the first download: every byte from the origin (the stock counts
     // its client's overlapping reads as hits too)
-    assert_eq!(our_g[0], block("/a.bin", 1_000_000, 0, 1_000_000));
+    assert_eq!(our_g[0], block("/a.bin", 1_000_000, 0, 1_000_000, 1));
     assert_eq!(their_g[0].b_miss, 1_000_000);
     their_g[0].b_hit = 0;
     let want = [
-        block("/a.bin", 1_000_000, 0, 1_000_000),
-        block("/c.bin", 12_345, 0, 12_345),
-        block("/a.bin", 1_000_000, 8300, 0),
-        block("/a.bin", 1_000_000, 1_000_000, 0),
+        block("/a.bin", 1_000_000, 0, 1_000_000, 1),
+        block("/c.bin", 12_345, 0, 12_345, 1),
+        block("/a.bin", 1_000_000, 8300, 0, 2),
+        block("/a.bin", 1_000_000, 1_000_000, 0, 3),
     ];
     assert_eq!(their_g, want);
     assert_eq!(our_g, want);
