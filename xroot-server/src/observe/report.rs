@@ -45,7 +45,7 @@ pub(crate) fn report(
     let wants = |letter: char| all || what.contains(letter);
     let mut body = String::new();
     let (host, port) = (addr.ip(), addr.port());
-    let links = stats.links.len();
+    let links = stats.open_links;
     if wants('i') {
         let _ = write!(
             body,
@@ -134,7 +134,7 @@ pub fn summary(
     let total =
         |ids: &[RequestId]| -> u64 { ids.iter().map(|id| stats.in_flight.kind(*id).total).sum() };
     let section = |id: &'static str| E::new("stats").attr("id", id);
-    let links = stats.links.len();
+    let links = stats.open_links;
     let (utime, stime) = cpu_times();
     let split = |us: u64| {
         E::new("")

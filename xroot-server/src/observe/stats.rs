@@ -59,8 +59,12 @@ pub struct LinkStats {
 pub struct ServerStats {
     /// Every request of every link.
     pub in_flight: InFlightStats,
-    /// The links open now, in the order they connected.
+    /// The links open now, in the order they connected (empty in the
+    /// snapshot a summary document is made from, which needs their count
+    /// only: [`ServerStats::open_links`]).
     pub links: Vec<LinkStats>,
+    /// How many links are open now.
+    pub open_links: u64,
     /// Connections accepted since the server started.
     pub connections: u64,
     /// Sessions logged in since the server started.
