@@ -20,7 +20,7 @@ use xroot::client::{Client, OpenFlags};
 use xroot::proto::exchange::Answer;
 use xroot::proto::request::{self, Request, Stat};
 use xroot::proto::{ErrorCode, FHandle, StreamId};
-use xroot_testkit::example::example_bin;
+use xroot_testkit::example::{example_bin, scrape};
 use xroot_testkit::raw::{readv_request, Raw, GUARD};
 
 /// An example (`serve` or `xcache`) run as a process with `--port 0
@@ -71,17 +71,7 @@ impl Daemon {
     /// What `GET /metrics` answers: the body, parsed into `series → value`
     /// (`name{labels}` as written), after checking the status line.
     fn scrape(&self) -> BTreeMap<String, f64> {
-        let text = http_get(self.metrics, "/metrics");
-        let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
-        assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-        assert!(body.ends_with("# EOF\n"), "an OpenMetrics text ends so");
-        body.lines()
-            .filter(|l| !l.starts_with('#'))
-            .map(|l| {
-                let (series, value) = l.rsplit_once(' ').unwrap();
-                (series.to_string(), value.parse().unwrap())
-            })
-            .collect()
+        scrape(self.metrics)
     }
 
     /// Stops it and returns what it logged.

@@ -20,7 +20,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use clap::Parser;
@@ -31,6 +30,7 @@ use xroot_proto::monitor::header::code;
 use xroot_proto::monitor::summary::Element;
 use xroot_proto::monitor::trace::TraceEntry;
 use xroot_proto::monitor::Packet;
+use xroot_testkit::collector::{xrootdlib_python, Collector};
 use xroot_testkit::stock::{self, StockServer};
 use xroot_testkit::tools::{run_ok, run_tool};
 use xroot_testkit::xcache::StockCache;
@@ -71,32 +71,6 @@ fn data_dir() -> tempfile::TempDir {
         std::fs::write(dir.path().join(name), pattern(*len, i)).unwrap();
     }
     dir
-}
-
-/// A UDP collector on loopback: every datagram it got, in order.
-struct Collector {
-    addr: SocketAddr,
-    got: Arc<Mutex<Vec<Vec<u8>>>>,
-}
-
-impl Collector {
-    async fn start() -> Collector {
-        let socket = UdpSocket::bind("127.0.0.1:0").await.unwrap();
-        let addr = socket.local_addr().unwrap();
-        let got = Arc::new(Mutex::new(Vec::new()));
-        let keep = got.clone();
-        tokio::spawn(async move {
-            let mut buf = vec![0u8; 65536];
-            while let Ok(n) = socket.recv(&mut buf).await {
-                keep.lock().unwrap().push(buf[..n].to_vec());
-            }
-        });
-        Collector { addr, got }
-    }
-
-    fn packets(&self) -> Vec<Vec<u8>> {
-        self.got.lock().unwrap().clone()
-    }
 }
 
 /// The workload against the server on `port`: three downloads, the Python
@@ -456,33 +430,6 @@ async fn mpxstats_reads(docs: &[Vec<u8>]) {
     assert!(text.lines().any(|l| l.starts_with("proc.usr.s ")), "{text}");
 }
 
-/// The Python that imports xrootdlib: the venv `scripts/test` makes
-/// (`XROOT_UPROOT_PYTHON` or `/opt/xroot-uproot/bin/python`). `None`,
-/// printing why, when it cannot; panics under `CI=true`.
-fn xrootdlib_python() -> Option<std::path::PathBuf> {
-    let python = std::env::var_os("XROOT_UPROOT_PYTHON")
-        .map(std::path::PathBuf::from)
-        .unwrap_or_else(|| "/opt/xroot-uproot/bin/python".into());
-    let found = std::process::Command::new(&python)
-        .args(["-c", "import xrootdlib.structs.XrdXrootdMon"])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        let why = format!(
-            "{} cannot import xrootdlib (scripts/test installs it from tests/uproot/requirements.txt)",
-            python.display()
-        );
-        if std::env::var("CI").as_deref() == Ok("true") {
-            panic!("CI=true but {why}");
-        }
-        eprintln!("skipping the xrootdlib check: {why}");
-        return None;
-    }
-    Some(python)
-}
-
 /// Both servers' detailed streams decoded by xrootdlib
 /// (`tests/monitor/xrootdlib_view.py`) give the same view.
 async fn xrootdlib_agrees(theirs: &[Vec<u8>], ours: &[Vec<u8>]) {
@@ -564,9 +511,8 @@ async fn cache_workload(port: u16, scratch: &Path) {
 }
 
 /// The records of the cache's g-stream in `packets` (each must read and
-/// encode back to its bytes), in the order sent, without what differs between runs: the times and
-/// `access_cnt` (the stock counts every access its `.cinfo` recorded, ours
-/// the opens of one access).
+/// encode back to its bytes), in the order sent, without what differs
+/// between runs: the times.
 fn cache_records(packets: &[Vec<u8>]) -> Vec<CacheFileClose> {
     let mut out = Vec::new();
     for p in packets {
@@ -580,7 +526,6 @@ fn cache_records(packets: &[Vec<u8>]) -> Vec<CacheFileClose> {
                 assert_eq!(r.encode().as_bytes(), text);
                 assert!(r.attach_t > 0 && r.attach_t <= r.detach_t, "{r:?}");
                 out.push(CacheFileClose {
-                    access_cnt: 0,
                     attach_t: 0,
                     detach_t: 0,
                     ..r
@@ -704,9 +649,12 @@ async fn through_the_caches_the_gstream_equals_the_stock_xcaches() {
     let (mut their_g, our_g) = (cache_records(&theirs), cache_records(&ours));
     eprintln!("stock: {their_g:#?}\nours: {our_g:#?}");
     assert_eq!(our_g.len(), 4, "{our_g:#?}");
-    let block = |lfn: &str, size: u64, hit: u64, miss: u64| CacheFileClose {
+    // access_cnt: the accesses the file's `.cinfo` (ours: its sidecar)
+    // recorded, this one included
+    let block = |lfn: &str, size: u64, hit: u64, miss: u64, access_cnt: u64| CacheFileClose {
         lfn: lfn.into(),
         size,
+        access_cnt,
         blk_size: 65536,
         n_blks: size.div_ceil(65536),
         n_blks_done: size.div_ceil(65536),
@@ -721,14 +669,14 @@ async fn through_the_caches_the_gstream_equals_the_stock_xcaches() {
     };
     // the first download: every byte from the origin (the stock counts
     // its client's overlapping reads as hits too)
-    assert_eq!(our_g[0], block("/a.bin", 1_000_000, 0, 1_000_000));
+    assert_eq!(our_g[0], block("/a.bin", 1_000_000, 0, 1_000_000, 1));
     assert_eq!(their_g[0].b_miss, 1_000_000);
     their_g[0].b_hit = 0;
     let want = [
-        block("/a.bin", 1_000_000, 0, 1_000_000),
-        block("/c.bin", 12_345, 0, 12_345),
-        block("/a.bin", 1_000_000, 8300, 0),
-        block("/a.bin", 1_000_000, 1_000_000, 0),
+        block("/a.bin", 1_000_000, 0, 1_000_000, 1),
+        block("/c.bin", 12_345, 0, 12_345, 1),
+        block("/a.bin", 1_000_000, 8300, 0, 2),
+        block("/a.bin", 1_000_000, 1_000_000, 0, 3),
     ];
     assert_eq!(their_g, want);
     assert_eq!(our_g, want);

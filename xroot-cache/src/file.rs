@@ -301,6 +301,7 @@ struct Inner<O> {
 #[derive(Debug)]
 struct Accounting {
     attached: std::time::SystemTime,
+    accesses: u64,
     opens: AtomicU64,
     hit: AtomicU64,
     missed: AtomicU64,
@@ -314,6 +315,9 @@ struct Accounting {
 pub struct FileAccess {
     /// When the file was first opened (attached).
     pub attached: std::time::SystemTime,
+    /// The accesses (attaches) its store entry recorded, this one
+    /// included: the stock XCache's `access_cnt` (1 without an entry).
+    pub accesses: u64,
     /// Client opens of the file while it was attached.
     pub opens: u64,
     /// Bytes served from blocks already on disk (or fetched by another
@@ -344,6 +348,7 @@ impl<O: Origin> CachedFile<O> {
         size: u64,
         shared: Arc<Shared>,
     ) -> CachedFile<O> {
+        let accesses = entry.as_ref().map_or(1, Entry::count_access);
         CachedFile {
             inner: Arc::new(Inner {
                 origin,
@@ -355,6 +360,7 @@ impl<O: Origin> CachedFile<O> {
                 tasks: Arc::new(watch::Sender::new(0)),
                 accounting: Accounting {
                     attached: std::time::SystemTime::now(),
+                    accesses,
                     opens: AtomicU64::new(0),
                     hit: AtomicU64::new(0),
                     missed: AtomicU64::new(0),
@@ -375,6 +381,7 @@ impl<O: Origin> CachedFile<O> {
         let block_size = self.inner.shared.config.geometry.block_size;
         FileAccess {
             attached: a.attached,
+            accesses: a.accesses,
             opens: a.opens.load(Ordering::Relaxed),
             hit: a.hit.load(Ordering::Relaxed),
             missed: a.missed.load(Ordering::Relaxed),

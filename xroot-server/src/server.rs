@@ -68,7 +68,7 @@ impl ServerHandle {
         info: &crate::observe::report::SummaryInfo,
         extra: Vec<xroot_proto::monitor::summary::Element<'static>>,
     ) -> String {
-        crate::observe::report::summary(&self.stats(), info, self.monitor.started, extra)
+        crate::observe::report::summary(&self.monitor.totals(), info, self.monitor.started, extra)
     }
 
     /// Starts a graceful shutdown: no new connections or requests; requests

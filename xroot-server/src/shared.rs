@@ -19,6 +19,7 @@ use crate::cluster::Events;
 use crate::config::Config;
 use crate::fs::FileSystem;
 use crate::observe::stats::{LinkStats, Scope, ServerStats};
+use crate::observe::Outcome;
 use crate::observe::Throttle;
 use crate::session::Session;
 use crate::tpc::rendezvous::Rendezvous;
@@ -38,6 +39,18 @@ pub(crate) struct Monitor {
     links: Mutex<BTreeMap<u64, (SocketAddr, Arc<Scope>)>>,
     connections: AtomicU64,
     pub(crate) logins: AtomicU64,
+    /// Logins that authenticated, and refused credentials.
+    pub(crate) authenticated: AtomicU64,
+    /// See `authenticated`.
+    pub(crate) auth_failures: AtomicU64,
+    /// Logins with no authentication asked.
+    pub(crate) unauthenticated: AtomicU64,
+    /// Requests answered with `kXR_error`, `kXR_redirect`, `kXR_wait`.
+    answers: [AtomicU64; 3],
+    /// Bytes read from and written to all links.
+    pub(crate) bytes_in: AtomicU64,
+    /// See `bytes_in`; shared with each link's writer task.
+    pub(crate) bytes_out: Arc<AtomicU64>,
     peak_links: AtomicU64,
     pub(crate) shutdown: watch::Sender<bool>,
     pub(crate) local_addr: SocketAddr,
@@ -57,6 +70,17 @@ impl Monitor {
         (id, scope)
     }
 
+    /// Counts a request's answer by its kind.
+    pub(crate) fn answered(&self, outcome: &Outcome) {
+        let i = match outcome {
+            Outcome::Error(_) => 0,
+            Outcome::Redirect => 1,
+            Outcome::Wait => 2,
+            Outcome::Ok | Outcome::Gone => return,
+        };
+        self.answers[i].fetch_add(1, Ordering::Relaxed);
+    }
+
     pub(crate) fn close_link(&self, id: u64) {
         self.links.lock().unwrap().remove(&id);
     }
@@ -66,7 +90,7 @@ impl Monitor {
     }
 
     pub(crate) fn snapshot(&self) -> ServerStats {
-        let links = self
+        let links: Vec<LinkStats> = self
             .links
             .lock()
             .unwrap()
@@ -77,10 +101,30 @@ impl Monitor {
             })
             .collect();
         ServerStats {
-            in_flight: self.stats.snapshot(),
             links,
+            ..self.totals()
+        }
+    }
+
+    /// [`Monitor::snapshot`] without the links' own gauges (`links`
+    /// empty): what a summary document needs, without a snapshot of each
+    /// link's gauges every interval (1,000 of them under load).
+    pub(crate) fn totals(&self) -> ServerStats {
+        let open_links = self.links.lock().unwrap().len() as u64;
+        ServerStats {
+            in_flight: self.stats.snapshot(),
+            links: Vec::new(),
+            open_links,
             connections: self.connections.load(Ordering::Relaxed),
             logins: self.logins.load(Ordering::Relaxed),
+            authenticated: self.authenticated.load(Ordering::Relaxed),
+            auth_failures: self.auth_failures.load(Ordering::Relaxed),
+            unauthenticated: self.unauthenticated.load(Ordering::Relaxed),
+            errors: self.answers[0].load(Ordering::Relaxed),
+            redirects: self.answers[1].load(Ordering::Relaxed),
+            waits: self.answers[2].load(Ordering::Relaxed),
+            bytes_in: self.bytes_in.load(Ordering::Relaxed),
+            bytes_out: self.bytes_out.load(Ordering::Relaxed),
             peak_links: self.peak_links.load(Ordering::Relaxed),
         }
     }
@@ -131,6 +175,12 @@ impl<F: FileSystem> Shared<F> {
             links: Mutex::new(BTreeMap::new()),
             connections: AtomicU64::new(0),
             logins: AtomicU64::new(0),
+            authenticated: AtomicU64::new(0),
+            auth_failures: AtomicU64::new(0),
+            unauthenticated: AtomicU64::new(0),
+            answers: Default::default(),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: Arc::new(AtomicU64::new(0)),
             peak_links: AtomicU64::new(0),
             shutdown: watch::Sender::new(false),
             local_addr,

@@ -47,6 +47,17 @@ impl Cluster {
     /// when xrootd is missing outside CI. Panics if it does not assemble
     /// within 60 s, with the logs.
     pub fn start(servers: usize, fill: impl Fn(usize, &Path)) -> Option<Cluster> {
+        Cluster::start_with(servers, &[], fill)
+    }
+
+    /// As [`Cluster::start`], with `manager` lines in the manager's part of
+    /// the config (both its `xrootd` and its `cmsd` read them), such as an
+    /// `xrootd.monitor` directive.
+    pub fn start_with(
+        servers: usize,
+        manager: &[&str],
+        fill: impl Fn(usize, &Path),
+    ) -> Option<Cluster> {
         if !xrootd_available() {
             return None;
         }
@@ -68,7 +79,7 @@ impl Cluster {
             std::fs::create_dir_all(root.join(d)).unwrap();
         }
         let cfg = root.join("cluster.cfg");
-        std::fs::write(&cfg, config(root, port, cms_port, &servers)).unwrap();
+        std::fs::write(&cfg, config(root, port, cms_port, &servers, manager)).unwrap();
 
         let mut cluster = Cluster {
             port,
@@ -227,7 +238,13 @@ impl Cluster {
 
 /// One config for every instance, selected by `-n` (as the reference
 /// recipe `cluster.cfg` does).
-fn config(root: &Path, port: u16, cms_port: u16, servers: &[DataServer]) -> String {
+fn config(
+    root: &Path,
+    port: u16,
+    cms_port: u16,
+    servers: &[DataServer],
+    manager: &[&str],
+) -> String {
     let run = root.join("run");
     let mut cfg = format!(
         "all.export /\n\
@@ -244,6 +261,9 @@ fn config(root: &Path, port: u16, cms_port: u16, servers: &[DataServer]) -> Stri
          \x20  xrd.port {cms_port} if exec cmsd\n",
         run = run.display()
     );
+    for line in manager {
+        cfg.push_str(&format!("\x20  {line}\n"));
+    }
     for (i, s) in servers.iter().enumerate() {
         cfg.push_str(&format!(
             "else if named ds{n}\n\

@@ -101,3 +101,25 @@ impl Drop for Daemon {
         let _ = self.child.wait();
     }
 }
+
+/// What `GET /metrics` at `addr` (a daemon's `--metrics`) answers: the
+/// body parsed into `series → value` (`name{labels}` as written), after
+/// checking the status line and the OpenMetrics `# EOF`. Panics on
+/// anything else.
+pub fn scrape(addr: std::net::SocketAddr) -> std::collections::BTreeMap<String, f64> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(addr).unwrap();
+    write!(s, "GET /metrics HTTP/1.1\r\nHost: test\r\n\r\n").unwrap();
+    let mut text = String::new();
+    s.read_to_string(&mut text).unwrap();
+    let (head, body) = text.split_once("\r\n\r\n").expect("an HTTP answer");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(body.ends_with("# EOF\n"), "an OpenMetrics text ends so");
+    body.lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let (series, value) = l.rsplit_once(' ').unwrap();
+            (series.to_string(), value.parse().unwrap())
+        })
+        .collect()
+}

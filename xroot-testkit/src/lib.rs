@@ -19,6 +19,7 @@
 //!   keytabs made by `xrdsssadmin` ([`sss`]).
 //! - The golden vectors of `tests/vectors`, loaded, split and paired
 //!   ([`vectors`], with the [`request!`] and [`response!`] macros).
+//! - A UDP collector for the monitoring streams ([`collector`]).
 //! - Running programs and reading what they printed ([`tools`]), uproot
 //!   ([`uproot`]), the benches' files and figures ([`bench`](mod@bench)) and the
 //!   recorded NanoAOD trace ([`trace`](mod@trace)).
@@ -33,6 +34,7 @@
 
 pub mod bench;
 pub mod cluster;
+pub mod collector;
 pub mod corrupt_proxy;
 pub mod cut_proxy;
 pub mod delay_proxy;

@@ -361,8 +361,8 @@ fn origin_host(url: &str) -> String {
 
 /// The g-stream record of a file whose last handle closed now
 /// ([`CacheFileClose`], the stock XCache's `file_close`). `access_cnt`
-/// counts the opens of this access only, where the stock counts every
-/// access the file's `.cinfo` recorded (1, 2, 3 for three accesses in a
+/// is every access the file's sidecar recorded, this one included, as the
+/// stock counts those of its `.cinfo` (1, 2, 3 for three accesses in a
 /// row).
 fn file_close(path: &str, a: &FileAccess, remote: &str, block_size: u64) -> CacheFileClose {
     let unix = |t: std::time::SystemTime| {
@@ -375,7 +375,7 @@ fn file_close(path: &str, a: &FileAccess, remote: &str, block_size: u64) -> Cach
         blk_size: block_size,
         n_blks: a.blocks,
         n_blks_done: a.blocks_cached,
-        access_cnt: a.opens,
+        access_cnt: a.accesses,
         attach_t: unix(a.attached),
         detach_t: unix(std::time::SystemTime::now()),
         // the stock names the origins this access read from: none when

@@ -771,6 +771,15 @@ impl Entry {
         extra.len() as u64
     }
 
+    /// Records one more access of the file (an attach: its first open while
+    /// no other is open), persisted at the next flush; returns the accesses
+    /// recorded, this one included (the stock XCache's `access_cnt`).
+    pub fn count_access(&self) -> u64 {
+        let mut state = lock(&self.state);
+        state.dirty = true;
+        u64::from(state.sidecar.count_access())
+    }
+
     /// Marks the entry accessed now (for purge's least-recently-used order;
     /// persisted at the next flush).
     pub fn touch(&self) {

@@ -16,7 +16,7 @@
 //! | 48 | 8 | checked: when the origin last confirmed the validators, nanoseconds since the Unix epoch (i64; 0: never) |
 //! | 56 | 8 | the origin's stat id when checked (i64) |
 //! | 64 | 4 | the origin's stat flags when checked (u32, `kXR_isDir` etc.) |
-//! | 68 | 4 | zero |
+//! | 68 | 4 | accesses recorded (u32): one per attach, a first open while no other is open (the stock XCache's `.cinfo` access count); sidecars written before it have 0 |
 //! | 72 | 8 × ⌈blocks / 64⌉ | block bitmap: u64 words; block `i` is bit `i % 64` of word `i / 64`; bits past the last block are zero |
 //! | … | 4 × ⌈size / 4096⌉ | crc32c of each page (u32); the last page may be short; meaningful only where the page's block bit is set |
 //! | end − 4 | 4 | trailer: crc32c (u32) of every byte before it |
@@ -55,6 +55,7 @@ pub(crate) struct Sidecar {
     /// Nanoseconds since the Unix epoch.
     atime_ns: i64,
     checked: Checked,
+    accesses: u32,
     bits: Vec<u64>,
     crcs: Vec<u32>,
 }
@@ -128,6 +129,7 @@ impl Sidecar {
             block_size,
             atime_ns,
             checked: Checked::default(),
+            accesses: 0,
             bits: zeroed(layout.words)?,
             crcs: zeroed(layout.pages)?,
         })
@@ -196,9 +198,6 @@ impl Sidecar {
         if stored != validators {
             return Err("validators differ");
         }
-        if u32_at(68) != 0 {
-            return Err("reserved field set");
-        }
         let (bitmap, crcs) = rest.split_at(8 * layout.words);
         let bits: Vec<u64> = bitmap
             .chunks_exact(8)
@@ -217,6 +216,7 @@ impl Sidecar {
                 id: u64_at(56) as i64,
                 flags: u32_at(64),
             },
+            accesses: u32_at(68),
             bits,
             crcs: crcs
                 .chunks_exact(4)
@@ -238,7 +238,7 @@ impl Sidecar {
         out.extend_from_slice(&self.checked.at_ns.to_le_bytes());
         out.extend_from_slice(&self.checked.id.to_le_bytes());
         out.extend_from_slice(&self.checked.flags.to_le_bytes());
-        out.extend_from_slice(&0u32.to_le_bytes());
+        out.extend_from_slice(&self.accesses.to_le_bytes());
         self.bits
             .iter()
             .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
@@ -252,6 +252,12 @@ impl Sidecar {
 
     pub(crate) fn set_atime(&mut self, atime_ns: i64) {
         self.atime_ns = atime_ns;
+    }
+
+    /// Records one more access; the count, this one included.
+    pub(crate) fn count_access(&mut self) -> u32 {
+        self.accesses = self.accesses.saturating_add(1);
+        self.accesses
     }
 
     pub(crate) fn validators(&self) -> Validators {
@@ -563,6 +569,7 @@ mod tests {
             flags: 0x10,
         };
         s.set_checked(checked);
+        assert_eq!((s.count_access(), s.count_access()), (1, 2));
         let bytes = s.encode();
         let layout = Layout::new(v(10_000), 4096).unwrap();
         assert_eq!(bytes.len(), layout.encoded_len());
@@ -573,6 +580,7 @@ mod tests {
         assert_eq!(back.atime_ns, 42);
         assert_eq!(back.checked(), checked);
         assert_eq!(back.cached_bytes(), 10_000 - 2 * 4096);
+        assert_eq!(back.clone().count_access(), 3, "the count is kept");
     }
 
     #[test]

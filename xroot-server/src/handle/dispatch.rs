@@ -33,6 +33,7 @@ use super::{fattr, file_requests as io, namespace, query, readv, scope_check as 
 use crate::admit::order::{Access, Ticket};
 use crate::fs::{FileSystem, FsError};
 use crate::net::writer::Closed;
+use crate::observe::monitor::RedirectRecord;
 use crate::observe::Outcome;
 
 /// Runs one request to its last frame, once it has its turn on every file
@@ -43,11 +44,81 @@ pub(crate) async fn run<F: FileSystem>(mut ctx: Ctx<F>, request: Request) {
         Some(_) => path_of(&request),
         None => None,
     };
-    let outcome = run_request(&mut ctx, request).await;
+    let watch = match ctx.config().monitor {
+        Some(_) => Watch::of(&request),
+        None => None,
+    };
+    let outcome = run_request(&mut ctx, request, watch.as_ref()).await;
     ctx.record(kind, path.as_deref(), outcome);
 }
 
-async fn run_request<F: FileSystem>(ctx: &mut Ctx<F>, request: Request) -> Outcome {
+/// What the monitor is told when a request is redirected: the redirect
+/// stream's operation and the path the request named (without its CGI).
+struct Watch {
+    op: u8,
+    path: String,
+}
+
+impl Watch {
+    /// The operation of a request a redirector may redirect, as the stock
+    /// names it (`XROOTD_MON_*`; an open with `kXR_new` creates, one with
+    /// `kXR_delete` alone writes, as the stock 5.5.3's records say); `None`
+    /// for the others.
+    fn of(request: &Request) -> Option<Watch> {
+        use xroot_proto::monitor::redir::op;
+        let op = match request {
+            Request::Open(r) => {
+                let mode = super::kit::open_mode(r.options, r.mode.0);
+                if mode.create_new {
+                    op::OPENC
+                } else if mode.write || mode.append || mode.truncate {
+                    op::OPENW
+                } else {
+                    op::OPENR
+                }
+            }
+            Request::Stat(_) => op::STAT,
+            Request::Dirlist(_) => op::OPENDIR,
+            Request::Mkdir(_) => op::MKDIR,
+            Request::Rm(_) => op::RM,
+            Request::Rmdir(_) => op::RMDIR,
+            Request::Mv(_) => op::MV,
+            Request::Chmod(_) => op::CHMOD,
+            Request::Truncate(_) => op::TRUNC,
+            Request::Locate(_) => op::LOCATE,
+            _ => return None,
+        };
+        Some(Watch {
+            op,
+            path: path_of(request)?,
+        })
+    }
+}
+
+/// The answer to a backend error; a redirect of a watched request is told
+/// to the server's monitor first ([`MonitorObserver::redirect`]).
+///
+/// [`MonitorObserver::redirect`]: crate::observe::monitor::MonitorObserver::redirect
+fn error_answer<F: FileSystem>(ctx: &Ctx<F>, watch: Option<&Watch>, e: FsError) -> Response {
+    if let (Some(w), FsError::Redirect { host, port, .. }, Some(m)) =
+        (watch, &e, &ctx.config().monitor)
+    {
+        m.redirect(&RedirectRecord {
+            user_id: ctx.session.monitor().map_or(0, |s| s.user_id),
+            op: w.op,
+            host,
+            port: *port,
+            path: &w.path,
+        });
+    }
+    fs_response(e)
+}
+
+async fn run_request<F: FileSystem>(
+    ctx: &mut Ctx<F>,
+    request: Request,
+    watch: Option<&Watch>,
+) -> Outcome {
     if !ctx.tickets.iter().all(Ticket::is_ready) {
         ctx.payload.release_server();
     }
@@ -64,11 +135,11 @@ async fn run_request<F: FileSystem>(ctx: &mut Ctx<F>, request: Request) -> Outco
         Request::Readv(r) => readv::readv(ctx, r).await,
         Request::PgReadv(r) => readv::pgreadv(ctx, r).await,
         Request::Dirlist(r) => namespace::dirlist(ctx, r).await,
-        other => return single(ctx, other).await,
+        other => return single(ctx, other, watch).await,
     };
     match streamed {
         Ok(()) => Outcome::Ok,
-        Err(Fail::Fs(e)) => send_final(ctx, &fs_response(e)).await,
+        Err(Fail::Fs(e)) => send_final(ctx, &error_answer(ctx, watch, e)).await,
         Err(Fail::Gone) => Outcome::Gone,
     }
 }
@@ -108,7 +179,7 @@ pub(crate) fn path_of(request: &Request) -> Option<String> {
 
 /// Runs a request answered with one frame, deferring the answer with
 /// `kXR_waitresp` when the handler is slow; its outcome.
-async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) -> Outcome {
+async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request, watch: Option<&Watch>) -> Outcome {
     let after = match &request {
         Request::Sync(r)
             if ctx
@@ -122,7 +193,7 @@ async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) -> Outcome {
     let answer = answer(ctx, request);
     tokio::pin!(answer);
     let now = tokio::time::timeout(after, &mut answer).await;
-    let to_frame = |r: Result<Response, FsError>| r.unwrap_or_else(fs_response);
+    let to_frame = |r: Result<Response, FsError>| r.unwrap_or_else(|e| error_answer(ctx, watch, e));
     match now {
         Ok(r) => send_final(ctx, &to_frame(r)).await,
         Err(_) => {

@@ -201,9 +201,11 @@ impl<F: FileSystem> Ctx<F> {
         self.readv_limit.take().await
     }
 
-    /// Tells the server's observer, if any, that this request of `kind`
-    /// on `path` ended with `outcome`.
+    /// Counts the request's answer in the server's statistics and tells
+    /// the server's observer, if any, that this request of `kind` on
+    /// `path` ended with `outcome`.
     pub(crate) fn record(&self, kind: RequestId, path: Option<&str>, outcome: Outcome) {
+        self.shared.monitor.answered(&outcome);
         let Some(observer) = &self.config().observer else {
             return;
         };

@@ -50,7 +50,7 @@ pub(crate) async fn query<F: FileSystem>(ctx: &Ctx<F>, r: Query) -> Result<Respo
                 Err(FsError::Error { code, .. }) if code == ErrorCode::UNSUPPORTED => {
                     let m = &ctx.shared.monitor;
                     let version = &ctx.config().version;
-                    report::report(what, &m.snapshot(), version, m.local_addr, m.started)
+                    report::report(what, &m.totals(), version, m.local_addr, m.started)
                 }
                 other => other?,
             };

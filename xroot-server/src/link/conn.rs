@@ -180,7 +180,7 @@ pub(crate) async fn run_link<F: FileSystem>(
     local: SocketAddr,
 ) {
     let (mut rd, wr) = stream.into_split();
-    let (link, writer) = LinkWriter::spawn(wr);
+    let (link, writer) = LinkWriter::spawn(wr, shared.monitor.bytes_out.clone());
     let (link_id, stats) = shared.monitor.open_link(peer);
     let cfg = &shared.config;
     let mut decoder = RequestDecoder::new()
@@ -264,9 +264,10 @@ pub(crate) async fn run_link<F: FileSystem>(
             }
             Some(_) = conn.tasks.join_next(), if !conn.tasks.is_empty() => {}
             read = rd.read_buf(&mut buf) => {
-                if !matches!(read, Ok(n) if n > 0) {
+                let Ok(n @ 1..) = read else {
                     break false;
-                }
+                };
+                shared.monitor.bytes_in.fetch_add(n as u64, Ordering::Relaxed);
                 let before = conn.frames;
                 if conn.process(&mut decoder, &mut buf, &mut skip).await.is_break() {
                     break false;

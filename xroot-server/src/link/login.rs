@@ -171,6 +171,10 @@ impl<F: FileSystem> Conn<F> {
         });
         self.reply(frame.header.streamid, body).await?;
         if token.is_none() {
+            self.shared
+                .monitor
+                .unauthenticated
+                .fetch_add(1, Ordering::Relaxed);
             self.monitor_login(&session);
         }
         match token {
@@ -203,6 +207,10 @@ impl<F: FileSystem> Conn<F> {
             AuthOutcome::Accepted(id) => {
                 tracing::debug!(peer = %self.peer, ?id, "authenticated");
                 session.authenticated_as(id);
+                self.shared
+                    .monitor
+                    .authenticated
+                    .fetch_add(1, Ordering::Relaxed);
                 self.monitor_login(&session);
                 self.phase = Phase::LoggedIn {
                     session,
@@ -213,6 +221,10 @@ impl<F: FileSystem> Conn<F> {
             }
             AuthOutcome::More(parms) => self.reply(sid, Response::AuthMore(parms)).await,
             AuthOutcome::Refused(why) => {
+                self.shared
+                    .monitor
+                    .auth_failures
+                    .fetch_add(1, Ordering::Relaxed);
                 if let Some(skipped) = self.shared.refusals.admit(std::time::Instant::now()) {
                     tracing::info!(
                         peer = %self.peer,

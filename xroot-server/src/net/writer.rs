@@ -21,7 +21,7 @@
 use bytes::{Bytes, BytesMut};
 use std::io::IoSlice;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt;
@@ -70,13 +70,14 @@ pub(crate) struct LinkWriter {
 }
 
 impl LinkWriter {
-    /// Starts the writer task on `w`.
-    pub(crate) fn spawn(w: LinkWrite) -> (LinkWriter, JoinHandle<()>) {
+    /// Starts the writer task on `w`; it adds the bytes it writes to
+    /// `written`.
+    pub(crate) fn spawn(w: LinkWrite, written: Arc<AtomicU64>) -> (LinkWriter, JoinHandle<()>) {
         let (tx, rx) = mpsc::channel(QUEUE);
         let plain = Arc::new(AtomicBool::new(is_plain(&w)));
         let flag = plain.clone();
         let task = tokio::spawn(async move {
-            if let Err(e) = write_loop(rx, w, flag).await {
+            if let Err(e) = write_loop(rx, w, flag, &written).await {
                 tracing::debug!("link write failed: {e}");
             }
         });
@@ -212,6 +213,7 @@ async fn write_loop(
     mut rx: mpsc::Receiver<Command>,
     mut w: LinkWrite,
     plain: Arc<AtomicBool>,
+    written: &AtomicU64,
 ) -> std::io::Result<()> {
     let mut batch = Batch::default();
     while let Some(first) = rx.recv().await {
@@ -220,11 +222,11 @@ async fn write_loop(
             match command {
                 Command::Write(m) => {
                     if batch.push(m) {
-                        batch.write(&mut w).await?;
+                        batch.write(&mut w, written).await?;
                     }
                 }
                 Command::Swap(handover) => {
-                    batch.write(&mut w).await?;
+                    batch.write(&mut w, written).await?;
                     w.flush().await?;
                     let (tx, rx) = oneshot::channel();
                     if handover.send((w, tx)).is_err() {
@@ -241,7 +243,7 @@ async fn write_loop(
             }
             next = rx.try_recv().ok();
         }
-        batch.write(&mut w).await?;
+        batch.write(&mut w, written).await?;
         w.flush().await?;
     }
     w.shutdown().await
@@ -299,8 +301,15 @@ impl Batch {
     /// and its data in one system call, several small frames in one), then
     /// drops the messages, returning their budget shares. File regions go
     /// out with `sendfile(2)` on a plain link and are read first on a TLS
-    /// or in-process one.
-    async fn write(&mut self, w: &mut LinkWrite) -> std::io::Result<()> {
+    /// or in-process one. Adds the bytes to `written` once they are.
+    async fn write(&mut self, w: &mut LinkWrite, written: &AtomicU64) -> std::io::Result<()> {
+        let bytes = self.bytes as u64;
+        self.write_parts(w).await?;
+        written.fetch_add(bytes, Ordering::Relaxed);
+        Ok(())
+    }
+
+    async fn write_parts(&mut self, w: &mut LinkWrite) -> std::io::Result<()> {
         let files = self.messages.iter().flat_map(|m| &m.parts);
         if files.clone().any(|p| matches!(p, Part::File(_))) {
             match w {
@@ -382,7 +391,8 @@ mod tests {
         let (a, b) = tokio::join!(listener.accept(), tokio::net::TcpStream::connect(addr));
         let (mut b, a) = (b.unwrap(), a.unwrap().0);
         let (_rd, wr) = xroot_sec::tls::stream::Stream::Plain(a).into_split();
-        let (link, task) = LinkWriter::spawn(wr);
+        let written = Arc::new(AtomicU64::new(0));
+        let (link, task) = LinkWriter::spawn(wr, written.clone());
         let sid = StreamId::from_u16(7);
         link.send_data(sid, Status::OKSOFAR, Bytes::from_static(b"abc"), None)
             .await
@@ -398,5 +408,6 @@ mod tests {
             got,
             b"\0\x07\x0f\xa0\0\0\0\x03abc\0\x07\0\0\0\0\0\x01d".to_vec()
         );
+        assert_eq!(written.load(Ordering::Relaxed), got.len() as u64);
     }
 }

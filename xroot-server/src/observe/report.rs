@@ -45,7 +45,7 @@ pub(crate) fn report(
     let wants = |letter: char| all || what.contains(letter);
     let mut body = String::new();
     let (host, port) = (addr.ip(), addr.port());
-    let links = stats.links.len();
+    let links = stats.open_links;
     if wants('i') {
         let _ = write!(
             body,
@@ -134,7 +134,7 @@ pub fn summary(
     let total =
         |ids: &[RequestId]| -> u64 { ids.iter().map(|id| stats.in_flight.kind(*id).total).sum() };
     let section = |id: &'static str| E::new("stats").attr("id", id);
-    let links = stats.links.len();
+    let links = stats.open_links;
     let (utime, stime) = cpu_times();
     let split = |us: u64| {
         E::new("")
@@ -195,8 +195,8 @@ pub fn summary(
                 .leaf("num", links)
                 .leaf("maxn", stats.peak_links)
                 .leaf("tot", stats.connections)
-                .leaf("in", 0)
-                .leaf("out", 0)
+                .leaf("in", stats.bytes_in)
+                .leaf("out", stats.bytes_out)
                 .leaf("ctime", 0)
                 .leaf("tmo", 0)
                 .leaf("stall", 0)
@@ -214,15 +214,15 @@ pub fn summary(
                 .child(ops)
                 .child(zeros("sig", &["ok", "bad", "ign"]))
                 .child(zeros("aio", &["num", "max", "rej"]))
-                .leaf("err", 0)
-                .leaf("rdr", 0)
-                .leaf("dly", 0)
+                .leaf("err", stats.errors)
+                .leaf("rdr", stats.redirects)
+                .leaf("dly", stats.waits)
                 .child(
                     E::new("lgn")
                         .leaf("num", stats.logins)
-                        .leaf("af", 0)
-                        .leaf("au", 0)
-                        .leaf("ua", stats.logins),
+                        .leaf("af", stats.auth_failures)
+                        .leaf("au", stats.authenticated)
+                        .leaf("ua", stats.unauthenticated),
                 ),
         )
         .child(
@@ -293,11 +293,8 @@ mod tests {
     #[test]
     fn letters_pick_sections() {
         let stats = ServerStats {
-            in_flight: Default::default(),
-            links: Vec::new(),
             connections: 3,
-            logins: 0,
-            peak_links: 0,
+            ..ServerStats::default()
         };
         let addr = "127.0.0.1:1094".parse().unwrap();
         let r = report("l", &stats, "v<1>", addr, UNIX_EPOCH);
@@ -314,11 +311,18 @@ mod tests {
     fn summary_has_the_stock_sections_in_order() {
         use xroot_proto::monitor::summary::Element;
         let stats = ServerStats {
-            in_flight: Default::default(),
-            links: Vec::new(),
             connections: 6,
             logins: 5,
+            authenticated: 3,
+            auth_failures: 1,
+            unauthenticated: 2,
+            errors: 7,
+            redirects: 8,
+            waits: 9,
+            bytes_in: 1000,
+            bytes_out: 2000,
             peak_links: 2,
+            ..ServerStats::default()
         };
         let info = SummaryInfo {
             host: "vm".into(),
@@ -343,9 +347,21 @@ mod tests {
             (Some(6), Some(2))
         );
         assert_eq!(
-            e.section("xrootd").unwrap().number(&["lgn", "num"]),
-            Some(5)
+            (link.number(&["in"]), link.number(&["out"])),
+            (Some(1000), Some(2000))
         );
+        let x = e.section("xrootd").unwrap();
+        let n = |path: &[&str]| x.number(path).unwrap();
+        assert_eq!(
+            [
+                n(&["lgn", "num"]),
+                n(&["lgn", "au"]),
+                n(&["lgn", "af"]),
+                n(&["lgn", "ua"])
+            ],
+            [5, 3, 1, 2]
+        );
+        assert_eq!([n(&["err"]), n(&["rdr"]), n(&["dly"])], [7, 8, 9]);
         assert_eq!(e.section("cache").unwrap().number(&["files"]), Some(3));
     }
 }

@@ -55,16 +55,36 @@ pub struct LinkStats {
 }
 
 /// A snapshot of a server's activity.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct ServerStats {
     /// Every request of every link.
     pub in_flight: InFlightStats,
-    /// The links open now, in the order they connected.
+    /// The links open now, in the order they connected (empty in the
+    /// snapshot a summary document is made from, which needs their count
+    /// only: [`ServerStats::open_links`]).
     pub links: Vec<LinkStats>,
+    /// How many links are open now.
+    pub open_links: u64,
     /// Connections accepted since the server started.
     pub connections: u64,
     /// Sessions logged in since the server started.
     pub logins: u64,
+    /// Logins that then authenticated.
+    pub authenticated: u64,
+    /// Credentials refused (`kXR_auth` answered `kXR_AuthFailed`).
+    pub auth_failures: u64,
+    /// Logins the server asked no authentication of.
+    pub unauthenticated: u64,
+    /// Requests answered with `kXR_error`.
+    pub errors: u64,
+    /// Requests answered with `kXR_redirect`.
+    pub redirects: u64,
+    /// Requests answered with `kXR_wait`.
+    pub waits: u64,
+    /// Bytes read from all links, TLS records included, since the start.
+    pub bytes_in: u64,
+    /// Bytes written to all links, as [`ServerStats::bytes_in`].
+    pub bytes_out: u64,
     /// The most links open at once.
     pub peak_links: u64,
 }

@@ -1,9 +1,9 @@
 //! The XRootD monitoring streams over UDP, as the stock server sends them:
 //! [`UdpMonitor`] turns the typed stream ([`crate::observe::monitor`]) into
 //! the detailed stream of `xrootd.monitor all flush SECS fstat SECS lfn ops
-//! xfr N ident SECS dest fstat info user files io HOST:PORT` (the server's
-//! identification `=`, user `u` and path `d` maps, each session's trace
-//! `t`, the file stream `f`), and [`SummaryReporter`] sends a summary
+//! xfr N ident SECS dest fstat info user files io redir HOST:PORT` (the
+//! server's identification `=`, user `u` and path `d` maps, each session's
+//! trace `t`, the file stream `f`, a redirector's redirects `r`), and [`SummaryReporter`] sends a summary
 //! document (`xrd.report DEST every SECS all`) each interval. Layouts and
 //! the stock's behaviour: PROTOCOL.md §17; codecs:
 //! [`xroot_proto::monitor`].
@@ -15,7 +15,7 @@
 //! (a collector that is down, an ICMP error) is counted and forgotten:
 //! both show in [`MonitorCounts`]. Buffers are bounded: one trace buffer
 //! per monitored session (`trace_buffer` bytes at most), one file-stream
-//! buffer, the queue.
+//! buffer, one redirect buffer, the queue.
 //!
 //! A destination that does not resolve is an error of
 //! [`UdpMonitor::start`] (and [`SummaryReporter::start`]) naming it.
@@ -32,10 +32,12 @@ use xroot_proto::monitor::fstat::{FileOps, FileRecord, FileSsq, FileTod, FileXfr
 use xroot_proto::monitor::gstream::GSTREAM_HEADER_LEN;
 use xroot_proto::monitor::header::{code, MonHeader};
 use xroot_proto::monitor::map::encode_map;
+use xroot_proto::monitor::redir::{RedirEntry, RedirPacket};
 use xroot_proto::monitor::trace::{shift_total, TraceEntry, ENTRY_LEN};
 
 use crate::observe::monitor::{
-    FileCounters, FileStats, LoginRecord, MonitorObserver, SessionEvent, SessionObserver,
+    FileCounters, FileStats, LoginRecord, MonitorObserver, RedirectRecord, SessionEvent,
+    SessionObserver,
 };
 
 /// Why monitoring could not start.
@@ -97,6 +99,10 @@ pub struct UdpMonitorConfig {
     pub trace_buffer: usize,
     /// Bytes of the file-stream buffer (`fbsz`, 65,472).
     pub fstat_buffer: usize,
+    /// Bytes of the redirect stream's buffer (`rbuff`, 32,768; 1,024 to
+    /// 65,535): a redirector's `r` packets are sent when it is full and
+    /// every `fstat` interval.
+    pub redir_buffer: usize,
     /// User maps carry the authenticated identity (`auth`): `&p=PROT&n=NAME
     /// &h=HOST&o=&r=&g=GROUP&m=` before the login's detail.
     pub auth: bool,
@@ -132,6 +138,7 @@ impl UdpMonitorConfig {
             window: Duration::from_secs(60),
             trace_buffer: 16384,
             fstat_buffer: 65472,
+            redir_buffer: 32768,
             gstream_buffer: 32768,
             auth: false,
             queue: 1024,
@@ -295,6 +302,31 @@ struct Inner {
     fstat: Mutex<Fstat>,
     /// Files open now, for `xfr` records.
     open: Mutex<HashMap<u32, Weak<FileCounters>>>,
+    /// The redirect stream's buffer.
+    redir: Mutex<Redir>,
+}
+
+/// The redirect stream's buffer: its time marks and redirects, in order,
+/// and their bytes on the wire.
+struct Redir {
+    entries: Vec<Redirected>,
+    wire: usize,
+    /// The window of the last time mark.
+    window: u32,
+    /// Bytes of entries a packet holds.
+    cap: usize,
+}
+
+/// An entry of [`Redir`]: a time mark (the window's start) or a redirect.
+enum Redirected {
+    Mark(u32),
+    Redirect {
+        op: u8,
+        port: u16,
+        user: u32,
+        host: Box<[u8]>,
+        path: Box<[u8]>,
+    },
 }
 
 impl std::fmt::Debug for UdpMonitor {
@@ -320,6 +352,8 @@ impl UdpMonitor {
         let queue = Queue::start(dests, cfg.queue)?;
         let sid = server_id(&cfg.site, &cfg.host, cfg.port, &cfg.instance, &cfg.program);
         let stod = now();
+        // the header, the sid and the closing time mark are not entries
+        let redir_cap = cfg.redir_buffer.clamp(1024, 65535) - MonHeader::LEN - 16;
         let inner = Arc::new(Inner {
             sid: AtomicU64::new(sid),
             port: AtomicU16::new(cfg.port),
@@ -337,6 +371,12 @@ impl UdpMonitor {
             stod,
             queue,
             open: Mutex::new(HashMap::new()),
+            redir: Mutex::new(Redir {
+                entries: Vec::new(),
+                wire: 0,
+                window: 0,
+                cap: redir_cap,
+            }),
         });
         if inner.cfg.port != 0 {
             inner.announced.store(true, Ordering::Relaxed);
@@ -356,6 +396,7 @@ impl UdpMonitor {
     /// shutting down).
     pub fn flush(&self) {
         self.inner.flush_fstat();
+        self.inner.flush_redirects();
         self.inner.flush_gstreams();
     }
 
@@ -498,6 +539,7 @@ async fn timer(inner: Weak<Inner>) {
                 }
             }
             i.flush_fstat();
+            i.flush_redirects();
             i.flush_gstreams();
         }
         if t >= next_ident && !ident.is_zero() {
@@ -578,6 +620,89 @@ impl Inner {
             if xfr {
                 f.xfr = f.xfr.saturating_add(1);
             }
+        }
+    }
+
+    /// Appends a redirect to the redirect stream's buffer, after a time
+    /// mark when it starts the buffer or a new window, sending the buffer
+    /// first when it would not fit (`XrdXrootdMonitor::Redirect`). A host
+    /// is cut to 256 bytes and a path to 1,024, as the stock cuts them.
+    fn redirect(&self, r: &RedirectRecord<'_>) {
+        let host = &r.host.as_bytes()[..r.host.len().min(256)];
+        let path = &r.path.as_bytes()[..r.path.len().min(1024)];
+        let len = 8 + (host.len() + 1 + path.len() + 1).div_ceil(8) * 8;
+        let w = self.window();
+        let mut b = self.redir.lock().unwrap_or_else(PoisonError::into_inner);
+        if b.wire + 8 + len > b.cap {
+            self.send_redirects(&mut b);
+        }
+        if b.entries.is_empty() || b.window != w {
+            b.entries.push(Redirected::Mark(w));
+            b.window = w;
+            b.wire += 8;
+        }
+        b.entries.push(Redirected::Redirect {
+            op: r.op,
+            port: r.port,
+            user: r.user_id,
+            host: host.into(),
+            path: path.into(),
+        });
+        b.wire += len;
+    }
+
+    fn flush_redirects(&self) {
+        let mut b = self.redir.lock().unwrap_or_else(PoisonError::into_inner);
+        self.send_redirects(&mut b);
+    }
+
+    /// Sends the redirect buffer, if it holds any, closed by a time mark
+    /// at its last window's end (`XrdXrootdMonitor::Flush` of a redirect
+    /// buffer): `r` packets are sequenced with the maps and traces.
+    fn send_redirects(&self, b: &mut Redir) {
+        if b.entries.is_empty() {
+            return;
+        }
+        let window = self.cfg.window.as_secs().clamp(1, 0x00ff_ffff) as u32;
+        let mut entries: Vec<RedirEntry<'_>> = b
+            .entries
+            .iter()
+            .map(|e| match e {
+                Redirected::Mark(time) => RedirEntry::Time {
+                    window,
+                    time: *time,
+                },
+                Redirected::Redirect {
+                    op,
+                    port,
+                    user,
+                    host,
+                    path,
+                } => RedirEntry::Redirect {
+                    op: *op,
+                    local: false,
+                    port: *port,
+                    user: *user,
+                    host,
+                    path,
+                },
+            })
+            .collect();
+        entries.push(RedirEntry::Time {
+            window,
+            time: b.window.wrapping_add(window),
+        });
+        let packet = RedirPacket {
+            header: self.header(code::REDIRECT),
+            sid: self.sid(),
+            entries,
+        };
+        let mut out = Vec::with_capacity(MonHeader::LEN + 8 + b.wire + 8);
+        let sent = packet.encode(&mut out);
+        b.entries.clear();
+        b.wire = 0;
+        if sent.is_ok() {
+            self.queue.push(out, true);
         }
     }
 
@@ -704,6 +829,11 @@ impl MonitorObserver for UdpMonitor {
         if !i.announced.swap(true, Ordering::Relaxed) || changed {
             i.ident();
         }
+    }
+
+    /// Buffers the redirect for the redirect stream (`r`).
+    fn redirect(&self, redirect: &RedirectRecord<'_>) {
+        self.inner.redirect(redirect);
     }
 
     fn login(&self, login: &LoginRecord<'_>) -> Arc<dyn SessionObserver> {
