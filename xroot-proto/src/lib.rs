@@ -97,6 +97,7 @@ pub mod page;
 pub mod pool;
 pub mod request;
 pub mod response;
+pub mod tpc;
 pub mod url;
 mod wire;
 
