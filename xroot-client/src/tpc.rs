@@ -1,6 +1,6 @@
 //! Driving a native third-party copy (TPC): the destination pulls the file
 //! straight from the source; the client only arranges the rendezvous and
-//! waits (PROTOCOL.md "Third-party copy", "Driving a copy (the client)").
+//! waits (PROTOCOL.md §18, "Driving a copy (the client)").
 //!
 //! [`ThirdPartyCopy::run`] does what the stock `xrdcp --tpc only` 5.5.3
 //! does on the wire (its `XRD_LOGLEVEL=Dump` log against two `ofs.tpc`

@@ -1,6 +1,6 @@
 //! Native third-party copy (TPC): the CGI a client adds to its opens to
 //! make a destination pull a file straight from a source, and the
-//! rendezvous key both sides share (PROTOCOL.md "Third-party copy").
+//! rendezvous key both sides share (PROTOCOL.md §18).
 //!
 //! The keys and their values are the stock client's, as `xrdcp --tpc only`
 //! 5.5.3 sends them (seen in its `XRD_LOGLEVEL=Dump` log and the stock
