@@ -8,7 +8,9 @@
 //! tool's exit code and leaving nothing; and `--tpc first` beside the
 //! stock tool on the same inputs: the usual copy from a source without
 //! TPC, and the same failure (the stock 5.5.3 does not fall back there)
-//! towards a destination without it.
+//! towards a destination without it. Then with our servers (`serve
+//! --tpc`, in-process): ours → stock, stock → ours and ours → ours, with
+//! and without `--cksum`.
 
 // a test with several peers missing has several `ignore`s: the first one's
 // reason is shown, the others are no mistake
@@ -18,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 use std::sync::OnceLock;
 
+use xroot_testkit::ours::serve_example;
 use xroot_testkit::stock::StockServer;
 use xroot_testkit::tools::{self, code, stderr};
 
@@ -71,8 +74,8 @@ fn pair() -> Option<Pair> {
         std::fs::write(a.path().join(format!("f{i}")), pattern(65_536, i + 1)).unwrap();
     }
     std::fs::create_dir(b.path().join("dir")).unwrap();
-    let src = StockServer::start_tpc(a.path(), &[])?;
-    let dst = StockServer::start_tpc(b.path(), &[])?;
+    let src = StockServer::start_tpc(a.path(), 60, &[])?;
+    let dst = StockServer::start_tpc(b.path(), 60, &[])?;
     Some(Pair {
         src,
         dst,
@@ -225,4 +228,61 @@ async fn first_falls_back_where_the_stock_does() {
         "{}",
         stderr(&o)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+async fn only_copies_between_ours_and_the_stock_every_way() {
+    let Some(p) = pair() else { return };
+    let (ours_a, ours_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    std::fs::write(ours_a.path().join("src.bin"), &p.content).unwrap();
+    let url = |port: u16| format!("root://localhost:{port}/");
+    let ours_src = url(serve_example(&["--tpc"], ours_a.path()).await.port());
+    let ours_dst = url(serve_example(&["--tpc"], ours_b.path()).await.port());
+    let ways = [
+        (
+            "ours → stock",
+            ours_src.clone(),
+            p.dst.tpc_url(""),
+            p.dst.data.clone(),
+        ),
+        (
+            "stock → ours",
+            p.src.tpc_url(""),
+            ours_dst.clone(),
+            ours_b.path().to_path_buf(),
+        ),
+        (
+            "ours → ours",
+            ours_src,
+            ours_dst,
+            ours_b.path().to_path_buf(),
+        ),
+    ];
+    for (i, (way, from, to, dst_dir)) in ways.iter().enumerate() {
+        let from = format!("{from}/src.bin");
+        let plain = format!("way{i}.bin");
+        let o = ours(&["--tpc", "only", &from, &format!("{to}/{plain}")]).await;
+        assert_ok(&o, way);
+        assert!(
+            std::fs::read(dst_dir.join(&plain)).unwrap() == p.content,
+            "{way}"
+        );
+        let ck = format!("way{i}-ck.bin");
+        let o = ours(&[
+            "--cksum",
+            "adler32",
+            "--tpc",
+            "only",
+            &from,
+            &format!("{to}/{ck}"),
+        ])
+        .await;
+        assert_ok(&o, &format!("{way} --cksum adler32"));
+        assert!(
+            std::fs::read(dst_dir.join(&ck)).unwrap() == p.content,
+            "{way}"
+        );
+    }
 }

@@ -1,6 +1,6 @@
 //! Driving a native third-party copy (TPC): the destination pulls the file
 //! straight from the source; the client only arranges the rendezvous and
-//! waits (PROTOCOL.md §18, "Driving a copy (the client)").
+//! waits (PROTOCOL.md §18.5).
 //!
 //! [`ThirdPartyCopy::run`] does what the stock `xrdcp --tpc only` 5.5.3
 //! does on the wire (its `XRD_LOGLEVEL=Dump` log against two `ofs.tpc`
@@ -13,12 +13,12 @@
 //!    number ≥ 1 does not take part ([`TpcError::SourceUnsupported`], on
 //!    which `xrdcp --tpc first` copies the usual way);
 //! 3. opens the destination for writing (`kXR_new`, or `kXR_delete` to
-//!    replace, mode 0644) with the [`DestinationCgi`] and a fresh random
+//!    replace, mode 0644) with the [`PullOrder`]'s CGI and a fresh random
 //!    key;
 //! 4. `kXR_sync` on the destination: the stock server starts the copy and
 //!    answers at once;
 //! 5. opens the source with the rendezvous, `tpc.dst=HOST&tpc.key=KEY&
-//!    tpc.stage=copy` ([`SourceCgi`]): the source now lets the destination
+//!    tpc.stage=copy` ([`tpc::grant_pairs`]): the source now lets the destination
 //!    that presents the key read;
 //! 6. `kXR_sync` on the destination again: the stock server answers
 //!    `kXR_waitresp` and, when the copy ends, its outcome; meanwhile
@@ -34,7 +34,7 @@
 
 use std::time::Duration;
 
-use xroot_proto::tpc::{self, DestinationCgi, SourceCgi, Stage};
+use xroot_proto::tpc::{self, PullOrder};
 use xroot_proto::url::Url;
 
 use crate::client::Client;
@@ -110,7 +110,7 @@ pub struct ThirdPartyCopy {
     source: Url,
     target: Url,
     force: bool,
-    streams: u16,
+    streams: u8,
     delegate: bool,
     timeout: Duration,
     progress_every: Duration,
@@ -138,9 +138,10 @@ impl ThirdPartyCopy {
         self
     }
 
-    /// Streams the destination reads the source with (`tpc.str`, 1 or more).
+    /// Streams the destination reads the source with (`tpc.str`: 1 to
+    /// [`tpc::MAX_STREAMS`], bounded to that).
     pub fn streams(mut self, streams: u16) -> Self {
-        self.streams = streams.max(1);
+        self.streams = streams.clamp(1, tpc::MAX_STREAMS.into()) as u8;
         self
     }
 
@@ -182,7 +183,7 @@ impl ThirdPartyCopy {
     ) -> Result<u64, TpcError> {
         let (src_err, dst_err) = (|e| self.source_error(e), |e| self.target_error(e));
         // 1. placement: the size
-        let placement = with_cgi(&self.source, &[(tpc::STAGE, Stage::Placement.as_str())]);
+        let placement = with_cgi(&self.source, &[(tpc::STAGE, "placement")]);
         let probe = File::open(client, &placement, OpenFlags::READ)
             .await
             .map_err(src_err)?;
@@ -205,16 +206,16 @@ impl ThirdPartyCopy {
         }
         // 3. the destination, told where to pull from
         let key = new_key();
-        let mut cgi = DestinationCgi::new(&self.source.host_port(), &self.source.path, &key);
-        cgi.asize = Some(size);
-        cgi.streams = self.streams;
-        cgi.delegate = self.delegate;
-        cgi.scgi = user_cgi(&self.source);
+        let mut order = PullOrder::new(&self.source.host_port(), &self.source.path, &key);
+        order.size = Some(size);
+        order.streams = self.streams;
+        order.delegated = self.delegate;
+        order.scgi = user_cgi(&self.source);
         let flags = match self.force {
             true => OpenFlags::OVERWRITE,
             false => OpenFlags::NEW,
         };
-        let pairs = cgi.to_pairs();
+        let pairs = order.to_pairs();
         let dst_url = with_cgi(&self.target, &borrowed(&pairs));
         let dst = File::open(client, &dst_url, flags).await.map_err(dst_err)?;
         let copied = self.drive(client, &dst, &key, size, &mut progress).await;
@@ -252,7 +253,7 @@ impl ThirdPartyCopy {
         // 4. start
         dst.sync().await.map_err(dst_err)?;
         // 5. the rendezvous at the source
-        let rendezvous = SourceCgi::rendezvous(key, &self.target.host).to_pairs();
+        let rendezvous = tpc::grant_pairs(key, &self.target.host);
         let src_url = with_cgi(&self.source, &borrowed(&rendezvous));
         let src = File::open(client, &src_url, OpenFlags::READ)
             .await
@@ -305,13 +306,19 @@ fn new_key() -> String {
     tpc::key_from(&raw)
 }
 
-/// `url`'s CGI as the user gave it: without the client-only `xrdcl.*`.
-fn user_cgi(url: &Url) -> Vec<(String, String)> {
-    url.cgi
+/// `url`'s CGI as the user gave it, without the client-only `xrdcl.*`:
+/// `k=v&k=v`, `None` when there is none.
+fn user_cgi(url: &Url) -> Option<String> {
+    let items: Vec<String> = url
+        .cgi
         .iter()
         .filter(|(k, _)| !k.starts_with("xrdcl."))
-        .cloned()
-        .collect()
+        .map(|(k, v)| match v.is_empty() {
+            true => k.clone(),
+            false => format!("{k}={v}"),
+        })
+        .collect();
+    (!items.is_empty()).then(|| items.join("&"))
 }
 
 /// `url` on a TPC channel with `extra` CGI after its own (a key of its own
@@ -341,7 +348,7 @@ mod tests {
     fn keys_are_fresh_hex() {
         let (a, b) = (new_key(), new_key());
         assert_eq!(a.len(), 24);
-        assert!(tpc::valid_key(&a) && a.bytes().all(|c| c.is_ascii_hexdigit()));
+        assert!(a.bytes().all(|c| c.is_ascii_hexdigit()));
         assert_ne!(a, b);
     }
 
@@ -351,12 +358,8 @@ mod tests {
         let at = with_cgi(&u, &[(tpc::KEY, "new")]);
         assert_eq!(at.path_with_cgi(), "/f?authz=t&tpc.key=new");
         assert_eq!(at.cgi_value("xrdcl.intent"), Some("tpc"));
-        assert_eq!(
-            user_cgi(&u),
-            [
-                ("authz".into(), "t".into()),
-                ("tpc.key".into(), "old".into())
-            ]
-        );
+        assert_eq!(user_cgi(&u).as_deref(), Some("authz=t&tpc.key=old"));
+        let none = Url::parse("root://h//f?xrdcl.intent=x").unwrap();
+        assert_eq!(user_cgi(&none), None);
     }
 }

@@ -1,434 +1,524 @@
-//! Native third-party copy (TPC): the CGI a client adds to its opens to
-//! make a destination pull a file straight from a source, and the
-//! rendezvous key both sides share (PROTOCOL.md §18).
+//! Native third-party copy (TPC): the `tpc.*` CGI of a `kXR_open`
+//! (PROTOCOL.md "Third-party copy"). Sans IO: the CGI text in, what the open
+//! asks for out, and the CGI of the destination's own open at the source
+//! back.
 //!
-//! The keys and their values are the stock client's, as `xrdcp --tpc only`
-//! 5.5.3 sends them (seen in its `XRD_LOGLEVEL=Dump` log and the stock
-//! servers' `xrootd.trace all` against two `ofs.tpc` servers; upstream
-//! `src/XrdCl/XrdClThirdPartyCopyJob.cc`, `src/XrdOfs/XrdOfsTPC.cc`):
+//! Four opens carry it, each told apart by its keys (XrdOucTPC's key names,
+//! the stock 5.5.3 `xrdcp --tpc` as seen at both servers with
+//! `xrootd.trace all`):
 //!
-//! - to the **source**, first `tpc.stage=placement` (an open for reading
-//!   that only learns the size, closed at once), then the rendezvous:
-//!   `tpc.dst=HOST&tpc.key=KEY&tpc.stage=copy` ([`SourceCgi`]); the
-//!   destination's own open of the source carries `tpc.key=KEY&tpc.org=
-//!   USER.PID@HOST` (the client that asked, as the source saw it).
-//! - to the **destination**, an open for writing with `oss.asize=SIZE&
-//!   tpc.dlg=SRC&tpc.dlgon=0|1&tpc.key=KEY&tpc.lfn=PATH[&tpc.scgi=...]&
-//!   tpc.spr=root&tpc.src=SRC&tpc.stage=copy&tpc.str=N&tpc.tpr=root`
-//!   ([`DestinationCgi`]), the keys in that (sorted) order, SRC the
-//!   source's `host:port` as the client named it.
+//! | open | at | keys | [`TpcOpen`] |
+//! |---|---|---|---|
+//! | the client looks the file up | source | `tpc.stage=placement` | [`TpcOpen::Placement`] |
+//! | the client orders the pull (write) | destination | `tpc.key`, `tpc.src`, `tpc.lfn`, `tpc.str`, `tpc.spr`, `tpc.tpr`, `tpc.dlg`, `tpc.dlgon`, `tpc.stage=copy`, maybe `tpc.scgi`, `tpc.cks`, `tpc.ttl`, `oss.asize` | [`TpcOpen::Pull`] |
+//! | the client grants the read | source | `tpc.key`, `tpc.dst`, `tpc.stage=copy`, maybe `tpc.ttl` | [`TpcOpen::Grant`] |
+//! | the destination reads | source | `tpc.key`, `tpc.org` | [`TpcOpen::Claim`] |
 //!
-//! Everything here is text in, typed values out and back; no I/O.
+//! The client side builds the same CGI: [`PullOrder::to_pairs`] (the
+//! destination open, keys sorted as the stock client sends them),
+//! [`grant_pairs`] (the grant), with a key from [`key_from`]; and reads a
+//! source's `kXR_Qconfig tpc` answer with [`supported`].
+//!
+//! Errors are [`TpcCgiError`], whose texts are the stock server's
+//! (`XrdOfsTPC.cc`: "conflicting tpc cgi", "tpc source not specified", "tpc
+//! streams value is invalid").
 
-use crate::error::DecodeError;
+use std::fmt;
 
-/// `tpc.key`: the rendezvous key, the same in the source's and the
-/// destination's open.
+/// The rendezvous key: `tpc.key`.
 pub const KEY: &str = "tpc.key";
-/// `tpc.dst`: (to the source) the host name of the destination that will
-/// present the key, without port.
-pub const DST: &str = "tpc.dst";
-/// `tpc.org`: (to the source, from the destination) who asked for the
-/// copy, `USER.PID@HOST`.
-pub const ORG: &str = "tpc.org";
-/// `tpc.stage`: `placement` (the client's first look at the source) or
-/// `copy`.
-pub const STAGE: &str = "tpc.stage";
-/// `tpc.src`: (to the destination) the source's `host:port`.
+/// The source `host[:port]` (destination open): `tpc.src`.
 pub const SRC: &str = "tpc.src";
-/// `tpc.lfn`: (to the destination) the path to read at the source.
+/// The destination host (grant at the source): `tpc.dst`.
+pub const DST: &str = "tpc.dst";
+/// Who ordered the copy, `user.pid@host` (claim at the source): `tpc.org`.
+pub const ORG: &str = "tpc.org";
+/// The path at the source (destination open): `tpc.lfn`.
 pub const LFN: &str = "tpc.lfn";
-/// `tpc.str`: (to the destination) the TCP streams to read the source with.
+/// `placement` or `copy`: `tpc.stage`.
+pub const STAGE: &str = "tpc.stage";
+/// Streams the pull may use: `tpc.str`.
 pub const STR: &str = "tpc.str";
-/// `tpc.dlg`: (to the destination) the `host:port` the delegated
-/// credential is for (the source's).
-pub const DLG: &str = "tpc.dlg";
-/// `tpc.dlgon`: (to the destination) `1` when the client delegates its
-/// credential (`xrdcp --tpc delegate`), else `0`.
-pub const DLGON: &str = "tpc.dlgon";
-/// `tpc.scgi`: (to the destination, with delegation) the CGI the client
-/// gave the source (a token's `authz=` among them), its `&` written as
-/// tabs ([`encode_scgi`]).
-pub const SCGI: &str = "tpc.scgi";
-/// `tpc.spr`: (to the destination) the source's protocol, `root`.
+/// The source's protocol (`root`): `tpc.spr`.
 pub const SPR: &str = "tpc.spr";
-/// `tpc.tpr`: (to the destination) the target's protocol, `root`.
+/// The destination's protocol (`root`): `tpc.tpr`.
 pub const TPR: &str = "tpc.tpr";
-/// `tpc.cks`: (to the destination) `ALG` or `ALG:VALUE` to verify the
-/// copy with (the stock 5.5.3 `xrdcp` does not send it: it compares the
-/// two servers' `kXR_Qcksum` answers itself after the copy).
+/// The host holding delegated credentials: `tpc.dlg`.
+pub const DLG: &str = "tpc.dlg";
+/// Whether credentials were delegated (`0`/`1`): `tpc.dlgon`.
+pub const DLGON: &str = "tpc.dlgon";
+/// The CGI to add to the source open (tokens): `tpc.scgi`.
+pub const SCGI: &str = "tpc.scgi";
+/// The checksum to verify, `type` or `type:hex`: `tpc.cks`.
 pub const CKS: &str = "tpc.cks";
-/// `oss.asize`: (to the destination) the size to expect, in bytes.
+/// Seconds the grant lives: `tpc.ttl`.
+pub const TTL: &str = "tpc.ttl";
+/// The size the client announces (destination open): `oss.asize`.
 pub const ASIZE: &str = "oss.asize";
 
-/// The longest rendezvous key accepted ([`valid_key`]); the stock client's
-/// are 24 hex digits.
-pub const MAX_KEY_LEN: usize = 64;
+/// Most streams `tpc.str` may ask for (the stock's `tpc streams` maximum,
+/// 15, the substreams a channel may bind).
+pub const MAX_STREAMS: u8 = 15;
+/// Longest `tpc.key` accepted, bytes (the stock client's keys are 24 hex
+/// digits).
+pub const MAX_KEY_LEN: usize = 128;
 
-/// Whether `key` may be a rendezvous key: 1 to [`MAX_KEY_LEN`] ASCII
-/// letters and digits (so it never needs escaping in a CGI).
-pub fn valid_key(key: &str) -> bool {
-    (1..=MAX_KEY_LEN).contains(&key.len()) && key.bytes().all(|b| b.is_ascii_alphanumeric())
-}
-
-/// A key made of `random` (12 bytes give the stock client's 24 hex
-/// digits): lower-case hex, two digits a byte. The bytes must come from an
-/// unpredictable source: whoever can guess the key can read the file at
-/// the source within its time to live.
-pub fn key_from(random: &[u8]) -> String {
-    random.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// `tpc.stage`'s values.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Stage {
-    /// `placement`: the client asks the source where and how big the file
-    /// is; no rendezvous.
+/// What a TPC open asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TpcOpen {
+    /// `tpc.stage=placement` alone: the client checks that the source has
+    /// the file; an ordinary read open.
     Placement,
-    /// `copy`: the rendezvous (at the source) or the copy (at the
-    /// destination).
-    Copy,
+    /// The client's open at the source: readers presenting `key` from host
+    /// `dst` on behalf of this client may open the file for `ttl`.
+    Grant {
+        /// `tpc.key`.
+        key: String,
+        /// `tpc.dst`: the destination's host name as the client wrote it.
+        dst: String,
+        /// `tpc.ttl`, seconds, when given.
+        ttl: Option<u32>,
+    },
+    /// The destination's open at the source, presenting the key the client
+    /// granted.
+    Claim {
+        /// `tpc.key`.
+        key: String,
+        /// `tpc.org`: the client that ordered the copy.
+        org: Origin,
+    },
+    /// The client's open at the destination: pull the file from `src`.
+    Pull(PullOrder),
 }
 
-impl Stage {
-    /// Its CGI value.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Stage::Placement => "placement",
-            Stage::Copy => "copy",
-        }
-    }
-
-    /// Parses a CGI value. Errors: [`DecodeError::Malformed`] for another.
-    pub fn parse(s: &str) -> Result<Stage, DecodeError> {
-        match s {
-            "placement" => Ok(Stage::Placement),
-            "copy" => Ok(Stage::Copy),
-            _ => Err(DecodeError::malformed(STAGE, format!("{s:?}"))),
-        }
-    }
-}
-
-/// What an open of the **source** says about a TPC: the client's
-/// rendezvous (`tpc.key`, `tpc.dst`, `tpc.stage=copy`) or the
-/// destination's read (`tpc.key`, `tpc.org`).
+/// The client's order to the destination (the CGI of its write open).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SourceCgi {
+pub struct PullOrder {
     /// `tpc.key`.
     pub key: String,
-    /// `tpc.dst`: the destination's host (the client's open).
-    pub dst: Option<String>,
-    /// `tpc.org`: who asked (the destination's open).
-    pub org: Option<String>,
-    /// `tpc.stage`, when given.
-    pub stage: Option<Stage>,
-}
-
-impl SourceCgi {
-    /// The client's rendezvous at the source: `tpc.dst`, `tpc.key`,
-    /// `tpc.stage=copy`, in that order.
-    pub fn rendezvous(key: &str, dst_host: &str) -> SourceCgi {
-        SourceCgi {
-            key: key.to_string(),
-            dst: Some(dst_host.to_string()),
-            org: None,
-            stage: Some(Stage::Copy),
-        }
-    }
-
-    /// The CGI pairs, keys sorted as the stock client sends them.
-    pub fn to_pairs(&self) -> Vec<(String, String)> {
-        let mut out = Vec::with_capacity(4);
-        let mut put = |k: &str, v: &str| out.push((k.to_string(), v.to_string()));
-        if let Some(d) = &self.dst {
-            put(DST, d);
-        }
-        put(KEY, &self.key);
-        if let Some(o) = &self.org {
-            put(ORG, o);
-        }
-        if let Some(s) = self.stage {
-            put(STAGE, s.as_str());
-        }
-        out
-    }
-
-    /// The TPC part of an open's CGI at the source: `None` without
-    /// `tpc.key` (a plain open, or `tpc.stage=placement` alone).
-    /// Errors: [`DecodeError::Malformed`] for a key that is not
-    /// [`valid_key`] or an unknown stage.
-    pub fn from_cgi(cgi: &[(String, String)]) -> Result<Option<SourceCgi>, DecodeError> {
-        let Some(key) = value(cgi, KEY) else {
-            return Ok(None);
-        };
-        if !valid_key(key) {
-            return Err(DecodeError::malformed(KEY, "not 1-64 letters or digits"));
-        }
-        Ok(Some(SourceCgi {
-            key: key.to_string(),
-            dst: value(cgi, DST).map(str::to_string),
-            org: value(cgi, ORG).map(str::to_string),
-            stage: value(cgi, STAGE).map(Stage::parse).transpose()?,
-        }))
-    }
-}
-
-/// What the client's open of the **destination** says: pull `lfn` from
-/// `src` with `key`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DestinationCgi {
-    /// `tpc.src`: the source's `host:port`.
+    /// `tpc.src`: the source's `host[:port]` (may be `user@host:port`).
     pub src: String,
-    /// `tpc.key`.
-    pub key: String,
-    /// `tpc.lfn`: the path at the source.
-    pub lfn: String,
-    /// `tpc.str`: streams to read with (1 or more).
-    pub streams: u16,
-    /// `tpc.dlgon=1`: the client delegated its credential.
-    pub delegate: bool,
-    /// `tpc.dlg`: the `host:port` the delegation is for (the source).
+    /// `tpc.lfn`: the path at the source; `None` means the destination's
+    /// own path.
+    pub lfn: Option<String>,
+    /// `tpc.str`: streams to pull with, 1 when absent.
+    pub streams: u8,
+    /// `tpc.spr`: the source's protocol, `root` when absent.
+    pub spr: String,
+    /// `tpc.tpr`: the destination's protocol, `root` when absent.
+    pub tpr: String,
+    /// `tpc.dlg`: where delegated credentials are, when given.
     pub dlg: Option<String>,
-    /// `tpc.scgi`, decoded: the CGI the client gave the source.
-    pub scgi: Vec<(String, String)>,
-    /// `tpc.spr`: the source's protocol (`root`).
-    pub spr: Option<String>,
-    /// `tpc.tpr`: the target's protocol (`root`).
-    pub tpr: Option<String>,
-    /// `tpc.cks`: `ALG` or `ALG:VALUE` to verify with.
-    pub cks: Option<String>,
-    /// `oss.asize`: the size to expect, in bytes.
-    pub asize: Option<u64>,
+    /// `tpc.dlgon=1`: credentials were delegated.
+    pub delegated: bool,
+    /// `tpc.scgi`, its tabs back to `&`: the CGI the pull adds to its
+    /// source open (a token's `authz=Bearer%20...`).
+    pub scgi: Option<String>,
+    /// `tpc.cks`: the checksum to verify after the pull.
+    pub cks: Option<Checksum>,
+    /// `tpc.ttl`, seconds.
+    pub ttl: Option<u32>,
+    /// `oss.asize`: the size announced, bytes.
+    pub size: Option<u64>,
 }
 
-impl DestinationCgi {
-    /// What the stock client sends for a copy of `lfn` at `src`
-    /// (`host:port`): `tpc.dlg` the source, `tpc.spr`/`tpc.tpr` `root`,
-    /// one stream, no delegation, no checksum, no size.
-    pub fn new(src: &str, lfn: &str, key: &str) -> DestinationCgi {
-        DestinationCgi {
-            src: src.to_string(),
+/// A `tpc.cks` value: `type` (compare with the source's) or `type:hex`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checksum {
+    /// The algorithm, lower case (`adler32`, `crc32c`, `md5`...).
+    pub kind: String,
+    /// The expected value in hex, lower case, when given.
+    pub value: Option<String>,
+}
+
+/// Who ordered a copy, `user.pid@host`, as the destination tells the source
+/// in `tpc.org` (XrdOfsTPC `genOrg`: the client's login user name, the pid
+/// of its `kXR_login`, its host).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Origin {
+    /// The login user name.
+    pub user: String,
+    /// The `kXR_login` pid.
+    pub pid: i32,
+    /// The client's host, as its server names it.
+    pub host: String,
+}
+
+/// A TPC CGI that cannot be acted on. Each `Display` is the stock server's
+/// message, sent with `kXR_ArgInvalid`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TpcCgiError {
+    /// Keys of two roles in one open (`tpc.src` with `tpc.dst` or
+    /// `tpc.org`, or `tpc.dst` with `tpc.org`).
+    #[error("conflicting tpc cgi")]
+    Conflicting,
+    /// `tpc.key` is missing, empty, too long or not printable.
+    #[error("tpc key not specified")]
+    Key,
+    /// A pull order without `tpc.src`.
+    #[error("tpc source not specified")]
+    Source,
+    /// `tpc.str` is not 1..=[`MAX_STREAMS`].
+    #[error("tpc streams value is invalid")]
+    Streams,
+    /// `tpc.org` is not `user.pid@host`.
+    #[error("tpc origin is invalid")]
+    Origin,
+    /// `tpc.ttl` or `oss.asize` is not a number.
+    #[error("invalid {0} value")]
+    Number(&'static str),
+    /// `tpc.cks` is empty or its value not hex.
+    #[error("tpc checksum is invalid")]
+    Checksum,
+}
+
+/// What the `tpc.*` keys of `cgi` (`k=v&k=v...`, without the `?`) ask
+/// for; `None` when it has none.
+///
+/// Errors: [`TpcCgiError`], for keys of two roles, a missing or bad key,
+/// source, stream count, origin, number or checksum.
+pub fn parse(cgi: &str) -> Result<Option<TpcOpen>, TpcCgiError> {
+    let get = |k: &str| crate::url::cgi_value_of(cgi, k);
+    let has = |k: &str| get(k).is_some();
+    if !cgi.split('&').any(|kv| kv.starts_with("tpc.")) {
+        return Ok(None);
+    }
+    let roles = [has(SRC), has(DST), has(ORG)];
+    if roles.iter().filter(|&&r| r).count() > 1 {
+        return Err(TpcCgiError::Conflicting);
+    }
+    if get(STAGE) == Some("placement") && !has(KEY) {
+        return Ok(Some(TpcOpen::Placement));
+    }
+    let key = get(KEY)
+        .filter(|k| !k.is_empty() && k.len() <= MAX_KEY_LEN)
+        .filter(|k| k.bytes().all(|b| b.is_ascii_graphic()))
+        .ok_or(TpcCgiError::Key)?
+        .to_string();
+    let ttl = number(get(TTL), "tpc.ttl")?;
+    if let Some(org) = get(ORG) {
+        let org = org.parse().map_err(|()| TpcCgiError::Origin)?;
+        return Ok(Some(TpcOpen::Claim { key, org }));
+    }
+    if let Some(dst) = get(DST) {
+        let dst = dst.to_string();
+        return Ok(Some(TpcOpen::Grant { key, dst, ttl }));
+    }
+    let src = get(SRC)
+        .filter(|s| !s.is_empty())
+        .ok_or(TpcCgiError::Source)?;
+    let streams = match get(STR) {
+        None => 1,
+        Some(s) => s
+            .parse::<u8>()
+            .ok()
+            .filter(|n| (1..=MAX_STREAMS).contains(n))
+            .ok_or(TpcCgiError::Streams)?,
+    };
+    let text = |k: &str, dflt: &str| get(k).unwrap_or(dflt).to_string();
+    Ok(Some(TpcOpen::Pull(PullOrder {
+        key,
+        src: src.to_string(),
+        lfn: get(LFN).filter(|l| !l.is_empty()).map(str::to_string),
+        streams,
+        spr: text(SPR, "root"),
+        tpr: text(TPR, "root"),
+        dlg: get(DLG).map(str::to_string),
+        delegated: get(DLGON) == Some("1"),
+        scgi: get(SCGI).filter(|s| !s.is_empty()).map(decode_scgi),
+        cks: get(CKS).map(str::parse).transpose()?,
+        ttl,
+        size: number(get(ASIZE), "oss.asize")?,
+    })))
+}
+
+fn number<T: std::str::FromStr>(
+    v: Option<&str>,
+    what: &'static str,
+) -> Result<Option<T>, TpcCgiError> {
+    v.map(|v| v.parse().map_err(|_| TpcCgiError::Number(what)))
+        .transpose()
+}
+
+/// `tpc.scgi` is the source URL's CGI as the client had it (the stock
+/// 5.5.3 `xrdcp --tpc delegate` sends `tpc.scgi=authz=Bearer%20...`), its
+/// `&` as tabs (XrdOucTPC): back to `k=v&k=v`, left percent-encoded for
+/// the source open it is added to.
+fn decode_scgi(s: &str) -> String {
+    s.replace('\t', "&")
+}
+
+/// The CGI of the destination's open at the source: `tpc.key`, `tpc.org`,
+/// then the client's `scgi` (its token) when it gave one.
+pub fn claim_cgi(key: &str, org: &Origin, scgi: Option<&str>) -> String {
+    let mut cgi = format!("{KEY}={key}&{ORG}={org}");
+    if let Some(s) = scgi.filter(|s| !s.is_empty()) {
+        cgi.push('&');
+        cgi.push_str(s);
+    }
+    cgi
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}@{}", self.user, self.pid, self.host)
+    }
+}
+
+impl std::str::FromStr for Origin {
+    type Err = ();
+    /// `user.pid@host`: the user is everything before the last `.` ahead of
+    /// the `@`.
+    fn from_str(s: &str) -> Result<Origin, ()> {
+        let (who, host) = s.rsplit_once('@').ok_or(())?;
+        let (user, pid) = who.rsplit_once('.').ok_or(())?;
+        let pid = pid.parse().map_err(|_| ())?;
+        if host.is_empty() {
+            return Err(());
+        }
+        Ok(Origin {
+            user: user.to_string(),
+            pid,
+            host: host.to_string(),
+        })
+    }
+}
+
+impl std::str::FromStr for Checksum {
+    type Err = TpcCgiError;
+    fn from_str(s: &str) -> Result<Checksum, TpcCgiError> {
+        let (kind, value) = match s.split_once(':') {
+            Some((k, v)) => (k, Some(v)),
+            None => (s, None),
+        };
+        let hex = |v: &&str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_hexdigit());
+        if kind.is_empty() || value.is_some_and(|v| !hex(&v)) {
+            return Err(TpcCgiError::Checksum);
+        }
+        Ok(Checksum {
+            kind: kind.to_ascii_lowercase(),
+            value: value.map(str::to_ascii_lowercase),
+        })
+    }
+}
+
+impl PullOrder {
+    /// What the stock client orders for a copy of `lfn` at `src`
+    /// (`host:port`) with `key`: one stream, `tpc.dlg` the source,
+    /// `root` both ways, no delegation, checksum, ttl or size.
+    pub fn new(src: &str, lfn: &str, key: &str) -> PullOrder {
+        PullOrder {
             key: key.to_string(),
-            lfn: lfn.to_string(),
+            src: src.to_string(),
+            lfn: Some(lfn.to_string()),
             streams: 1,
-            delegate: false,
+            spr: "root".into(),
+            tpr: "root".into(),
             dlg: Some(src.to_string()),
-            scgi: Vec::new(),
-            spr: Some("root".into()),
-            tpr: Some("root".into()),
+            delegated: false,
+            scgi: None,
             cks: None,
-            asize: None,
+            ttl: None,
+            size: None,
         }
     }
 
-    /// The CGI pairs, keys sorted as the stock client sends them
-    /// (`oss.asize`, `tpc.cks`, `tpc.dlg`, `tpc.dlgon`, `tpc.key`,
-    /// `tpc.lfn`, `tpc.scgi`, `tpc.spr`, `tpc.src`, `tpc.stage=copy`,
-    /// `tpc.str`, `tpc.tpr`); `tpc.scgi` only with delegation and CGI to
-    /// pass.
+    /// The CGI pairs of the client's open at the destination, keys sorted
+    /// as the stock 5.5.3 client sends them (`oss.asize`, `tpc.cks`,
+    /// `tpc.dlg`, `tpc.dlgon`, `tpc.key`, `tpc.lfn`, `tpc.scgi`, `tpc.spr`,
+    /// `tpc.src`, `tpc.stage=copy`, `tpc.str`, `tpc.tpr`, `tpc.ttl`), the
+    /// optional ones only when set; `tpc.scgi` with its `&` as tabs, only
+    /// when delegated. [`parse`] reads them back.
     pub fn to_pairs(&self) -> Vec<(String, String)> {
-        let mut out = Vec::with_capacity(12);
+        let mut out = Vec::with_capacity(13);
         let mut put = |k: &str, v: String| out.push((k.to_string(), v));
-        if let Some(n) = self.asize {
+        if let Some(n) = self.size {
             put(ASIZE, n.to_string());
         }
         if let Some(c) = &self.cks {
-            put(CKS, c.clone());
+            put(CKS, c.to_string());
         }
         if let Some(d) = &self.dlg {
             put(DLG, d.clone());
         }
-        put(DLGON, u8::from(self.delegate).to_string());
+        put(DLGON, u8::from(self.delegated).to_string());
         put(KEY, self.key.clone());
-        put(LFN, self.lfn.clone());
-        if self.delegate && !self.scgi.is_empty() {
-            put(SCGI, encode_scgi(&self.scgi));
+        if let Some(l) = &self.lfn {
+            put(LFN, l.clone());
         }
-        if let Some(p) = &self.spr {
-            put(SPR, p.clone());
+        if let Some(s) = self
+            .scgi
+            .as_ref()
+            .filter(|s| self.delegated && !s.is_empty())
+        {
+            put(SCGI, s.replace('&', "\t"));
         }
+        put(SPR, self.spr.clone());
         put(SRC, self.src.clone());
-        put(STAGE, Stage::Copy.as_str().to_string());
+        put(STAGE, "copy".into());
         put(STR, self.streams.to_string());
-        if let Some(p) = &self.tpr {
-            put(TPR, p.clone());
+        put(TPR, self.tpr.clone());
+        if let Some(t) = self.ttl {
+            put(TTL, t.to_string());
         }
         out
     }
+}
 
-    /// The TPC part of an open's CGI at the destination: `None` without
-    /// `tpc.src` (not a TPC).
-    /// Errors: [`DecodeError::Malformed`] for `tpc.src` without `tpc.key`
-    /// or `tpc.lfn`, a key that is not [`valid_key`], a `tpc.str` that is
-    /// not 1..=65535, a `tpc.dlgon` not `0` or `1`, an `oss.asize` that is
-    /// not a number, a `tpc.stage` other than `copy`.
-    pub fn from_cgi(cgi: &[(String, String)]) -> Result<Option<DestinationCgi>, DecodeError> {
-        let Some(src) = value(cgi, SRC) else {
-            return Ok(None);
-        };
-        let need = |k: &'static str| {
-            value(cgi, k).ok_or_else(|| DecodeError::malformed(k, "missing beside tpc.src"))
-        };
-        let key = need(KEY)?;
-        if !valid_key(key) {
-            return Err(DecodeError::malformed(KEY, "not 1-64 letters or digits"));
+impl fmt::Display for Checksum {
+    /// `type` or `type:hex`, as in `tpc.cks`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(v) => write!(f, "{}:{v}", self.kind),
+            None => f.write_str(&self.kind),
         }
-        let lfn = need(LFN)?;
-        let streams = match value(cgi, STR) {
-            None => 1,
-            Some(s) => s
-                .parse::<u16>()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| DecodeError::malformed(STR, format!("{s:?} is not 1..65535")))?,
-        };
-        let delegate = match value(cgi, DLGON) {
-            None | Some("0") => false,
-            Some("1") => true,
-            Some(s) => return Err(DecodeError::malformed(DLGON, format!("{s:?}"))),
-        };
-        if let Some(s) = value(cgi, STAGE) {
-            if Stage::parse(s)? != Stage::Copy {
-                return Err(DecodeError::malformed(STAGE, "not copy at the destination"));
-            }
-        }
-        let asize = value(cgi, ASIZE)
-            .map(|s| {
-                s.parse::<u64>()
-                    .map_err(|_| DecodeError::malformed(ASIZE, format!("{s:?}")))
-            })
-            .transpose()?;
-        let owned = |k| value(cgi, k).map(str::to_string);
-        Ok(Some(DestinationCgi {
-            src: src.to_string(),
-            key: key.to_string(),
-            lfn: lfn.to_string(),
-            streams,
-            delegate,
-            dlg: owned(DLG),
-            scgi: value(cgi, SCGI).map(decode_scgi).unwrap_or_default(),
-            spr: owned(SPR),
-            tpr: owned(TPR),
-            cks: owned(CKS),
-            asize,
-        }))
     }
 }
 
-/// `tpc.scgi`'s value: `pairs` as a CGI with tabs for `&` (the stock
-/// client's form, so that it stays one CGI value).
-pub fn encode_scgi(pairs: &[(String, String)]) -> String {
-    let items: Vec<String> = pairs
+/// The CGI pairs of the client's grant at the source (the rendezvous):
+/// `tpc.dst=DSTHOST&tpc.key=KEY&tpc.stage=copy`, DSTHOST the destination's
+/// host as the client names it, without port.
+pub fn grant_pairs(key: &str, dst_host: &str) -> Vec<(String, String)> {
+    [(DST, dst_host), (KEY, key), (STAGE, "copy")]
         .iter()
-        .map(|(k, v)| match v.is_empty() {
-            true => k.clone(),
-            false => format!("{k}={v}"),
-        })
-        .collect();
-    items.join("\t")
-}
-
-/// The pairs of a `tpc.scgi` value ([`encode_scgi`]'s inverse); items
-/// with an empty key are skipped.
-pub fn decode_scgi(s: &str) -> Vec<(String, String)> {
-    s.split('\t')
-        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
-        .filter(|(k, _)| !k.is_empty())
         .map(|(k, v)| (k.to_string(), v.to_string()))
         .collect()
 }
 
-/// Whether a server's answer to `kXR_Qconfig` `tpc` says it takes part in
-/// TPC: a number of 1 or more (the stock `ofs.tpc` server answers `1`; one
-/// without it echoes the key, `tpc`).
-pub fn supported(qconfig_tpc: &str) -> bool {
-    qconfig_tpc.trim().parse::<u32>().is_ok_and(|n| n > 0)
+/// A key made of `random` (12 bytes give the stock client's 24 hex
+/// digits), lower-case hex. The bytes must be unpredictable: whoever
+/// guesses the key may read the file at the source while the grant lives.
+pub fn key_from(random: &[u8]) -> String {
+    random.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn value<'a>(cgi: &'a [(String, String)], key: &str) -> Option<&'a str> {
-    cgi.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+/// Whether a server's answer to `kXR_Qconfig tpc` says it takes part in
+/// TPC: a number of 1 or more (a stock `ofs.tpc` server answers `1`; one
+/// without echoes the key, `tpc`).
+pub fn supported(qconfig_tpc: &str) -> bool {
+    qconfig_tpc.trim().parse::<u32>().is_ok_and(|n| n > 0)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::url::parse_cgi;
+
+    /// The CGI the stock 5.5.3 `xrdcp --tpc only --streams 3` sent to the
+    /// destination, and the two opens it and the destination's copy program
+    /// sent to the source (from `xrootd.trace all`).
+    const STOCK_PULL: &str = "oss.asize=3000000&tpc.dlg=localhost:31094&tpc.dlgon=0\
+        &tpc.key=2263c078380338756b16c22a&tpc.lfn=/f&tpc.spr=root&tpc.src=localhost:31094\
+        &tpc.stage=copy&tpc.str=4&tpc.tpr=root";
 
     #[test]
-    fn the_destination_cgi_is_the_stock_clients() {
+    fn the_stock_clients_opens() {
+        let Some(TpcOpen::Pull(p)) = parse(STOCK_PULL).unwrap() else {
+            panic!("a pull order")
+        };
+        assert_eq!(p.key, "2263c078380338756b16c22a");
+        assert_eq!(p.src, "localhost:31094");
+        assert_eq!(p.lfn.as_deref(), Some("/f"));
+        assert_eq!(
+            (p.streams, p.size, p.delegated),
+            (4, Some(3_000_000), false)
+        );
+        assert_eq!(
+            parse("tpc.dst=localhost&tpc.key=k1&tpc.stage=copy").unwrap(),
+            Some(TpcOpen::Grant {
+                key: "k1".into(),
+                dst: "localhost".into(),
+                ttl: None
+            })
+        );
+        let org = Origin {
+            user: "root".into(),
+            pid: 14453,
+            host: "localhost".into(),
+        };
+        assert_eq!(
+            parse("tpc.key=k1&tpc.org=root.14453@localhost").unwrap(),
+            Some(TpcOpen::Claim {
+                key: "k1".into(),
+                org: org.clone()
+            })
+        );
+        assert_eq!(
+            claim_cgi("k1", &org, None),
+            "tpc.key=k1&tpc.org=root.14453@localhost"
+        );
+        assert_eq!(
+            parse("tpc.stage=placement").unwrap(),
+            Some(TpcOpen::Placement)
+        );
+        assert_eq!(parse("oss.asize=3").unwrap(), None);
+    }
+
+    #[test]
+    fn bad_cgi_is_a_typed_error() {
+        let e = |cgi| parse(cgi).unwrap_err();
+        assert_eq!(e("tpc.key=k&tpc.src=h&tpc.dst=h"), TpcCgiError::Conflicting);
+        assert_eq!(e("tpc.dst=h&tpc.stage=copy"), TpcCgiError::Key);
+        assert_eq!(e("tpc.key=k&tpc.lfn=/f"), TpcCgiError::Source);
+        assert_eq!(e("tpc.key=k&tpc.src=h&tpc.str=16"), TpcCgiError::Streams);
+        assert_eq!(e("tpc.key=k&tpc.src=h&tpc.str=0"), TpcCgiError::Streams);
+        assert_eq!(e("tpc.key=k&tpc.org=nobody"), TpcCgiError::Origin);
+        assert_eq!(
+            e("tpc.key=k&tpc.src=h&tpc.cks=adler32:xyz"),
+            TpcCgiError::Checksum
+        );
+        assert_eq!(
+            e("tpc.key=k&tpc.dst=h&tpc.ttl=-1"),
+            TpcCgiError::Number("tpc.ttl")
+        );
+        assert_eq!(
+            e(&format!("tpc.dst=h&tpc.key={}", "k".repeat(129))),
+            TpcCgiError::Key
+        );
+    }
+
+    #[test]
+    fn scgi_and_checksum() {
+        let Some(TpcOpen::Pull(p)) =
+            parse("tpc.key=k&tpc.src=h:1&tpc.scgi=authz=Bearer%20t\tx=1&tpc.cks=ADLER32:0A")
+                .unwrap()
+        else {
+            panic!("a pull order")
+        };
+        assert_eq!(p.scgi.as_deref(), Some("authz=Bearer%20t&x=1"));
+        let cks = p.cks.unwrap();
+        assert_eq!(
+            (cks.kind.as_str(), cks.value.as_deref()),
+            ("adler32", Some("0a"))
+        );
+        assert_eq!("u.a.7@h".parse::<Origin>().unwrap().user, "u.a");
+    }
+
+    #[test]
+    fn the_client_builds_the_stock_clients_cgi() {
+        use crate::url::parse_cgi;
         // xrdcp 5.5.3 --tpc only root://localhost:41731//f root://localhost:41732//f
         let stock = "oss.asize=3000000&tpc.dlg=localhost:41731&tpc.dlgon=0&\
                      tpc.key=2bf42da03e3c3e926b16c24a&tpc.lfn=/f&tpc.spr=root&\
                      tpc.src=localhost:41731&tpc.stage=copy&tpc.str=1&tpc.tpr=root";
-        let mut ours = DestinationCgi::new("localhost:41731", "/f", "2bf42da03e3c3e926b16c24a");
-        ours.asize = Some(3_000_000);
+        let mut ours = PullOrder::new("localhost:41731", "/f", "2bf42da03e3c3e926b16c24a");
+        ours.size = Some(3_000_000);
         assert_eq!(ours.to_pairs(), parse_cgi(stock));
-        assert_eq!(
-            DestinationCgi::from_cgi(&parse_cgi(stock)).unwrap(),
-            Some(ours)
-        );
-    }
-
-    #[test]
-    fn delegation_passes_the_source_cgi_with_tabs() {
-        // xrdcp 5.5.3 --tpc delegate only "root://localhost:41731//f?authz=Bearer%20abc&foo=1" ...
+        assert_eq!(parse(stock).unwrap(), Some(TpcOpen::Pull(ours)));
+        // --tpc delegate only "root://localhost:41731//f?authz=Bearer%20abc&foo=1"
         let stock = "tpc.dlg=localhost:41731&tpc.dlgon=1&tpc.key=170b67b5479247946b16c280&\
-                     tpc.lfn=/f&tpc.scgi=authz=Bearer%20abc\tfoo=1\ttpc.stage=placement&\
+                     tpc.lfn=/f&tpc.scgi=authz=Bearer%20abc\tfoo=1&\
                      tpc.spr=root&tpc.src=localhost:41731&tpc.stage=copy&tpc.str=1&tpc.tpr=root";
-        let parsed = DestinationCgi::from_cgi(&parse_cgi(stock))
-            .unwrap()
-            .unwrap();
-        assert!(parsed.delegate);
-        assert_eq!(
-            parsed.scgi,
-            parse_cgi("authz=Bearer%20abc&foo=1&tpc.stage=placement")
-        );
-        assert_eq!(parsed.to_pairs(), parse_cgi(stock));
-    }
-
-    #[test]
-    fn the_source_rendezvous_is_the_stock_clients() {
+        let Some(TpcOpen::Pull(p)) = parse(stock).unwrap() else {
+            panic!("a pull order")
+        };
+        assert_eq!(p.scgi.as_deref(), Some("authz=Bearer%20abc&foo=1"));
+        assert_eq!(p.to_pairs(), parse_cgi(stock));
+        // the grant
+        let grant = grant_pairs("2bf42da03e3c3e926b16c24a", "localhost");
         let stock = "tpc.dst=localhost&tpc.key=2bf42da03e3c3e926b16c24a&tpc.stage=copy";
-        let ours = SourceCgi::rendezvous("2bf42da03e3c3e926b16c24a", "localhost");
-        assert_eq!(ours.to_pairs(), parse_cgi(stock));
-        assert_eq!(SourceCgi::from_cgi(&parse_cgi(stock)).unwrap(), Some(ours));
-        // the destination's read, as the stock copy program sends it
-        let read = parse_cgi("tpc.key=170b67b5479247946b16c280&tpc.org=root.18324@localhost");
-        let read = SourceCgi::from_cgi(&read).unwrap().unwrap();
-        assert_eq!(read.org.as_deref(), Some("root.18324@localhost"));
-        assert_eq!((read.dst, read.stage), (None, None));
-        // placement alone is no rendezvous
-        assert_eq!(
-            SourceCgi::from_cgi(&parse_cgi("tpc.stage=placement")).unwrap(),
-            None
-        );
-    }
-
-    #[test]
-    fn bad_tpc_cgi_is_a_typed_error() {
-        for bad in [
-            "tpc.src=h:1&tpc.lfn=/f",
-            "tpc.src=h:1&tpc.key=k",
-            "tpc.src=h:1&tpc.key=a%26b&tpc.lfn=/f",
-            "tpc.src=h:1&tpc.key=k&tpc.lfn=/f&tpc.str=0",
-            "tpc.src=h:1&tpc.key=k&tpc.lfn=/f&tpc.str=x",
-            "tpc.src=h:1&tpc.key=k&tpc.lfn=/f&tpc.dlgon=2",
-            "tpc.src=h:1&tpc.key=k&tpc.lfn=/f&oss.asize=-1",
-            "tpc.src=h:1&tpc.key=k&tpc.lfn=/f&tpc.stage=placement",
-        ] {
-            assert!(DestinationCgi::from_cgi(&parse_cgi(bad)).is_err(), "{bad}");
-        }
-        let long = format!("tpc.key={}", "a".repeat(MAX_KEY_LEN + 1));
-        assert!(SourceCgi::from_cgi(&parse_cgi(&long)).is_err());
-        assert!(SourceCgi::from_cgi(&parse_cgi("tpc.key=k&tpc.stage=x")).is_err());
-        assert_eq!(DestinationCgi::from_cgi(&parse_cgi("a=1")).unwrap(), None);
-    }
-
-    #[test]
-    fn keys_and_the_config_answer() {
+        assert_eq!(grant, parse_cgi(stock));
+        assert!(matches!(parse(stock).unwrap(), Some(TpcOpen::Grant { .. })));
         assert_eq!(key_from(&[0x0f, 0xa0, 0x01]), "0fa001");
-        assert!(valid_key(&key_from(&[7; 12])));
-        assert!(!valid_key(""));
         assert!(supported("1") && supported("1\n"));
         assert!(!supported("tpc") && !supported("0") && !supported(""));
     }

@@ -206,6 +206,15 @@ fn split_host_port(hostport: &str) -> Result<(String, u16), DecodeError> {
     Ok((host.to_string(), port))
 }
 
+/// The value of `key` in `q` (`a=1&b&c=3`, without the `?`), the first
+/// one; a key without `=` has the empty value.
+pub fn cgi_value_of<'a>(q: &'a str, key: &str) -> Option<&'a str> {
+    q.split('&')
+        .map(|kv| kv.split_once('=').unwrap_or((kv, "")))
+        .find(|(k, _)| *k == key)
+        .map(|(_, v)| v)
+}
+
 /// Splits `a=1&b&c=3` into pairs; items with an empty key (`&&`, `&=x`)
 /// are skipped.
 pub fn parse_cgi(q: &str) -> Vec<(String, String)> {

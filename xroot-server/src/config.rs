@@ -11,6 +11,7 @@ use crate::auth::Authenticator;
 use crate::cluster::ClusterConfig;
 use crate::net::tls::{TlsConfig, TlsRequirement};
 use crate::observe::{MonitorObserver, RequestObserver};
+use crate::tpc::TpcConfig;
 
 /// How a [`crate::Server`] behaves. `Config::default()` suits a data server.
 #[derive(Clone)]
@@ -129,6 +130,10 @@ pub struct Config {
     /// [`crate::observe::udp`]); `None` (the default): nobody, and no
     /// per-file counts are kept.
     pub monitor: Option<Arc<dyn MonitorObserver>>,
+    /// Native third-party copy, both roles ([`crate::tpc`]; the stock's
+    /// `ofs.tpc`); `None` (the default): the `tpc.*` CGI of an open is
+    /// ignored and `kXR_Qconfig tpc` is not answered `1`.
+    pub tpc: Option<TpcConfig>,
 }
 
 impl Default for Config {
@@ -158,6 +163,7 @@ impl Default for Config {
             cluster: None,
             observer: None,
             monitor: None,
+            tpc: None,
         }
     }
 }
@@ -221,6 +227,7 @@ impl std::fmt::Debug for Config {
             .field("cluster", &self.cluster)
             .field("observer", &self.observer.is_some())
             .field("monitor", &self.monitor.is_some())
+            .field("tpc", &self.tpc)
             .finish()
     }
 }

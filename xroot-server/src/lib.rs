@@ -89,6 +89,7 @@ pub mod observe;
 mod server;
 mod session;
 mod shared;
+pub mod tpc;
 
 /// The authorization scopes of bearer tokens (also [`auth::scope`]).
 pub use auth::scope as authz;
@@ -115,6 +116,7 @@ pub use server::{Server, ServerHandle};
 pub use stats::{GaugeGuard, GaugeStats, InFlightStats, LinkStats, ServerStats, TimeGauge};
 #[cfg(feature = "ztn")]
 pub use token::{TokenConfig, TokenError, TokenValidator};
+pub use tpc::{PullError, PullRequest, PullSink, Puller, TpcConfig};
 pub use xroot_proto as proto;
 /// What [`FileSystem`] calls answer with: stat text, checksums.
 pub use xroot_proto::response::{ChecksumAnswer, StatExtended, StatFlags, StatInfo};

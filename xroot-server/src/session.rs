@@ -163,6 +163,7 @@ impl<F: FileSystem> Session<F> {
         }
         for f in self.files.drain() {
             let _ = f.file.close().await;
+            f.end_tpc(fs).await;
             self.monitor_close(&f, true);
             if f.posc {
                 match fs.rm(self.caller(), &f.path).await {

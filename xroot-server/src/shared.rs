@@ -21,6 +21,7 @@ use crate::fs::FileSystem;
 use crate::observe::stats::{LinkStats, Scope, ServerStats};
 use crate::observe::Throttle;
 use crate::session::Session;
+use crate::tpc::rendezvous::Rendezvous;
 
 /// Refused credentials logged at INFO per [`REFUSAL_INTERVAL`]; the rest are
 /// counted and the next line logged says how many were left out.
@@ -106,6 +107,10 @@ pub(crate) struct Shared<F: FileSystem> {
     pub(crate) cluster_events: Events,
     /// How often a refused credential is logged (at INFO).
     pub(crate) refusals: Throttle,
+    /// The third-party-copy grants ([`crate::tpc`]).
+    pub(crate) rendezvous: Rendezvous,
+    /// Turns of the third-party-copy pulls ([`crate::tpc::TpcConfig::max_jobs`]).
+    pub(crate) tpc_jobs: Arc<Semaphore>,
     ids: AtomicU64,
     /// The monitoring dictionary ids, from 1 (the stock's `GetDictID`).
     dict_ids: AtomicU32,
@@ -139,6 +144,10 @@ impl<F: FileSystem> Shared<F> {
             locks: Locks::default(),
             cluster_events: Events::default(),
             refusals: Throttle::new(REFUSALS_LOGGED, REFUSAL_INTERVAL),
+            rendezvous: Rendezvous::new(config.tpc.as_ref().map_or(0, |t| t.max_grants)),
+            tpc_jobs: Arc::new(Semaphore::new(
+                config.tpc.as_ref().map_or(1, |t| t.max_jobs.max(1)),
+            )),
             fs,
             config,
             monitor,

@@ -1,5 +1,6 @@
 //! Our server for a test or bench: in-process on the caller's runtime
-//! ([`serve`], [`serve_with`]) or as the `serve` example's own process
+//! ([`serve`], [`serve_with`], or with the `serve` example's flags,
+//! [`serve_example`]) or as the `serve` example's own process
 //! ([`ServeProcess`], whose resident memory can be read).
 
 use std::io::{BufRead, BufReader};
@@ -20,6 +21,20 @@ pub async fn serve<F: FileSystem>(fs: F) -> SocketAddr {
 /// As [`serve`], with `config`.
 pub async fn serve_with<F: FileSystem>(fs: F, config: Config) -> SocketAddr {
     let server = Server::bind("127.0.0.1:0", fs, config).await.unwrap();
+    let addr = server.local_addr();
+    tokio::spawn(server.serve());
+    addr
+}
+
+/// The `serve` example's server, in-process on the caller's runtime:
+/// `serve --port 0 FLAGS... DIR` parsed as its command line; returns the
+/// address. Panics when the flags do not parse or the server cannot start.
+pub async fn serve_example<S: AsRef<str>>(flags: &[S], dir: &Path) -> SocketAddr {
+    let mut argv = vec!["serve".to_string(), "--port".into(), "0".into()];
+    argv.extend(flags.iter().map(|f| f.as_ref().to_string()));
+    argv.push(dir.to_str().expect("a UTF-8 dir").into());
+    let cli = <xroot_tools::serve::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+    let server = xroot_tools::serve::start(&cli).await.unwrap();
     let addr = server.local_addr();
     tokio::spawn(server.serve());
     addr

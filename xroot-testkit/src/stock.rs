@@ -16,14 +16,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The stock server's config line for native third-party copy, both
-/// roles (`ofs.tpc`, XrdOfsTPC): `autorm` removes what a failed copy
-/// left at the destination (without it a 0-byte file stays), `ttl 60 70`
-/// is the rendezvous key's default and longest life in seconds (a guessed
-/// or expired key is refused with `[3010] tpc authorization expired` when
-/// it runs out), `pgm` the program the destination copies with.
-pub const STOCK_TPC: &str = "ofs.tpc autorm ttl 60 70 pgm /usr/bin/xrdcp --server";
-
 /// A running stock `xrootd` data server exporting a directory.
 pub struct StockServer {
     child: Child,
@@ -99,6 +91,20 @@ pub fn program_available(program: &str, args: &[&str], missing: &str) -> bool {
     found
 }
 
+/// The stock's native third-party copy, both roles, grants living `ttl`
+/// seconds (`ofs.tpc ttl DEFAULT MAX`; the stock default is 15), the copy
+/// program the stock `xrdcp --server`, a failed copy's file removed
+/// (`autorm`). The server must run with `-I v4` (as [`StockServer`]
+/// does) and be named `localhost` in the client's URLs: otherwise it sees
+/// its clients as `[::ffff:127.0.0.1]`, which does not resolve, and the
+/// source cannot match `tpc.dst=localhost`.
+pub fn tpc_config(ttl: u32) -> String {
+    format!(
+        "ofs.tpc autorm ttl {ttl} {} pgm /usr/bin/xrdcp --server",
+        ttl + 1
+    )
+}
+
 /// A port that was free on 127.0.0.1 a moment ago.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -147,16 +153,12 @@ impl StockServer {
         StockServer::start_on(free_port(), data, extra)
     }
 
-    /// As [`StockServer::start`], with native third-party copy on in both
-    /// roles (source and destination): [`STOCK_TPC`] before `extra`. The
-    /// server runs with `-I v4` (as every stock peer here), without which
-    /// it sees clients as `[::ffff:127.0.0.1]`, the source cannot match
-    /// `tpc.dst=localhost` and the destination's copy program hangs; URLs
-    /// must name `localhost` ([`StockServer::tpc_url`]). A copy of 3 MB
-    /// between two of them by the stock `xrdcp --tpc only` takes 2.6 s,
-    /// its client polling every 2.5 s.
-    pub fn start_tpc(data: &Path, extra: &[&str]) -> Option<StockServer> {
-        let lines: Vec<&str> = std::iter::once(STOCK_TPC)
+    /// As [`StockServer::start`], with native third-party copy in both
+    /// roles ([`tpc_config`]): grants live `ttl` seconds, at most `ttl + 1`
+    /// when a client asks.
+    pub fn start_tpc(data: &Path, ttl: u32, extra: &[&str]) -> Option<StockServer> {
+        let tpc = tpc_config(ttl);
+        let lines: Vec<&str> = std::iter::once(tpc.as_str())
             .chain(extra.iter().copied())
             .collect();
         StockServer::start(data, &lines)

@@ -19,6 +19,7 @@ pub mod monitor;
 pub mod serve;
 pub mod summary;
 pub mod tls;
+pub mod tpc_pull;
 pub mod xcache;
 pub mod xrdcp;
 pub mod xrdfs;

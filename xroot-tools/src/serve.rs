@@ -9,7 +9,7 @@
 //!     [--tls-cert FILE --tls-key FILE [--tls capable|login|session|data|all] [--tls-ca-dir DIR]] \
 //!     [--role server --manager HOST:CMSPORT]... [--read-only] [--metrics ADDR] \
 //!     [--report HOST:PORT[,HOST:PORT] [--report-every SECS]] \
-//!     [--monitor HOST:PORT[,HOST:PORT] [--monitor-flush SECS]] [-v] DIR
+//!     [--monitor HOST:PORT[,HOST:PORT] [--monitor-flush SECS]] [--tpc [--tpc-ttl SECS]] [-v] DIR
 //! cargo run --example serve -- --role manager --manager HOST:CMSPORT [--port P]
 //! xrdcp root://127.0.0.1:1094//file.root /tmp/
 //! ```
@@ -51,6 +51,10 @@
 //! `--report` and `--monitor` send the XRootD monitoring streams over UDP
 //! as the stock server does (the summary and the detailed stream, see
 //! [`crate::monitor`]).
+//! `--tpc` serves native third-party copy in both roles
+//! ([`xroot_server::tpc`]): the stock `xrdcp --tpc only` can copy from this
+//! server to another, or make this server pull a file from another
+//! ([`crate::tpc_pull`]); `--tpc-ttl SECS` is how long a grant lives.
 
 use std::io::{self, Write};
 use std::net::{IpAddr, SocketAddr};
@@ -63,10 +67,11 @@ use xroot_server::local::{Access, AccessPolicy};
 use xroot_server::observe::udp::UdpMonitor;
 use xroot_server::observe::MonitorObserver;
 use xroot_server::{
-    Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle,
+    Config, FileSystem, LocalFs, ReadvConcurrency, RequestObserver, Server, ServerHandle, TpcConfig,
 };
 
 use crate::summary::{self, Summary};
+use crate::tpc_pull::ClientPuller;
 use crate::{auth, cluster, config_file, daemon, metrics, monitor, tls};
 
 /// `serve [--port P] [--bind ADDR] [--readv-concurrency N] [--read-only] [-v] DIR`
@@ -97,6 +102,17 @@ pub struct Cli {
     /// `http://ADDR/metrics` (port 0 picks a free one).
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<SocketAddr>,
+    /// Native third-party copy, both roles, as the stock `ofs.tpc`: a
+    /// client's open with `tpc.key`/`tpc.dst` grants the file to a
+    /// destination, and a write open with `tpc.src` makes this server pull
+    /// the file from the source (`xrdcp --tpc only SRC DST`).
+    #[arg(long)]
+    pub tpc: bool,
+    /// Seconds a TPC grant lives, and a destination's open waits for its
+    /// grant, when the client gives no `tpc.ttl` (the stock's `ofs.tpc
+    /// ttl`, 15).
+    #[arg(long, value_name = "SECS", default_value_t = 15, requires = "tpc")]
+    pub tpc_ttl: u64,
     /// Read flags from a TOML file too: its keys are the long flags'
     /// names (`port = 1094`, `read-only = true`, `dir = "/data"`); a flag
     /// given on the command line wins.
@@ -158,6 +174,7 @@ pub async fn start_counted(
             .config(&[if cli.read_only { "r /" } else { "w /" }]),
         observer: observer(cli, metrics.clone()),
         monitor: detailed.clone().map(|d| d as Arc<dyn MonitorObserver>),
+        tpc: tpc_config(cli),
         ..cli.auth.config()?
     };
     let access = match cli.read_only {
@@ -206,6 +223,18 @@ async fn bind<F: FileSystem>(
     summary.addr = server.local_addr();
     summary.log("serve");
     Ok(server)
+}
+
+/// `--tpc`: both roles, pulling with `xroot-client` ([`ClientPuller`]),
+/// grants living `--tpc-ttl` seconds.
+fn tpc_config(cli: &Cli) -> Option<TpcConfig> {
+    cli.tpc.then(|| {
+        let puller = ClientPuller::new(xroot_client::Config::default());
+        let mut tpc = TpcConfig::new(Arc::new(puller));
+        tpc.ttl = std::time::Duration::from_secs(cli.tpc_ttl);
+        tpc.max_ttl = tpc.max_ttl.max(tpc.ttl);
+        tpc
+    })
 }
 
 /// The request log (`-v`) and the counting into `metrics`.
@@ -319,6 +348,7 @@ mod tests {
         assert_eq!(cli.readv_concurrency, 8);
         assert!(!cli.read_only && !cli.verbose);
         assert_eq!(cli.auth.token_leeway, None);
+        assert!(!cli.tpc && tpc_config(&cli).is_none());
         assert_eq!(cli.dir.as_deref(), Some(std::path::Path::new("/data")));
         let cli = Cli::try_parse_from([
             "serve",
@@ -336,6 +366,10 @@ mod tests {
         assert_eq!((cli.port, cli.bind.to_string()), (0, "::".to_string()));
         assert_eq!(cli.auth.token_leeway, Some(5));
         assert!(cli.read_only && cli.verbose);
+        let cli = Cli::try_parse_from(["serve", "--tpc", "--tpc-ttl", "60", "/d"]).unwrap();
+        let tpc = tpc_config(&cli).unwrap();
+        assert_eq!((tpc.ttl.as_secs(), tpc.max_ttl.as_secs()), (60, 60));
+        assert!(Cli::try_parse_from(["serve", "--tpc-ttl", "60", "/d"]).is_err());
     }
 
     #[test]

@@ -19,8 +19,10 @@ use xroot_proto::{ErrorCode, FHandle};
 
 use crate::admit::lock::FileLock;
 use crate::admit::order::{Access, Order, Ticket};
-use crate::fs::{File, FsError, ReadvConcurrency};
+use crate::auth::Caller;
+use crate::fs::{File, FileSystem, FsError, ReadvConcurrency};
 use crate::observe::monitor::FileCounters;
+use crate::tpc::job::Destination;
 
 /// An open file and what the server tracks about it.
 #[derive(Debug)]
@@ -36,12 +38,21 @@ pub(crate) struct OpenFile<T> {
     pub(crate) posc: bool,
     /// Its monitoring counts, when the session is monitored.
     pub(crate) counters: Option<Arc<FileCounters>>,
+    /// The third-party copy its open ordered, on a TPC destination.
+    pub(crate) tpc: Option<Arc<Destination>>,
     order: Order,
     readv: Arc<Semaphore>,
     lock: Mutex<Option<FileLock>>,
     /// Offsets of pgwrite pages whose crc32c was bad and that no good write
     /// has replaced yet.
     pgw_bad: Mutex<BTreeSet<u64>>,
+}
+
+/// Who removes the file of a third-party copy that did not succeed: the
+/// server itself (the stock's `autorm`), not the client, whose token may
+/// allow creating the file but not removing it.
+pub(crate) fn tpc_cleaner() -> Caller {
+    Caller::local("tpc")
 }
 
 /// Most uncorrected pgwrite pages one file may have (`kXR_pgMaxEos`).
@@ -68,10 +79,22 @@ impl<T: File> OpenFile<T> {
             writable,
             posc,
             counters: None,
+            tpc: None,
             order: Order::new(append),
             readv: Arc::new(Semaphore::new(readv)),
             lock: Mutex::new(Some(lock)),
             pgw_bad: Mutex::new(BTreeSet::new()),
+        }
+    }
+
+    /// A close or the session's end on a third-party-copy destination:
+    /// stops its pull and, unless it succeeded, removes the file (as the
+    /// server, [`tpc_cleaner`]).
+    pub(crate) async fn end_tpc<F: FileSystem<File = T>>(&self, fs: &F) {
+        if let Some(d) = &self.tpc {
+            if d.cancel() {
+                let _ = fs.rm(&tpc_cleaner(), &self.path).await;
+            }
         }
     }
 

@@ -29,7 +29,7 @@ use xroot_proto::response::{Attn, Response, WaitResp};
 use xroot_proto::{DecodeError, ErrorCode, FHandle, RequestHeader, RequestId, StreamId};
 
 use super::kit::{err, fs_response, ok, Ctx, Fail};
-use super::{fattr, file_requests as io, namespace, query, readv, scope_check as guard};
+use super::{fattr, file_requests as io, namespace, query, readv, scope_check as guard, tpc};
 use crate::admit::order::{Access, Ticket};
 use crate::fs::{FileSystem, FsError};
 use crate::net::writer::Closed;
@@ -109,9 +109,19 @@ pub(crate) fn path_of(request: &Request) -> Option<String> {
 /// Runs a request answered with one frame, deferring the answer with
 /// `kXR_waitresp` when the handler is slow; its outcome.
 async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request) -> Outcome {
+    let after = match &request {
+        Request::Sync(r)
+            if ctx
+                .file(r.fhandle, "sync")
+                .is_ok_and(|f| tpc::sync_waits(&f)) =>
+        {
+            std::time::Duration::ZERO
+        }
+        _ => ctx.config().waitresp_after,
+    };
     let answer = answer(ctx, request);
     tokio::pin!(answer);
-    let now = tokio::time::timeout(ctx.config().waitresp_after, &mut answer).await;
+    let now = tokio::time::timeout(after, &mut answer).await;
     let to_frame = |r: Result<Response, FsError>| r.unwrap_or_else(fs_response);
     match now {
         Ok(r) => send_final(ctx, &to_frame(r)).await,

@@ -24,7 +24,7 @@ use crate::admit::order::Ticket;
 use crate::fs::{File, FileRegion, FileSystem, FsError};
 use crate::handle::kit::{err, offset, ok, ok_with, open_mode, Ctx, Fail, Out};
 use crate::handle::path;
-use crate::handle::scope_check;
+use crate::handle::{scope_check, tpc};
 use crate::observe::monitor::{FileCounters, SessionEvent};
 
 /// `kXR_open`: the options that apply to a POSIX backend become an
@@ -51,6 +51,7 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
     let locks_write = !opts.contains(OpenOptions::READ)
         && (opts.contains(OpenOptions::UPDATE) || opts.contains(OpenOptions::WRITE_ONLY));
     let force = opts.contains(OpenOptions::FORCE);
+    let pull = tpc::before_open(ctx, &target.path, &target.cgi, mode.write).await?;
     let lock = ctx.shared.locks.lock(&target.path, locks_write, force)?;
     let file = ctx
         .fs()
@@ -72,6 +73,7 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
     };
     let posc = mode.write && opts.contains(OpenOptions::POSC);
     let mut file = OpenFile::new(file, target.path, mode.write, mode.append, posc, lock);
+    file.tpc = pull;
     if let Some(m) = ctx.session.monitor() {
         let size = match &stat {
             Some(s) => s.size,
@@ -105,6 +107,7 @@ pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Respo
     let f = ctx.file(r.fhandle, "close")?;
     ctx.session.files.remove(r.fhandle, &f);
     let closed = f.file.close().await;
+    f.end_tpc(ctx.fs()).await;
     ctx.session.monitor_close(&f, false);
     if f.posc && f.pgw_outstanding() > 0 {
         let _ = ctx.fs().rm(ctx.caller(), &f.path).await;
@@ -495,9 +498,13 @@ pub(crate) async fn writev<F: FileSystem>(ctx: &Ctx<F>, r: Writev) -> Result<Res
     Ok(ok())
 }
 
-/// `kXR_sync`.
+/// `kXR_sync`; on a third-party-copy destination it starts or awaits the
+/// pull ([`tpc::sync`]).
 pub(crate) async fn sync<F: FileSystem>(ctx: &Ctx<F>, r: Sync) -> Result<Response, FsError> {
     let f = ctx.file(r.fhandle, "sync")?;
+    if let Some(d) = &f.tpc {
+        return tpc::sync(ctx, &f, d).await;
+    }
     f.file.sync().await.map(|()| ok())
 }
 

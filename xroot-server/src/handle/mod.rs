@@ -16,3 +16,4 @@ pub(crate) mod path;
 pub(crate) mod query;
 pub(crate) mod readv;
 pub(crate) mod scope_check;
+pub(crate) mod tpc;

@@ -189,6 +189,7 @@ async fn config_value<F: FileSystem>(ctx: &Ctx<F>, key: &str) -> String {
             _ => format!("{MAX_FATTR_NAME} {MAX_FATTR_VALUE}"),
         },
         PGREADV_CONFIG_KEY | READV_CRC32C_CONFIG_KEY => "1".into(),
+        "tpc" if ctx.config().tpc.is_some() => "1".into(),
         other => other.into(),
     }
 }
