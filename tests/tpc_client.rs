@@ -21,7 +21,7 @@ use std::process::Output;
 use std::sync::OnceLock;
 
 use xroot_testkit::ours::serve_example;
-use xroot_testkit::stock::StockServer;
+use xroot_testkit::stock::{self, StockServer};
 use xroot_testkit::tools::{self, code, stderr};
 
 /// Size of the file copied: 3 MB and a bit, not a multiple of a block.
@@ -84,24 +84,6 @@ fn pair() -> Option<Pair> {
     })
 }
 
-/// What the stock `xrdfs` answers to `query checksum PATH?cks.type=ALG`.
-async fn stock_checksum(port: u16, path: &str, alg: &str) -> String {
-    let out = tools::run_ok(
-        "xrdfs",
-        &[
-            format!("127.0.0.1:{port}"),
-            "query".into(),
-            "checksum".into(),
-            format!("{path}?cks.type={alg}"),
-        ],
-    )
-    .await;
-    let text = String::from_utf8_lossy(&out).into_owned();
-    let (name, value) = text.trim().split_once(' ').expect("ALG VALUE");
-    assert_eq!(name, alg);
-    value.to_string()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
@@ -124,7 +106,7 @@ async fn only_copies_stock_to_stock_with_and_without_a_checksum() {
     .await;
     assert_ok(&o, "--tpc only --cksum adler32");
     assert!(std::fs::read(p.dst.data.join("ck.bin")).unwrap() == p.content);
-    let expected = stock_checksum(p.src.port, "/src.bin", "adler32").await;
+    let expected = stock::query_checksum(p.src.port, "/src.bin", "adler32").await;
     let printed = stderr(&o);
     let line = printed
         .lines()
