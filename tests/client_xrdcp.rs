@@ -93,22 +93,7 @@ fn serve(len: usize) -> Option<(StockServer, Vec<u8>, tempfile::TempDir)> {
 
 /// What the stock `xrdfs` answers to `query checksum PATH?cks.type=ALG`.
 async fn stock_query(port: u16, path: &str, alg: &str) -> String {
-    let o = run(
-        "xrdfs".into(),
-        vec![
-            format!("127.0.0.1:{port}"),
-            "query".into(),
-            "checksum".into(),
-            format!("{path}?cks.type={alg}"),
-        ],
-        vec![],
-    )
-    .await;
-    assert_ok(&o, "xrdfs query checksum");
-    let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    let (name, value) = text.trim().split_once(' ').expect("ALG VALUE");
-    assert_eq!(name, alg);
-    value.to_string()
+    xroot_testkit::stock::query_checksum(port, path, alg).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

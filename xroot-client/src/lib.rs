@@ -68,6 +68,7 @@ mod qconfig;
 mod readv;
 mod spread;
 mod stats;
+mod tpc;
 
 pub use channel::{Channel, ServerInfo};
 pub use client::Client;
@@ -81,6 +82,7 @@ pub use located::{DeepLocation, Listing, DEEP_LOCATE_HOPS};
 pub use qconfig::ReadSupport;
 pub use spread::Spread;
 pub use stats::{ChannelStats, PathStats};
+pub use tpc::{ThirdPartyCopy, TpcError};
 pub use xroot_proto as proto;
 pub use xroot_proto::response::{
     LocateEntry, SpaceInfo, StatExtended, StatFlags, StatInfo, StatVfs,

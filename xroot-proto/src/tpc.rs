@@ -14,6 +14,11 @@
 //! | the client grants the read | source | `tpc.key`, `tpc.dst`, `tpc.stage=copy`, maybe `tpc.ttl` | [`TpcOpen::Grant`] |
 //! | the destination reads | source | `tpc.key`, `tpc.org` | [`TpcOpen::Claim`] |
 //!
+//! The client side builds the same CGI: [`PullOrder::to_pairs`] (the
+//! destination open, keys sorted as the stock client sends them),
+//! [`grant_pairs`] (the grant), with a key from [`key_from`]; and reads a
+//! source's `kXR_Qconfig tpc` answer with [`supported`].
+//!
 //! Errors are [`TpcCgiError`], whose texts are the stock server's
 //! (`XrdOfsTPC.cc`: "conflicting tpc cgi", "tpc source not specified", "tpc
 //! streams value is invalid").
@@ -297,6 +302,103 @@ impl std::str::FromStr for Checksum {
     }
 }
 
+impl PullOrder {
+    /// What the stock client orders for a copy of `lfn` at `src`
+    /// (`host:port`) with `key`: one stream, `tpc.dlg` the source,
+    /// `root` both ways, no delegation, checksum, ttl or size.
+    pub fn new(src: &str, lfn: &str, key: &str) -> PullOrder {
+        PullOrder {
+            key: key.to_string(),
+            src: src.to_string(),
+            lfn: Some(lfn.to_string()),
+            streams: 1,
+            spr: "root".into(),
+            tpr: "root".into(),
+            dlg: Some(src.to_string()),
+            delegated: false,
+            scgi: None,
+            cks: None,
+            ttl: None,
+            size: None,
+        }
+    }
+
+    /// The CGI pairs of the client's open at the destination, keys sorted
+    /// as the stock 5.5.3 client sends them (`oss.asize`, `tpc.cks`,
+    /// `tpc.dlg`, `tpc.dlgon`, `tpc.key`, `tpc.lfn`, `tpc.scgi`, `tpc.spr`,
+    /// `tpc.src`, `tpc.stage=copy`, `tpc.str`, `tpc.tpr`, `tpc.ttl`), the
+    /// optional ones only when set; `tpc.scgi` with its `&` as tabs, only
+    /// when delegated. [`parse`] reads them back.
+    pub fn to_pairs(&self) -> Vec<(String, String)> {
+        let mut out = Vec::with_capacity(13);
+        let mut put = |k: &str, v: String| out.push((k.to_string(), v));
+        if let Some(n) = self.size {
+            put(ASIZE, n.to_string());
+        }
+        if let Some(c) = &self.cks {
+            put(CKS, c.to_string());
+        }
+        if let Some(d) = &self.dlg {
+            put(DLG, d.clone());
+        }
+        put(DLGON, u8::from(self.delegated).to_string());
+        put(KEY, self.key.clone());
+        if let Some(l) = &self.lfn {
+            put(LFN, l.clone());
+        }
+        if let Some(s) = self
+            .scgi
+            .as_ref()
+            .filter(|s| self.delegated && !s.is_empty())
+        {
+            put(SCGI, s.replace('&', "\t"));
+        }
+        put(SPR, self.spr.clone());
+        put(SRC, self.src.clone());
+        put(STAGE, "copy".into());
+        put(STR, self.streams.to_string());
+        put(TPR, self.tpr.clone());
+        if let Some(t) = self.ttl {
+            put(TTL, t.to_string());
+        }
+        out
+    }
+}
+
+impl fmt::Display for Checksum {
+    /// `type` or `type:hex`, as in `tpc.cks`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.value {
+            Some(v) => write!(f, "{}:{v}", self.kind),
+            None => f.write_str(&self.kind),
+        }
+    }
+}
+
+/// The CGI pairs of the client's grant at the source (the rendezvous):
+/// `tpc.dst=DSTHOST&tpc.key=KEY&tpc.stage=copy`, DSTHOST the destination's
+/// host as the client names it, without port.
+pub fn grant_pairs(key: &str, dst_host: &str) -> Vec<(String, String)> {
+    [(DST, dst_host), (KEY, key), (STAGE, "copy")]
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// A key made of `random` (12 bytes give the stock client's 24 hex
+/// digits), lower-case hex. The bytes must be unpredictable: whoever
+/// guesses the key may read the file at the source while the grant lives.
+pub fn key_from(random: &[u8]) -> String {
+    random.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether a server's answer to `kXR_Qconfig tpc` says it takes part in
+/// TPC: a number of 1 or more (a stock `ofs.tpc` server answers `1`; one
+/// without echoes the key, `tpc`).
+pub fn supported(qconfig_tpc: &str) -> bool {
+    qconfig_tpc.trim().parse::<u32>().is_ok_and(|n| n > 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -389,5 +491,35 @@ mod tests {
             ("adler32", Some("0a"))
         );
         assert_eq!("u.a.7@h".parse::<Origin>().unwrap().user, "u.a");
+    }
+
+    #[test]
+    fn the_client_builds_the_stock_clients_cgi() {
+        use crate::url::parse_cgi;
+        // xrdcp 5.5.3 --tpc only root://localhost:41731//f root://localhost:41732//f
+        let stock = "oss.asize=3000000&tpc.dlg=localhost:41731&tpc.dlgon=0&\
+                     tpc.key=2bf42da03e3c3e926b16c24a&tpc.lfn=/f&tpc.spr=root&\
+                     tpc.src=localhost:41731&tpc.stage=copy&tpc.str=1&tpc.tpr=root";
+        let mut ours = PullOrder::new("localhost:41731", "/f", "2bf42da03e3c3e926b16c24a");
+        ours.size = Some(3_000_000);
+        assert_eq!(ours.to_pairs(), parse_cgi(stock));
+        assert_eq!(parse(stock).unwrap(), Some(TpcOpen::Pull(ours)));
+        // --tpc delegate only "root://localhost:41731//f?authz=Bearer%20abc&foo=1"
+        let stock = "tpc.dlg=localhost:41731&tpc.dlgon=1&tpc.key=170b67b5479247946b16c280&\
+                     tpc.lfn=/f&tpc.scgi=authz=Bearer%20abc\tfoo=1&\
+                     tpc.spr=root&tpc.src=localhost:41731&tpc.stage=copy&tpc.str=1&tpc.tpr=root";
+        let Some(TpcOpen::Pull(p)) = parse(stock).unwrap() else {
+            panic!("a pull order")
+        };
+        assert_eq!(p.scgi.as_deref(), Some("authz=Bearer%20abc&foo=1"));
+        assert_eq!(p.to_pairs(), parse_cgi(stock));
+        // the grant
+        let grant = grant_pairs("2bf42da03e3c3e926b16c24a", "localhost");
+        let stock = "tpc.dst=localhost&tpc.key=2bf42da03e3c3e926b16c24a&tpc.stage=copy";
+        assert_eq!(grant, parse_cgi(stock));
+        assert!(matches!(parse(stock).unwrap(), Some(TpcOpen::Grant { .. })));
+        assert_eq!(key_from(&[0x0f, 0xa0, 0x01]), "0fa001");
+        assert!(supported("1") && supported("1\n"));
+        assert!(!supported("tpc") && !supported("0") && !supported(""));
     }
 }

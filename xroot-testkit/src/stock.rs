@@ -105,6 +105,23 @@ pub fn tpc_config(ttl: u32) -> String {
     )
 }
 
+/// What the stock `xrdfs 127.0.0.1:PORT query checksum PATH?cks.type=ALG`
+/// answers: the value (its `ALG VALUE` line's second word). Panics when
+/// xrdfs fails or answers another algorithm.
+pub async fn query_checksum(port: u16, path: &str, alg: &str) -> String {
+    let args = [
+        format!("127.0.0.1:{port}"),
+        "query".into(),
+        "checksum".into(),
+        format!("{path}?cks.type={alg}"),
+    ];
+    let out = crate::tools::run_ok("xrdfs", &args).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (name, value) = text.trim().split_once(' ').expect("ALG VALUE");
+    assert_eq!(name, alg);
+    value.to_string()
+}
+
 /// A port that was free on 127.0.0.1 a moment ago.
 pub fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")
@@ -162,6 +179,13 @@ impl StockServer {
             .chain(extra.iter().copied())
             .collect();
         StockServer::start(data, &lines)
+    }
+
+    /// `root://localhost:PORT/` and `path` (which starts with `/`): the
+    /// URL a third-party copy names this server by (see
+    /// [`StockServer::start_tpc`]).
+    pub fn tpc_url(&self, path: &str) -> String {
+        format!("root://localhost:{}/{path}", self.port)
     }
 
     /// As [`StockServer::start`], on `port` of 127.0.0.1 (e.g. the port of

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release --example xrdcp -- [--cksum adler32|crc32c|md5[:print]]
 //!     [--streams N] [--connections N] [--parallel N] [--chunks N] [-f] [-N] [-s]
-//!     [-r] [--retry N] SRC... DST
+//!     [-r] [--retry N] [--tpc [delegate] first|only] SRC... DST
 //! ```
 //!
 //! SRC and DST are `root://host[:port]//path` URLs (`roots://` for TLS,
@@ -79,6 +79,21 @@
 //! target that exists, 50 a remote one that exists and anything else, the
 //! errno of a local file's error (2: no such file); 22 for bad usage.
 //! `--version` prints `v` and the version.
+//!
+//! `--tpc only` makes every copy a native third-party copy
+//! ([`xroot_client::ThirdPartyCopy`]): both sides remote, the destination
+//! pulls the file from the source and the tool only waits, the bar
+//! following what the destination reports; a local side is an error (exit
+//! 50), as is a source that does not answer `kXR_Qconfig tpc` with a
+//! number. `--tpc first` copies the usual way in those two cases, as the
+//! stock tool does; a destination without TPC fails either way (the stock
+//! server answers `kXR_Unsupported`, exit 54, as with the stock tool).
+//! `--tpc delegate first|only` sends `tpc.dlgon=1` and the source's CGI (a
+//! token's `authz=`) as `tpc.scgi`; the source's CGI goes with the
+//! source's opens either way. With `--cksum`, the source's and the
+//! destination's checksums are compared. `--streams N` is asked of the
+//! destination (`tpc.str`); `XRD_CPTPCTIMEOUT` (1800 s) bounds each copy
+//! (exit 52 past it).
 
 use std::error::Error;
 use std::io::{IsTerminal, Read, Write};
@@ -92,7 +107,7 @@ use futures::stream::{self, BoxStream, StreamExt};
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
 use tokio::sync::mpsc;
 use tokio::task::{JoinHandle, JoinSet};
-use xroot_client::{Client, Config, File, OpenFlags, Url};
+use xroot_client::{Client, Config, File, OpenFlags, ThirdPartyCopy, TpcError, Url};
 use xroot_proto::request::OpenOptions;
 use xroot_server::checksum::{Algorithm, Checksum};
 
@@ -145,6 +160,15 @@ struct Args {
     /// failed attempt wrote (default: XRD_CPRETRY, else 0).
     #[arg(short = 't', long, value_name = "N")]
     retry: Option<u32>,
+    /// Third-party copy: the destination pulls each file from the source
+    /// (`only`: or fail; `first`: else copy the usual way, when the source
+    /// does not take part); `--tpc delegate first|only` also delegates the
+    /// credential and passes the source's CGI to the destination.
+    #[arg(long, value_name = "[delegate] first|only")]
+    tpc: Option<TpcMode>,
+    /// Set by `--tpc delegate MODE` (see [`tpc_argv`]).
+    #[arg(long, hide = true)]
+    tpc_delegate: bool,
     /// SRC... DST: root:// or roots:// URLs or local paths; `-` is stdin / stdout.
     #[arg(required = true, num_args = 2.., value_name = "PATH")]
     paths: Vec<String>,
@@ -169,6 +193,32 @@ impl std::str::FromStr for CksumArg {
             _ => Err(format!("{mode}: only ALG or ALG:print")),
         }
     }
+}
+
+/// `--tpc first|only`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum TpcMode {
+    /// Third-party copy where the source takes part, else the usual copy.
+    First,
+    /// Third-party copy or fail.
+    Only,
+}
+
+/// `argv` with the stock tool's `--tpc delegate MODE` written as `--tpc
+/// MODE --tpc-delegate`, so that `--tpc` takes one value.
+fn tpc_argv(argv: impl IntoIterator<Item = std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let mut out: Vec<std::ffi::OsString> = Vec::new();
+    let mut argv = argv.into_iter().peekable();
+    while let Some(arg) = argv.next() {
+        let delegating = arg == "--tpc" && argv.peek().is_some_and(|a| a == "delegate");
+        out.push(arg);
+        if delegating {
+            argv.next();
+            out.extend(argv.next());
+            out.push("--tpc-delegate".into());
+        }
+    }
+    out
 }
 
 /// How blocks move: the stock tool's `XRD_CP*` settings.
@@ -281,13 +331,17 @@ struct Ctx {
     cksum: Option<CksumArg>,
     force: bool,
     connections: usize,
+    /// `--tpc`: the mode, and whether to delegate.
+    tpc: Option<(TpcMode, bool)>,
+    /// `--streams`, for `tpc.str`.
+    streams: u16,
     bars: Option<MultiProgress>,
 }
 
 /// The `xrdcp` example's `main`: copies as the command line says and
 /// exits with the stock tool's codes (see the module's documentation).
 pub fn main() -> ExitCode {
-    let args = match Args::try_parse() {
+    let args = match Args::try_parse_from(tpc_argv(std::env::args_os())) {
         Ok(args) => args,
         Err(e) => return usage(e),
     };
@@ -363,6 +417,10 @@ fn exit_code(e: &(dyn Error + 'static)) -> u8 {
                 | E::StreamIdsExhausted { .. } => 53,
                 _ => 50,
             };
+        }
+        if let Some(TpcError::Timeout { .. }) = c.downcast_ref::<TpcError>() {
+            // XrdCl's errOperationExpired, as a request's timeout
+            return 52;
         }
         if c.downcast_ref::<Mismatch>().is_some() {
             return 53;
@@ -463,6 +521,8 @@ async fn run(args: Args) -> Res<u8> {
         cksum: args.cksum,
         force: args.force,
         connections: args.connections as usize,
+        tpc: args.tpc.map(|m| (m, args.tpc_delegate)),
+        streams: args.streams,
         bars: show_bar.then(|| MultiProgress::with_draw_target(ProgressDrawTarget::stderr())),
     });
 
@@ -684,6 +744,22 @@ async fn tree(client: &Client, src: &Place) -> Res<Option<Vec<String>>> {
 /// the side that failed and its path or URL, once: `source URL: ...`,
 /// `target PATH: ...`.
 async fn copy(ctx: &Ctx, src: &Place, dst: &Place, force: bool) -> Res<()> {
+    if let Some((mode, delegate)) = ctx.tpc {
+        match (src, dst) {
+            (Place::Remote(s), Place::Remote(d)) => {
+                match third_party(ctx, s, d, force, delegate).await {
+                    // as the stock tool: `first` copies the usual way when
+                    // the source does not take part
+                    Err(e) if mode == TpcMode::First && source_unsupported(e.as_ref()) => {}
+                    other => return other,
+                }
+            }
+            _ if mode == TpcMode::Only => {
+                return Err("cannot do a third-party copy for a local file".into())
+            }
+            _ => {}
+        }
+    }
     let t = ctx.tuning;
     let source = |e| context(format!("source {src}"), e);
     let target = |e| context(format!("target {dst}"), e);
@@ -727,12 +803,63 @@ async fn copy(ctx: &Ctx, src: &Place, dst: &Place, force: bool) -> Res<()> {
     Ok(())
 }
 
+/// `--tpc`: `src` copied to `dst` by the destination itself
+/// ([`ThirdPartyCopy`]), the bar following the size the destination
+/// reports, within `XRD_CPTPCTIMEOUT` seconds (1800). With `--cksum`, as
+/// the stock tool, no bytes pass here to compute one: the source's
+/// checksum is asked and the destination's compared with it.
+async fn third_party(ctx: &Ctx, src: &Url, dst: &Url, force: bool, delegate: bool) -> Res<()> {
+    let timeout = std::time::Duration::from_secs(env_number("XRD_CPTPCTIMEOUT", 1800)?);
+    let copy = ThirdPartyCopy::new(src.clone(), dst.clone())
+        .force(force)
+        .streams(ctx.streams)
+        .delegate(delegate)
+        .timeout(timeout);
+    let bar = progress(ctx, Some(0));
+    let shown = bar.clone();
+    let size = copy
+        .run(&ctx.client, move |done, total| {
+            shown.set_length(total);
+            shown.set_position(done);
+        })
+        .await?;
+    bar.finish();
+    if let Some(c) = &ctx.cksum {
+        let value = server_checksum(ctx, src, c.alg).await?;
+        if c.verify {
+            verify(ctx, &Place::Remote(dst.clone()), c.alg, &value).await?;
+        }
+        eprintln!("{}: {value} {dst} {size}", c.alg.name());
+    }
+    Ok(())
+}
+
+/// Whether `e` is a source that does not take part in third-party copy.
+fn source_unsupported(e: &(dyn Error + 'static)) -> bool {
+    matches!(
+        e.downcast_ref::<TpcError>(),
+        Some(TpcError::SourceUnsupported { .. })
+    )
+}
+
 /// Compares `value` with the checksum the server of `side` reports (a
 /// local side has no server: nothing to compare).
 async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()> {
     let Place::Remote(url) = side else {
         return Ok(());
     };
+    let server = server_checksum(ctx, url, alg).await?;
+    if !same_value(&server, value) {
+        return Err(Box::new(Mismatch(format!(
+            "checksum mismatch: {} of the bytes copied is {value}, {url} reports {server}",
+            alg.name()
+        ))));
+    }
+    Ok(())
+}
+
+/// The checksum of `url` by `alg`, as its server reports it.
+async fn server_checksum(ctx: &Ctx, url: &Url, alg: Algorithm) -> Res<String> {
     let fs = ctx.client.fs(&url.to_string())?;
     let (server_alg, server) = fs
         .query_checksum(&url.path, Some(alg.name()))
@@ -745,13 +872,7 @@ async fn verify(ctx: &Ctx, side: &Place, alg: Algorithm, value: &str) -> Res<()>
         )
         .into());
     }
-    if !same_value(&server, value) {
-        return Err(Box::new(Mismatch(format!(
-            "checksum mismatch: {} of the bytes copied is {value}, {url} reports {server}",
-            alg.name()
-        ))));
-    }
-    Ok(())
+    Ok(server)
 }
 
 /// Whether two checksums written in hex are the same value: an optional
@@ -1244,6 +1365,23 @@ mod tests {
         assert_eq!((cksum.alg, cksum.verify), (Algorithm::Crc32c, true));
         assert_eq!((args.streams, args.connections, args.parallel), (1, 1, 1));
         assert_eq!((args.chunks, args.retry), (None, None));
+    }
+
+    #[test]
+    fn tpc_as_the_stock_tool_spells_it() {
+        let parse = |argv: &[&str]| Args::try_parse_from(tpc_argv(argv.iter().map(Into::into)));
+        let args = parse(&["xrdcp", "--tpc", "only", "root://a//f", "root://b//f"]).unwrap();
+        assert_eq!((args.tpc, args.tpc_delegate), (Some(TpcMode::Only), false));
+        assert_eq!(args.paths, ["root://a//f", "root://b//f"]);
+        let args = parse(&["xrdcp", "--tpc", "delegate", "first", "a", "b", "c"]).unwrap();
+        assert_eq!((args.tpc, args.tpc_delegate), (Some(TpcMode::First), true));
+        assert_eq!(args.paths, ["a", "b", "c"]);
+        for bad in [
+            &["xrdcp", "--tpc", "a", "b"][..],
+            &["xrdcp", "--tpc", "delegate", "a", "b"],
+        ] {
+            assert_eq!(usage_code(&parse(bad).unwrap_err()), 22, "{bad:?}");
+        }
     }
 
     #[test]
