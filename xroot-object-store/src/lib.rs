@@ -132,6 +132,7 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod ahead;
 mod error;
 mod handles;
 mod objects;

@@ -18,6 +18,7 @@ use xroot_proto::url::Url;
 use xroot_proto::ErrorCode;
 use xroot_server::{FileSystem as XrdFileSystem, FsError};
 
+use crate::ahead::{Ahead, DEFAULT_READ_AHEAD};
 use crate::error::{self, client_error, STORE};
 use crate::handles::{self, OpenFile};
 
@@ -39,6 +40,8 @@ pub struct XrootStore {
     pub(crate) handles: Arc<handles::Handles>,
     /// The block cache reads go through, if any.
     cache: Option<CacheFs<RemoteOrigin>>,
+    /// What was read ahead of the calls that will ask for it.
+    pub(crate) ahead: Arc<Ahead>,
 }
 
 impl fmt::Debug for XrootStore {
@@ -84,7 +87,21 @@ impl XrootStore {
             base,
             handles: Arc::default(),
             cache: None,
+            ahead: Arc::new(Ahead::new(DEFAULT_READ_AHEAD)),
         })
+    }
+
+    /// This store, holding at most `bytes` read ahead at once (256 MiB
+    /// unless set; 0 reads nothing ahead). A Parquet reader asks for one
+    /// row group's column chunks at a time; the store reads the same
+    /// columns of every row group, of this file and of every other file
+    /// whose footer it read within the last 5 s, in one vector read per
+    /// file, all at once, and answers the later calls from memory (see the
+    /// crate's docs, "What each call does on the wire"). What does not fit
+    /// in `bytes` is read when asked.
+    pub fn with_read_ahead(mut self, bytes: u64) -> XrootStore {
+        self.ahead = Arc::new(Ahead::new(bytes));
+        self
     }
 
     /// A store for `url` using `client`, whose reads go through a block
@@ -143,6 +160,7 @@ impl XrootStore {
     /// before serves a later call, and the cache drops what it holds of it
     /// (in this process and on disk, so that no open trusts it).
     pub(crate) async fn changed(&self, server_path: &str) {
+        self.ahead.forget(server_path);
         if let Some(kept) = self.handles.changed(server_path) {
             OpenFile::close_now(kept).await;
         }

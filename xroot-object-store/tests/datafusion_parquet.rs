@@ -91,6 +91,12 @@ fn sql_with(tables: &[(&str, String)], args: &[&str], query: &str) -> Vec<Vec<f6
         "sql {query}: {stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    rows(&stdout)
+}
+
+/// The rows of a table as DataFusion prints it (the header row left out),
+/// as numbers.
+fn rows(stdout: &str) -> Vec<Vec<f64>> {
     stdout
         .lines()
         .filter(|l| l.starts_with('|'))
@@ -377,5 +383,77 @@ fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     assert!(
         after.read_bytes_asked < cold.read_bytes_asked,
         "after the kill {after:?}, cold {cold:?}"
+    );
+}
+
+/// A query over a directory table, the server 50 ms of round trip away,
+/// in this process: the round trips it waits for, counted by the relay by
+/// causality (a request sent after an answer came starts a new round trip;
+/// not timed), are at most 6: log in (`kXR_protocol`, then `kXR_login`),
+/// list, open the files, read their footers, read the column chunks. Run
+/// with DataFusion's footer size hint (512 KiB, more than each file: the
+/// footer read brings every column chunk) and with 16 KiB (only the footer
+/// and page indexes: the column chunks are read ahead, one vector read per
+/// file).
+#[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
+fn a_directory_query_takes_at_most_six_round_trips() {
+    use datafusion::prelude::{ParquetReadOptions, SessionContext};
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _) = write_files(&python, dir.path());
+    let (rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::from_millis(25));
+    let url = format!("root://127.0.0.1:{}//events/", relay.port);
+    for hint in [None, Some(16 << 10)] {
+        a_query_in_few_round_trips(&rt, &relay, &url, hint, &events);
+    }
+}
+
+fn a_query_in_few_round_trips(
+    rt: &tokio::runtime::Runtime,
+    relay: &delay_proxy::DelayProxy,
+    url: &str,
+    hint: Option<usize>,
+    events: &[Vec<f64>],
+) {
+    use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+    let before = relay.traffic();
+    let (printed, traffic) = rt.block_on(async {
+        let mut config = SessionConfig::new();
+        if let Some(hint) = hint {
+            config.options_mut().execution.parquet.metadata_size_hint = Some(hint);
+        }
+        let ctx = SessionContext::new_with_config(config);
+        let (key, store) =
+            xroot_object_store::server_store(xroot_client::Client::new(), url).unwrap();
+        ctx.register_object_store(&key, store);
+        let table = xroot_object_store::object_url(url).unwrap();
+        ctx.register_parquet("events", table.as_str(), ParquetReadOptions::default())
+            .await
+            .unwrap();
+        let batches = ctx
+            .sql(EVENTS_QUERY)
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        // before the handles' closes, which nothing waits for
+        let traffic = relay.traffic().since(&before);
+        let printed = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string();
+        (printed, traffic)
+    });
+    assert_eq!(rows(&printed), events, "footer hint {hint:?}");
+    eprintln!("footer hint {hint:?}:\n{}", traffic.waves_text());
+    assert!(
+        traffic.round_trips <= 6,
+        "footer hint {hint:?}: {} round trips:\n{}",
+        traffic.round_trips,
+        traffic.waves_text()
     );
 }
