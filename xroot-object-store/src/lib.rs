@@ -135,6 +135,7 @@
 mod ahead;
 mod error;
 mod handles;
+mod listing;
 mod objects;
 mod registry;
 mod store;

@@ -299,6 +299,49 @@ fn a_warm_cache_answers_with_the_server_stopped() {
     assert_eq!(got, one, "warm, server stopped");
 }
 
+/// The same for a directory table: within the trust window a warm query
+/// in a new process lists the directory from the listing kept beside the
+/// cache, and opens and reads its files from the cache (no request reaches
+/// the server), and it answers as pyarrow does with the server stopped.
+#[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
+fn a_warm_cache_answers_a_directory_table_with_the_server_stopped() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (events, _) = write_files(&python, dir.path());
+    let (_rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::ZERO);
+    // a directory URL ends with `/` (without it the example asks the
+    // server whether the path is a file or a directory)
+    let table = [(
+        "events",
+        format!("root://127.0.0.1:{}//events/", relay.port),
+    )];
+    let args = ["--cache-dir", cache.path().to_str().unwrap()];
+    assert_eq!(sql_with(&table, &args, EVENTS_QUERY), events, "cold");
+    let cold = relay.traffic();
+    assert_eq!(cold.count(xroot_proto::RequestId::DIRLIST), 1, "{cold:?}");
+
+    let before = relay.traffic();
+    assert_eq!(sql_with(&table, &args, EVENTS_QUERY), events, "warm");
+    let warm = relay.traffic().since(&before);
+    let asked: u64 = warm.requests.values().sum();
+    assert_eq!(asked, 0, "{warm:?}");
+
+    let port = relay.port;
+    drop(relay);
+    let gone = (0..1000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    });
+    assert!(gone, "the relay still listens");
+    let got = sql_with(&table, &args, EVENTS_QUERY);
+    assert_eq!(got, events, "warm, server stopped");
+}
+
 /// Whether a live file under `dir` records a written block (byte 1 in its
 /// block bytes, which follow a 32-byte header holding the file size at
 /// offset 8 and the block size at 24; xroot-cache's `store/live.rs`).
