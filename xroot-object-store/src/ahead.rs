@@ -358,3 +358,116 @@ fn chunks_of(meta: &ParquetMetaData, columns: &BTreeSet<String>, size: u64) -> V
     out.sort_by_key(|r| r.start);
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use datafusion::arrow::array::{Int64Array, RecordBatch};
+    use datafusion::arrow::datatypes::{DataType, Field, Schema};
+    use datafusion::parquet::arrow::ArrowWriter;
+    use datafusion::parquet::file::properties::WriterProperties;
+    use futures::FutureExt;
+
+    use super::*;
+
+    /// A Parquet file of two int64 columns `a` and `b`, in row groups of
+    /// 100 rows (`groups` of them); its bytes.
+    fn file(groups: usize) -> Bytes {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Int64, false),
+        ]));
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(100))
+            .build();
+        let mut out = Vec::new();
+        let mut w = ArrowWriter::try_new(&mut out, schema.clone(), Some(props)).unwrap();
+        for g in 0..groups as i64 {
+            let col = |k: i64| Arc::new(Int64Array::from_iter_values((0..100).map(|i| i * k + g)));
+            let batch = RecordBatch::try_new(schema.clone(), vec![col(3), col(7)]).unwrap();
+            w.write(&batch).unwrap();
+        }
+        w.close().unwrap();
+        Bytes::from(out)
+    }
+
+    /// The chunk of column `c` in row group `rg` of `bytes`.
+    fn chunk(bytes: &Bytes, rg: usize, c: usize) -> Range<u64> {
+        let meta = ParquetMetaDataReader::new()
+            .parse_and_finish(bytes)
+            .unwrap();
+        chunk_range(&meta, rg, c, bytes.len() as u64).unwrap()
+    }
+
+    fn done() -> Filling {
+        async {}.boxed().shared()
+    }
+
+    #[test]
+    fn the_columns_asked_are_read_ahead_in_every_row_group_and_file() {
+        let (one, two) = (file(3), file(2));
+        let ahead = Ahead::new(1 << 20);
+        for (path, f, groups) in [("/d/1", &one, 3), ("/d/2", &two, 2)] {
+            let size = f.len() as u64;
+            let tail = chunk(f, groups - 1, 1).end;
+            ahead.keep_tail(path, size, tail, f.slice(tail as usize..));
+        }
+        // column b of the first row group: b in every row group of both
+        let fills = ahead.plan("/d/1", &[chunk(&one, 0, 1)]);
+        assert_eq!(fills.len(), 2, "{fills:?}");
+        assert_eq!(fills[0].path, "/d/1", "the file asked first");
+        let want1: Vec<_> = (0..3).map(|rg| chunk(&one, rg, 1)).collect();
+        let want2: Vec<_> = (0..2).map(|rg| chunk(&two, rg, 1)).collect();
+        assert_eq!(fills[0].ranges, want1);
+        assert_eq!(fills[1].ranges, want2);
+        let reserved = ahead.held();
+        // a fill under way is not planned twice
+        for f in &fills {
+            ahead.started(f, done());
+        }
+        assert!(ahead.plan("/d/2", &[chunk(&two, 0, 1)]).is_empty());
+        assert!(ahead.filling("/d/1").is_some());
+        let data = |f: &Bytes, rs: &[Range<u64>]| {
+            rs.iter()
+                .map(|r| f.slice(r.start as usize..r.end as usize))
+                .collect::<Vec<_>>()
+        };
+        ahead.filled("/d/1", Some(data(&one, &want1)));
+        ahead.filled("/d/2", None); // failed: its reservation goes back
+        assert!(ahead.held() < reserved);
+        assert!(ahead.filling("/d/1").is_none());
+        // served from memory, each chunk once
+        let got = ahead.get_all("/d/1", &want1[1..]).unwrap();
+        assert_eq!(got, data(&one, &want1[1..]));
+        assert!(ahead.get_all("/d/1", &want1[1..2]).is_none());
+        assert!(ahead.get_all("/d/2", &want2).is_none());
+        // a change lets go of everything held of the file
+        ahead.forget("/d/1");
+        assert!(ahead.get_all("/d/1", &want1[..1]).is_none());
+    }
+
+    #[test]
+    fn reading_ahead_stays_within_the_budget_and_the_footer() {
+        let f = file(4);
+        let size = f.len() as u64;
+        let tail = chunk(&f, 3, 1).end;
+        // a budget of the tail alone: nothing more is read ahead
+        let small = Ahead::new(size - tail);
+        small.keep_tail("/f", size, tail, f.slice(tail as usize..));
+        assert!(small.plan("/f", &[chunk(&f, 0, 0)]).is_empty());
+        // a range that is not a whole column chunk: nothing read ahead
+        let ahead = Ahead::new(1 << 20);
+        ahead.keep_tail("/f", size, tail, f.slice(tail as usize..));
+        let r = chunk(&f, 0, 0);
+        assert!(ahead.plan("/f", &[r.start..r.end - 1]).is_empty());
+        // a tail without a footer (no PAR1): nothing
+        let bad = Ahead::new(1 << 20);
+        bad.keep_tail("/g", 100, 0, Bytes::from(vec![0u8; 100]));
+        assert!(bad.plan("/g", &[0..10]).is_empty());
+        // a read that is not a tail is not kept
+        let none = Ahead::new(1 << 20);
+        none.keep_tail("/h", size, 0, f.slice(..10));
+        assert_eq!(none.held(), 0);
+    }
+}
