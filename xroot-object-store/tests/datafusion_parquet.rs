@@ -133,6 +133,18 @@ fn served_through_a_relay(
     (rt, relay)
 }
 
+/// Stops `relay`, the server's only address, and waits until its port
+/// refuses connections (its tasks end as the runtime gets to them).
+fn stop(relay: delay_proxy::DelayProxy) {
+    let port = relay.port;
+    drop(relay);
+    let gone = (0..1000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    });
+    assert!(gone, "the relay still listens");
+}
+
 /// Both queries against the server at `root://127.0.0.1:PORT` (which
 /// exports the files' directory at its root), with the table URLs in both
 /// forms.
@@ -287,14 +299,7 @@ fn a_warm_cache_answers_with_the_server_stopped() {
     assert_eq!(warm.count(RequestId::STAT), 0, "{warm:?}");
     assert_eq!(warm.reads(), 0, "{warm:?}");
 
-    let port = relay.port;
-    drop(relay);
-    // its tasks end as the runtime gets to them
-    let gone = (0..1000).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
-    });
-    assert!(gone, "the relay still listens");
+    stop(relay);
     let got = sql_with(&table, &["--cache-dir", cache_dir], ONE_QUERY);
     assert_eq!(got, one, "warm, server stopped");
 }
@@ -331,13 +336,7 @@ fn a_warm_cache_answers_a_directory_table_with_the_server_stopped() {
     let asked: u64 = warm.requests.values().sum();
     assert_eq!(asked, 0, "{warm:?}");
 
-    let port = relay.port;
-    drop(relay);
-    let gone = (0..1000).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
-    });
-    assert!(gone, "the relay still listens");
+    stop(relay);
     let got = sql_with(&table, &args, EVENTS_QUERY);
     assert_eq!(got, events, "warm, server stopped");
 }
@@ -444,7 +443,6 @@ fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
 )]
 fn a_directory_query_takes_at_most_six_round_trips() {
-    use datafusion::prelude::{ParquetReadOptions, SessionContext};
     let Some(python) = python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let (events, _) = write_files(&python, dir.path());

@@ -244,56 +244,57 @@ impl DelayProxy {
 }
 
 /// An observer of the client-to-server bytes of connection `conn` that
-/// decodes them into requests and counts them; it goes quiet at the first
-/// bytes that do not decode.
+/// decodes them into requests and counts them.
 fn count_requests(
     counted: Arc<Mutex<Counted>>,
     conn: usize,
 ) -> impl FnMut(&Bytes) + Send + 'static {
-    let mut decoder = Some(RequestDecoder::new().with_max_dlen(1 << 30));
-    let mut pending = BytesMut::new();
-    move |chunk: &Bytes| {
-        let Some(dec) = decoder.as_mut() else {
-            return;
-        };
-        pending.extend_from_slice(chunk);
-        loop {
-            match dec.decode(&mut pending) {
-                Ok(Some(ClientMessage::Request(frame))) => {
-                    let streamid = frame.header.streamid;
-                    counted.lock().unwrap().sent(conn, streamid, Some(frame));
-                }
-                Ok(Some(ClientMessage::Handshake(_))) => {
-                    counted.lock().unwrap().sent(conn, StreamId::ZERO, None);
-                }
-                Ok(None) => return,
-                Err(_) => {
-                    decoder = None;
-                    return;
-                }
+    let mut decoder = RequestDecoder::new().with_max_dlen(1 << 30);
+    decoding(
+        move |buf| decoder.decode(buf).map_err(drop),
+        move |message| match message {
+            ClientMessage::Request(frame) => {
+                let streamid = frame.header.streamid;
+                counted.lock().unwrap().sent(conn, streamid, Some(frame));
             }
-        }
-    }
+            ClientMessage::Handshake(_) => {
+                counted.lock().unwrap().sent(conn, StreamId::ZERO, None);
+            }
+        },
+    )
 }
 
 /// An observer of the server-to-client bytes of connection `conn` as they
 /// are delivered: decodes them into answers (the handshake's first) and
-/// marks their waves delivered; quiet at the first bytes that do not
-/// decode.
+/// marks their waves delivered.
 fn count_answers(counted: Arc<Mutex<Counted>>, conn: usize) -> impl FnMut(&Bytes) + Send + 'static {
-    let mut decoder = Some(ResponseDecoder::new().with_max_dlen(1 << 30));
+    let mut decoder = ResponseDecoder::new().with_max_dlen(1 << 30);
+    decoding(
+        move |buf| decoder.decode(buf).map_err(drop),
+        move |frame| counted.lock().unwrap().answered(conn, &frame.header),
+    )
+}
+
+/// An observer of a byte stream: `decode` takes whole messages off the
+/// bytes gathered so far, each handed to `each`; it goes quiet at the
+/// first bytes that do not decode (relaying goes on).
+fn decoding<T>(
+    mut decode: impl FnMut(&mut BytesMut) -> Result<Option<T>, ()> + Send + 'static,
+    mut each: impl FnMut(T) + Send + 'static,
+) -> impl FnMut(&Bytes) + Send + 'static {
     let mut pending = BytesMut::new();
+    let mut quiet = false;
     move |chunk: &Bytes| {
-        let Some(dec) = decoder.as_mut() else {
+        if quiet {
             return;
-        };
+        }
         pending.extend_from_slice(chunk);
         loop {
-            match dec.decode(&mut pending) {
-                Ok(Some(frame)) => counted.lock().unwrap().answered(conn, &frame.header),
+            match decode(&mut pending) {
+                Ok(Some(message)) => each(message),
                 Ok(None) => return,
-                Err(_) => {
-                    decoder = None;
+                Err(()) => {
+                    quiet = true;
                     return;
                 }
             }
