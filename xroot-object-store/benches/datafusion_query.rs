@@ -1,6 +1,9 @@
-//! A DataFusion query over Parquet files read through `root://`, against
-//! the same files on local disk: `cargo bench -p xroot-object-store
-//! --bench datafusion_query` (about 30 s).
+//! A DataFusion query over Parquet files read through `root://`, from our
+//! server and from the stock xrootd, each on loopback and 50 ms away,
+//! against the same files on local disk: `cargo bench -p
+//! xroot-object-store --bench datafusion_query` (about a minute; its
+//! release build with DataFusion takes half an hour on a loaded 2-core
+//! machine).
 //!
 //! The files: [`FILES`] Parquet files of [`ROWS`] rows each (row groups of
 //! 128 Ki rows; columns `run` and `nMuon` int32, `MET_pt` and `eta`
@@ -12,11 +15,21 @@
 //! - local: the directory on local disk (object_store's `LocalFileSystem`);
 //! - root://: our server (`LocalFs`, in this process on its own runtime)
 //!   on the same directory, through [`XrootStore`];
-//! - root:// 50 ms: the same behind a relay adding 25 ms each way.
+//! - root:// 50 ms: the same behind a relay adding 25 ms each way;
+//! - stock root:// and stock 50 ms: the same two against the stock xrootd
+//!   on the same directory (skipped when it is not installed).
 //!
-//! Every run's answer must equal the local one. Figures for
-//! `benches/report.sh`: `datafusion_query.local_s`,
-//! `datafusion_query.root_s`, `datafusion_query.wan_s` (median wall, s).
+//! Every run's answer must equal the local one. Round trips per query, by
+//! the clock: (median at 50 ms − median on loopback) ÷ 50 ms; and counted
+//! by the relay (waves of requests each sent after an answer came, the
+//! highest over the runs; see the test kit's `delay_proxy`). Figures
+//! (`summary:` lines): `datafusion_query.local_s`,
+//! `datafusion_query.root_s`, `datafusion_query.wan_s`,
+//! `datafusion_query.stock_root_s`, `datafusion_query.stock_wan_s`
+//! (median wall, s), `datafusion_query.round_trips` and
+//! `datafusion_query.stock_round_trips` (by the clock),
+//! `datafusion_query.counted_round_trips` and
+//! `datafusion_query.stock_counted_round_trips` (by the relay).
 
 mod support;
 
@@ -31,7 +44,7 @@ use datafusion::parquet::file::properties::WriterProperties;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use tokio::runtime::Runtime;
 use xroot_client::Client;
-use xroot_testkit::{bench, delay_proxy};
+use xroot_testkit::{bench, delay_proxy, stock};
 
 const FILES: usize = 4;
 const ROWS: usize = 1 << 20;
@@ -48,22 +61,41 @@ fn main() {
     let (_server_rt, port) = support::serve(data.path());
     let rt = support::clients();
     let relay = rt.block_on(delay_proxy::DelayProxy::start(port, ONE_WAY));
+    let stock = stock::StockServer::start(data.path(), &[]);
+    let stock_relay = stock
+        .as_ref()
+        .map(|s| rt.block_on(delay_proxy::DelayProxy::start(s.port, ONE_WAY)));
 
     let local = format!("{}/", dir.display());
-    let direct = format!("root://127.0.0.1:{port}//events/");
-    let wan = format!("root://127.0.0.1:{}//events/", relay.port);
     let (expected, _) = query(&rt, &local);
-    let runs = [
-        ("local disk", local),
-        ("root://", direct),
-        ("root:// 50 ms", wan),
+    let url = |port: u16| format!("root://127.0.0.1:{port}//events/");
+    let mut runs: Vec<(&str, String, Option<&delay_proxy::DelayProxy>)> = vec![
+        ("local disk", local, None),
+        ("root://", url(port), None),
+        ("root:// 50 ms", url(relay.port), Some(&relay)),
     ];
+    if let (Some(s), Some(r)) = (&stock, &stock_relay) {
+        runs.push(("stock root://", url(s.port), None));
+        runs.push(("stock 50 ms", url(r.port), Some(r)));
+    } else {
+        println!("the stock xrootd is not installed: its runs are skipped");
+    }
     let mut walls = vec![Vec::new(); runs.len()];
+    let mut counted = vec![0u64; runs.len()];
+    let mut waves = vec![String::new(); runs.len()];
     for _ in 0..REPS {
-        for (i, (name, url)) in runs.iter().enumerate() {
+        for (i, (name, url, relay)) in runs.iter().enumerate() {
+            let before = relay.map(|r| r.traffic());
             let (answer, wall) = query(&rt, url);
             assert_eq!(answer, expected, "{name}: another answer");
             walls[i].push(wall);
+            if let (Some(r), Some(before)) = (relay, before) {
+                let t = r.traffic().since(&before);
+                if t.round_trips >= counted[i] {
+                    counted[i] = t.round_trips;
+                    waves[i] = t.waves_text();
+                }
+            }
         }
     }
     println!(
@@ -77,7 +109,7 @@ fn main() {
         "table", "median s", "vs local"
     );
     let medians: Vec<f64> = walls.iter().map(|w| median(w)).collect();
-    for ((name, _), (w, m)) in runs.iter().zip(walls.iter().zip(&medians)) {
+    for ((name, _, _), (w, m)) in runs.iter().zip(walls.iter().zip(&medians)) {
         let all: Vec<String> = w.iter().map(|x| format!("{x:.3}")).collect();
         println!(
             "{name:<16} {m:>9.3} {:>9.2}x  {}",
@@ -85,10 +117,42 @@ fn main() {
             all.join(" ")
         );
     }
+    let rtt = 2.0 * ONE_WAY.as_secs_f64();
+    let by_clock = |direct: usize, wan: usize| (medians[wan] - medians[direct]) / rtt;
+    println!(
+        "\nround trips per query: ours {:.1} by the clock, {} counted",
+        by_clock(1, 2),
+        counted[2]
+    );
+    println!(
+        "ours, the requests of each round trip (the run with the most):\n{}",
+        waves[2]
+    );
+    if runs.len() == 5 {
+        println!(
+            "stock xrootd: {:.1} by the clock, {} counted; wall ours ÷ stock: {:.2}x loopback, {:.2}x at 50 ms",
+            by_clock(3, 4),
+            counted[4],
+            medians[1] / medians[3],
+            medians[2] / medians[4]
+        );
+        println!("stock, the requests of each round trip:\n{}", waves[4]);
+    }
     println!("load average at the end: {}", bench::load_average());
     bench::summary("datafusion_query.local_s", medians[0]);
     bench::summary("datafusion_query.root_s", medians[1]);
     bench::summary("datafusion_query.wan_s", medians[2]);
+    bench::summary("datafusion_query.round_trips", by_clock(1, 2));
+    bench::summary("datafusion_query.counted_round_trips", counted[2] as f64);
+    if runs.len() == 5 {
+        bench::summary("datafusion_query.stock_root_s", medians[3]);
+        bench::summary("datafusion_query.stock_wan_s", medians[4]);
+        bench::summary("datafusion_query.stock_round_trips", by_clock(3, 4));
+        bench::summary(
+            "datafusion_query.stock_counted_round_trips",
+            counted[4] as f64,
+        );
+    }
 }
 
 /// Writes the files; their bytes in all.

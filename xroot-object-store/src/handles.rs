@@ -114,6 +114,18 @@ impl OpenFile {
         self.server_file().await?.read_at(offset, len).await
     }
 
+    /// Asks the server now for what its vector reads need (its limits,
+    /// `kXR_Qconfig`, once per file), so that a vector read to come does
+    /// not wait a round trip for it. Nothing for a file opened through the
+    /// cache; an error is left to the read that needs the answer.
+    pub(crate) async fn warm(&self) {
+        if let Opened::Direct(f) = self.opened() {
+            if let Err(e) = f.read_support().await {
+                tracing::debug!("{}: kXR_Qconfig: {e}", f.url());
+            }
+        }
+    }
+
     /// Each `(offset, len)` whole, as [`File::readv`] reads them (one
     /// vector read per 1024 elements or 2,097,136 bytes an element): from
     /// the cache when there is one (one server request per vector read for

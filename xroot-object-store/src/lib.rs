@@ -55,7 +55,7 @@
 //! |---|---|
 //! | `get_opts` (any [`GetRange`], bounded, offset or suffix) | `kXR_open` (with its stat) unless a handle is kept (see below), then `kXR_read`s of at most 8 MiB as the stream is polled |
 //! | `head` (`get_opts` with `head`) | `kXR_stat` |
-//! | `get_ranges` | `kXR_open` unless a handle is kept, then one or more `kXR_readv` split to the server's limits (1024 elements, 2,097,136 bytes each); no coalescing |
+//! | `get_ranges` | `kXR_open` unless a handle is kept (see below); for one range a `kXR_read` (with the file's `kXR_Qconfig` beside it, for the vector reads to come); for several, nothing when they were read ahead (below), else one or more `kXR_readv` split to the server's limits (1024 elements, 2,097,136 bytes each); no coalescing |
 //! | `list`, `list_with_delimiter` | `kXR_dirlist` with `kXR_dstat`, per directory |
 //! | `put_opts` | a temporary file beside the target (`kXR_open` new, with `kXR_mkpath`; `kXR_pgwrite`s of at most 8 MiB where the server serves them on a plain link, else `kXR_write`s; `kXR_close`), then `kXR_mv` onto the target |
 //! | `put_multipart_opts` | the same temporary file, each part written at its offset as it comes, `kXR_mv` on completion (`kXR_rm` on abort) |
@@ -71,6 +71,21 @@
 //! the handle at once; so does a failed read, which is tried once more on a
 //! fresh open. A file replaced on the server by someone else is seen by
 //! calls made 5 s or more after the open that preceded the change.
+//!
+//! **Read-ahead for Parquet.** A Parquet reader asks for a file's footer
+//! (one suffix read), then for one row group's column chunks at a time,
+//! one file after another: a round trip each over the WAN. The store keeps
+//! the bytes of a file's tail read; at the first `get_ranges` of whole
+//! column chunks it decodes the footer and reads the same columns (by
+//! path) of every row group, of this file and of every other file whose
+//! footer it read within 5 s, one vector read per file, all at once, and
+//! answers the later calls from memory. At most
+//! [`XrootStore::with_read_ahead`] bytes are held (256 MiB by default),
+//! none longer than 5 s after the tail was read nor after the store
+//! changes the file; a footer that does not decode, or ranges that are
+//! not whole column chunks (pages, page indexes), are read as asked. A
+//! directory query then takes 6 round trips: `kXR_protocol`, `kXR_login`,
+//! `kXR_dirlist`, the opens, the footers, the column chunks.
 //!
 //! Errors map to object_store's kinds: `kXR_NotFound` (and
 //! `kXR_isDirectory`: a directory is no object) to [`Error::NotFound`], `kXR_ItExists` to [`Error::AlreadyExists`],
@@ -95,9 +110,10 @@
 //! the directory. With a trust window ([`CacheConfig::below_client`]: an
 //! hour), a file the server confirmed within the window is opened, stat'ed
 //! (`head`) and read from its cached blocks **without contacting the
-//! server**, so a query over what was cached runs with the server down. Listings
-//! always ask the server: name tables by their files' URLs to query them
-//! offline.
+//! server**, so a query over what was cached runs with the server down. So
+//! are listings within the window: each directory's, kept beside the cache
+//! directory (`DIR.listings/`) after the server's answer, is reused without
+//! a request, so a directory table runs with the server down too.
 //!
 //! # Registries
 //!
@@ -132,8 +148,10 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+mod ahead;
 mod error;
 mod handles;
+mod listing;
 mod objects;
 mod registry;
 mod store;

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use bytes::Bytes;
 use futures::stream::{self, BoxStream, StreamExt};
+use futures::FutureExt;
 use object_store::path::Path;
 use object_store::{
     Attributes, CopyMode, CopyOptions, Error, GetOptions, GetRange, GetResult, GetResultPayload,
@@ -16,6 +17,7 @@ use object_store::{
 };
 use xroot_client::OpenFlags;
 
+use crate::ahead::{Ahead, Fill, Filling};
 use crate::error::{already_exists, client_error, not_implemented, STORE};
 use crate::handles::{self, OpenFile};
 use crate::store::{e_tag, XrootStore, CHUNK};
@@ -73,6 +75,22 @@ fn read_stream(
     .boxed()
 }
 
+/// [`Error::Generic`] unless `r` is a range within `size` bytes.
+fn check_range(path: &str, r: &Range<u64>, size: u64) -> Result<()> {
+    if r.start <= r.end && r.end <= size {
+        return Ok(());
+    }
+    let why: Box<dyn std::error::Error + Send + Sync> =
+        match GetRange::Bounded(r.clone()).as_range(size) {
+            Err(e) => Box::new(e),
+            Ok(_) => format!("range {r:?} is past the end of {path} ({size} bytes)").into(),
+        };
+    Err(Error::Generic {
+        store: STORE,
+        source: why,
+    })
+}
+
 /// `ranges` of `file` (the file at `path`), each read whole by vector reads
 /// within the server's limits: one per 1024 elements or 2,097,136 bytes a
 /// element, as [`File::readv`](xroot_client::File::readv) splits them. An
@@ -84,17 +102,7 @@ async fn read_ranges(file: Arc<OpenFile>, path: &str, ranges: &[Range<u64>]) -> 
     let size = file.stat().await.map_err(|e| client_error(path, e))?.size;
     let mut extents = Vec::with_capacity(ranges.len());
     for r in ranges {
-        if r.start > r.end || r.end > size {
-            let why: Box<dyn std::error::Error + Send + Sync> =
-                match GetRange::Bounded(r.clone()).as_range(size) {
-                    Err(e) => Box::new(e),
-                    Ok(_) => format!("range {r:?} is past the end of {path} ({size} bytes)").into(),
-                };
-            return Err(Error::Generic {
-                store: STORE,
-                source: why,
-            });
-        }
+        check_range(path, r, size)?;
         extents.push((r.start, (r.end - r.start) as usize));
     }
     let wanted: Vec<(u64, usize)> = extents.iter().copied().filter(|&(_, l)| l > 0).collect();
@@ -113,6 +121,63 @@ async fn read_ranges(file: Arc<OpenFile>, path: &str, ranges: &[Range<u64>]) -> 
             }
         })
         .collect())
+}
+
+/// `range` of `file` (the file at `path`) by a plain read, which needs no
+/// `kXR_Qconfig`: the vector reads to come ask it meanwhile
+/// ([`OpenFile::warm`]). A read of the file's tail (a Parquet reader's
+/// footer) is kept in `ahead`.
+///
+/// Errors: as [`read_ranges`]; [`Error::Generic`] when the file ends
+/// before the range does.
+async fn read_one(
+    file: Arc<OpenFile>,
+    path: &str,
+    range: Range<u64>,
+    ahead: &Ahead,
+) -> Result<Vec<Bytes>> {
+    let size = file.stat().await.map_err(|e| client_error(path, e))?.size;
+    check_range(path, &range, size)?;
+    let len = (range.end - range.start) as usize;
+    if len == 0 {
+        return Ok(vec![Bytes::new()]);
+    }
+    let (data, ()) = futures::join!(file.read_at(range.start, len), file.warm());
+    let data = data.map_err(|e| client_error(path, e))?;
+    if data.len() != len {
+        return Err(Error::Generic {
+            store: STORE,
+            source: format!(
+                "{path} ended at {}, before {}",
+                range.start + data.len() as u64,
+                range.end
+            )
+            .into(),
+        });
+    }
+    ahead.keep_tail(path, size, range.start, data.clone());
+    Ok(vec![data])
+}
+
+impl XrootStore {
+    /// Starts `fill` on a task: its file's vector read, kept in the
+    /// store's read-ahead; the fill to await.
+    fn start_fill(&self, fill: &Fill) -> Filling {
+        let (store, path, ranges) = (self.clone(), fill.path.clone(), fill.ranges.clone());
+        let filling = async move {
+            let read = |file: Arc<OpenFile>| read_ranges(file, &path, &ranges);
+            let got = store.with_reader(&path, read).await;
+            if let Err(e) = &got {
+                tracing::debug!("{path}: reading ahead: {e}");
+            }
+            store.ahead.filled(&path, got.ok());
+        }
+        .boxed()
+        .shared();
+        self.ahead.started(fill, filling.clone());
+        tokio::spawn(filling.clone());
+        filling
+    }
 }
 
 #[async_trait]
@@ -199,6 +264,32 @@ impl ObjectStore for XrootStore {
 
     async fn get_ranges(&self, location: &Path, ranges: &[Range<u64>]) -> Result<Vec<Bytes>> {
         let path = self.server_path(location)?;
+        if let Some(filling) = self.ahead.filling(&path) {
+            filling.await;
+        }
+        if let Some(got) = self.ahead.get_all(&path, ranges) {
+            return Ok(got);
+        }
+        if let [range] = ranges {
+            let read = |file: Arc<OpenFile>| read_one(file, &path, range.clone(), &self.ahead);
+            return self.with_reader(&path, read).await;
+        }
+        if tokio::runtime::Handle::try_current().is_ok() {
+            let fills = self.ahead.plan(&path, ranges);
+            let mut mine = None;
+            for fill in &fills {
+                let filling = self.start_fill(fill);
+                if fill.path == path {
+                    mine = Some(filling);
+                }
+            }
+            if let Some(filling) = mine {
+                filling.await;
+                if let Some(got) = self.ahead.get_all(&path, ranges) {
+                    return Ok(got);
+                }
+            }
+        }
         let read = |file: Arc<OpenFile>| read_ranges(file, &path, ranges);
         self.with_reader(&path, read).await
     }

@@ -18,8 +18,10 @@ use xroot_proto::url::Url;
 use xroot_proto::ErrorCode;
 use xroot_server::{FileSystem as XrdFileSystem, FsError};
 
+use crate::ahead::{Ahead, DEFAULT_READ_AHEAD};
 use crate::error::{self, client_error, STORE};
 use crate::handles::{self, OpenFile};
+use crate::listing::Listings;
 
 /// The largest read one `get` stream asks for at a time (8 MiB, as the
 /// stock `xrdcp` reads).
@@ -39,6 +41,10 @@ pub struct XrootStore {
     pub(crate) handles: Arc<handles::Handles>,
     /// The block cache reads go through, if any.
     cache: Option<CacheFs<RemoteOrigin>>,
+    /// What was read ahead of the calls that will ask for it.
+    pub(crate) ahead: Arc<Ahead>,
+    /// The listings kept beside the cache, if any.
+    listings: Option<Listings>,
 }
 
 impl fmt::Debug for XrootStore {
@@ -84,7 +90,22 @@ impl XrootStore {
             base,
             handles: Arc::default(),
             cache: None,
+            ahead: Arc::new(Ahead::new(DEFAULT_READ_AHEAD)),
+            listings: None,
         })
+    }
+
+    /// This store, holding at most `bytes` read ahead at once (256 MiB
+    /// unless set; 0 reads nothing ahead). A Parquet reader asks for one
+    /// row group's column chunks at a time; the store reads the same
+    /// columns of every row group, of this file and of every other file
+    /// whose footer it read within the last 5 s, in one vector read per
+    /// file, all at once, and answers the later calls from memory (see the
+    /// crate's docs, "What each call does on the wire"). What does not fit
+    /// in `bytes` is read when asked.
+    pub fn with_read_ahead(mut self, bytes: u64) -> XrootStore {
+        self.ahead = Arc::new(Ahead::new(bytes));
+        self
     }
 
     /// A store for `url` using `client`, whose reads go through a block
@@ -93,9 +114,10 @@ impl XrootStore {
     /// between `config.purge`'s watermarks): a vector read fetches the
     /// blocks it lacks in ONE server request, a read of cached blocks sends
     /// none but the file's open, and any cache fault falls back to the
-    /// server. Writes and listings go to the server as without a cache, and
-    /// so do stats but within the trust window (below); a file rewritten on the server is detected at the next open
-    /// that asks the server (by its size and modification time) and cached
+    /// server. Writes go to the server as without a cache, and so do
+    /// listings and stats but within the trust window (below); a file
+    /// rewritten on the server is detected at the next open that asks the
+    /// server (by its size and modification time) and cached
     /// anew; what this store writes, renames or deletes is dropped from the
     /// cache at once.
     ///
@@ -104,7 +126,12 @@ impl XrootStore {
     /// modification time the server confirmed within it is opened, read
     /// and `head`ed from the cache alone, without contacting the server; a
     /// file changed on the server meanwhile is then served as it was
-    /// cached, until the window ends. A block not cached (or a page that
+    /// cached, until the window ends. So is a directory's listing: kept in
+    /// `DIR.listings/` beside `dir` (one small file per directory) after
+    /// each answer of the server, it is reused within the window without a
+    /// request, and dropped when this store writes, renames or deletes
+    /// below it; a file added or removed on the server by someone else is
+    /// seen once the window ends. A block not cached (or a page that
     /// fails its crc32c) opens the file at the server then, and a changed
     /// file is not mixed in: that read fails and the entry is dropped.
     ///
@@ -135,6 +162,9 @@ impl XrootStore {
             store: STORE,
             source: Box::new(e),
         })?;
+        let mut listings = dir.into_os_string();
+        listings.push(".listings");
+        store.listings = Some(Listings::new(listings.into(), config.trust_window));
         store.cache = Some(CacheFs::new(origin, cache_store, config));
         Ok(store)
     }
@@ -143,6 +173,10 @@ impl XrootStore {
     /// before serves a later call, and the cache drops what it holds of it
     /// (in this process and on disk, so that no open trusts it).
     pub(crate) async fn changed(&self, server_path: &str) {
+        self.ahead.forget(server_path);
+        if let Some(listings) = &self.listings {
+            listings.forget(server_path);
+        }
         if let Some(kept) = self.handles.changed(server_path) {
             OpenFile::close_now(kept).await;
         }
@@ -409,47 +443,30 @@ impl XrootStore {
     /// paths with their stat ids. A directory that does not exist, or a
     /// file, is empty. Left out: temporary files of uploads in progress,
     /// names no object path can hold (control characters, a `?`, which
-    /// XRootD would read as CGI), and entries gone before their stat.
+    /// XRootD would read as CGI), and entries gone before their stat. With
+    /// a cache whose trust window is not zero, a listing the server gave
+    /// within the window is reused (no request; see `listing.rs`).
     pub(crate) async fn list_dir(
         &self,
         dir: &str,
     ) -> Result<(Vec<ObjectMeta>, Vec<(String, i64)>)> {
-        let entries = match self.fs()?.dirlist(dir, true).await {
-            Ok(e) => e,
-            Err(e) => {
-                return match client_error(dir, e) {
-                    Error::NotFound { .. } => Ok((Vec::new(), Vec::new())),
-                    // a prefix naming a file has nothing below it
-                    other => match self.stat(dir).await {
-                        Ok(s) if !s.is_dir() => Ok((Vec::new(), Vec::new())),
-                        _ => Err(other),
-                    },
-                };
+        let entries = match self.listings.as_ref().and_then(|l| l.load(dir)) {
+            Some(entries) => entries,
+            None => {
+                let entries = self.dirlist(dir).await?;
+                if let Some(listings) = &self.listings {
+                    listings.save(dir, &entries);
+                }
+                entries
             }
         };
         let mut files = Vec::new();
         let mut dirs = Vec::new();
-        for entry in entries {
-            let name = &entry.name;
-            let temp = name.starts_with('.') && name.ends_with(".xroot-upload");
-            if temp || name.contains('?') || Path::parse(name).is_err() {
-                if !temp {
-                    tracing::debug!("{dir}: {name:?} is no object name, left out");
-                }
-                continue;
-            }
+        for (name, stat) in entries {
             let path = if dir == "/" {
                 format!("/{name}")
             } else {
                 format!("{dir}/{name}")
-            };
-            let stat = match entry.stat {
-                Some(s) => s,
-                None => match self.stat(&path).await {
-                    Ok(s) => s,
-                    Err(Error::NotFound { .. }) => continue,
-                    Err(e) => return Err(e),
-                },
             };
             if stat.is_dir() {
                 dirs.push((path, stat.id));
@@ -461,6 +478,53 @@ impl XrootStore {
         files.sort_by(|a, b| a.location.cmp(&b.location));
         dirs.sort();
         Ok((files, dirs))
+    }
+
+    /// The server's listing of `dir` with each entry's stat, the entries
+    /// [`XrootStore::list_dir`] leaves out left out; empty for a directory
+    /// that does not exist or a file.
+    async fn dirlist(&self, dir: &str) -> Result<Vec<(String, StatInfo)>> {
+        let entries = match self.fs()?.dirlist(dir, true).await {
+            Ok(e) => e,
+            Err(e) => {
+                return match client_error(dir, e) {
+                    Error::NotFound { .. } => Ok(Vec::new()),
+                    // a prefix naming a file has nothing below it
+                    other => match self.stat(dir).await {
+                        Ok(s) if !s.is_dir() => Ok(Vec::new()),
+                        _ => Err(other),
+                    },
+                };
+            }
+        };
+        let mut out = Vec::new();
+        for entry in entries {
+            let name = entry.name;
+            let temp = name.starts_with('.') && name.ends_with(".xroot-upload");
+            if temp || name.contains('?') || Path::parse(&name).is_err() {
+                if !temp {
+                    tracing::debug!("{dir}: {name:?} is no object name, left out");
+                }
+                continue;
+            }
+            let stat = match entry.stat {
+                Some(s) => s,
+                None => {
+                    let path = if dir == "/" {
+                        format!("/{name}")
+                    } else {
+                        format!("{dir}/{name}")
+                    };
+                    match self.stat(&path).await {
+                        Ok(s) => s,
+                        Err(Error::NotFound { .. }) => continue,
+                        Err(e) => return Err(e),
+                    }
+                }
+            };
+            out.push((name, stat));
+        }
+        Ok(out)
     }
 }
 

@@ -91,6 +91,12 @@ fn sql_with(tables: &[(&str, String)], args: &[&str], query: &str) -> Vec<Vec<f6
         "sql {query}: {stdout}{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    rows(&stdout)
+}
+
+/// The rows of a table as DataFusion prints it (the header row left out),
+/// as numbers.
+fn rows(stdout: &str) -> Vec<Vec<f64>> {
     stdout
         .lines()
         .filter(|l| l.starts_with('|'))
@@ -125,6 +131,18 @@ fn served_through_a_relay(
         relay
     });
     (rt, relay)
+}
+
+/// Stops `relay`, the server's only address, and waits until its port
+/// refuses connections (its tasks end as the runtime gets to them).
+fn stop(relay: delay_proxy::DelayProxy) {
+    let port = relay.port;
+    drop(relay);
+    let gone = (0..1000).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
+    });
+    assert!(gone, "the relay still listens");
 }
 
 /// Both queries against the server at `root://127.0.0.1:PORT` (which
@@ -281,16 +299,46 @@ fn a_warm_cache_answers_with_the_server_stopped() {
     assert_eq!(warm.count(RequestId::STAT), 0, "{warm:?}");
     assert_eq!(warm.reads(), 0, "{warm:?}");
 
-    let port = relay.port;
-    drop(relay);
-    // its tasks end as the runtime gets to them
-    let gone = (0..1000).any(|_| {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-        std::net::TcpStream::connect(("127.0.0.1", port)).is_err()
-    });
-    assert!(gone, "the relay still listens");
+    stop(relay);
     let got = sql_with(&table, &["--cache-dir", cache_dir], ONE_QUERY);
     assert_eq!(got, one, "warm, server stopped");
+}
+
+/// The same for a directory table: within the trust window a warm query
+/// in a new process lists the directory from the listing kept beside the
+/// cache, and opens and reads its files from the cache (no request reaches
+/// the server), and it answers as pyarrow does with the server stopped.
+#[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
+fn a_warm_cache_answers_a_directory_table_with_the_server_stopped() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let (events, _) = write_files(&python, dir.path());
+    let (_rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::ZERO);
+    // a directory URL ends with `/` (without it the example asks the
+    // server whether the path is a file or a directory)
+    let table = [(
+        "events",
+        format!("root://127.0.0.1:{}//events/", relay.port),
+    )];
+    let args = ["--cache-dir", cache.path().to_str().unwrap()];
+    assert_eq!(sql_with(&table, &args, EVENTS_QUERY), events, "cold");
+    let cold = relay.traffic();
+    assert_eq!(cold.count(xroot_proto::RequestId::DIRLIST), 1, "{cold:?}");
+
+    let before = relay.traffic();
+    assert_eq!(sql_with(&table, &args, EVENTS_QUERY), events, "warm");
+    let warm = relay.traffic().since(&before);
+    let asked: u64 = warm.requests.values().sum();
+    assert_eq!(asked, 0, "{warm:?}");
+
+    stop(relay);
+    let got = sql_with(&table, &args, EVENTS_QUERY);
+    assert_eq!(got, events, "warm, server stopped");
 }
 
 /// Whether a live file under `dir` records a written block (byte 1 in its
@@ -377,5 +425,76 @@ fn a_query_killed_during_a_fill_leaves_a_cache_that_answers_right() {
     assert!(
         after.read_bytes_asked < cold.read_bytes_asked,
         "after the kill {after:?}, cold {cold:?}"
+    );
+}
+
+/// A query over a directory table, the server 50 ms of round trip away,
+/// in this process: the round trips it waits for, counted by the relay by
+/// causality (a request sent after an answer came starts a new round trip;
+/// not timed), are at most 6: log in (`kXR_protocol`, then `kXR_login`),
+/// list, open the files, read their footers, read the column chunks. Run
+/// with DataFusion's footer size hint (512 KiB, more than each file: the
+/// footer read brings every column chunk) and with 16 KiB (only the footer
+/// and page indexes: the column chunks are read ahead, one vector read per
+/// file).
+#[test]
+#[cfg_attr(
+    missing_uproot,
+    ignore = "needs pyarrow in the venv at /opt/xroot-uproot or $XROOT_UPROOT_PYTHON (scripts/test as root makes it)"
+)]
+fn a_directory_query_takes_at_most_six_round_trips() {
+    let Some(python) = python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let (events, _) = write_files(&python, dir.path());
+    let (rt, relay) = served_through_a_relay(dir.path(), std::time::Duration::from_millis(25));
+    let url = format!("root://127.0.0.1:{}//events/", relay.port);
+    for hint in [None, Some(16 << 10)] {
+        a_query_in_few_round_trips(&rt, &relay, &url, hint, &events);
+    }
+}
+
+fn a_query_in_few_round_trips(
+    rt: &tokio::runtime::Runtime,
+    relay: &delay_proxy::DelayProxy,
+    url: &str,
+    hint: Option<usize>,
+    events: &[Vec<f64>],
+) {
+    use datafusion::prelude::{ParquetReadOptions, SessionConfig, SessionContext};
+    let before = relay.traffic();
+    let (printed, traffic) = rt.block_on(async {
+        let mut config = SessionConfig::new();
+        if let Some(hint) = hint {
+            config.options_mut().execution.parquet.metadata_size_hint = Some(hint);
+        }
+        let ctx = SessionContext::new_with_config(config);
+        let (key, store) =
+            xroot_object_store::server_store(xroot_client::Client::new(), url).unwrap();
+        ctx.register_object_store(&key, store);
+        let table = xroot_object_store::object_url(url).unwrap();
+        ctx.register_parquet("events", table.as_str(), ParquetReadOptions::default())
+            .await
+            .unwrap();
+        let batches = ctx
+            .sql(EVENTS_QUERY)
+            .await
+            .unwrap()
+            .collect()
+            .await
+            .unwrap();
+        // before the handles' closes, which nothing waits for
+        let traffic = relay.traffic().since(&before);
+        let printed = datafusion::arrow::util::pretty::pretty_format_batches(&batches)
+            .unwrap()
+            .to_string();
+        (printed, traffic)
+    });
+    assert_eq!(rows(&printed), events, "footer hint {hint:?}");
+    eprintln!("footer hint {hint:?}:\n{}", traffic.waves_text());
+    assert!(
+        traffic.round_trips <= 6,
+        "footer hint {hint:?}: {} round trips:\n{}",
+        traffic.round_trips,
+        traffic.waves_text()
     );
 }

@@ -13,8 +13,19 @@
 //! and the requests toward the server, decoded with xroot-proto on a copy
 //! of the stream (the relayed bytes are untouched; if they stop decoding,
 //! counting stops and relaying goes on).
+//!
+//! And it counts round trips by causality, not by the clock
+//! ([`Traffic::round_trips`]): a request (or handshake) belongs to wave
+//! `n + 1` when the highest wave of the answers the relay had delivered to
+//! the client, on any of its connections, was `n` when the request
+//! arrived; an answer is of its request's wave (matched by connection and
+//! streamid, in order). Requests sent together, before any of them is
+//! answered, share a wave; a request sent after an answer came may depend
+//! on it, so it starts a new one. The count is the length of the longest
+//! chain: an upper bound of the round trips a client waited for, which
+//! is exact when the client's requests wait only on their own answers.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -27,7 +38,10 @@ use tokio::sync::mpsc;
 use tokio::task::AbortHandle;
 use tokio::time::Instant;
 use xroot_proto::request::Request;
-use xroot_proto::{ClientMessage, RequestDecoder, RequestFrame, RequestId};
+use xroot_proto::{
+    ClientMessage, RequestDecoder, RequestFrame, RequestId, ResponseDecoder, ResponseHeader,
+    Status, StreamId,
+};
 
 /// What a [`DelayProxy`] relayed, over all its connections; units are
 /// bytes and requests.
@@ -41,6 +55,12 @@ pub struct Traffic {
     /// `kXR_pgread`, the sum of the elements' `rlen` of each `kXR_readv`
     /// and `kXR_pgreadv`.
     pub read_bytes_asked: u64,
+    /// The highest wave so far (see the module's docs): round trips on
+    /// the longest chain of requests each sent after an answer came.
+    pub round_trips: u64,
+    /// Requests by wave, by request id (a handshake is not a request and
+    /// is not listed, though it has a wave).
+    pub waves: BTreeMap<u64, BTreeMap<RequestId, u64>>,
 }
 
 impl Traffic {
@@ -73,13 +93,37 @@ impl Traffic {
                 .map(|(&id, &n)| (id, n - earlier.count(id)))
                 .collect(),
             read_bytes_asked: self.read_bytes_asked - earlier.read_bytes_asked,
+            round_trips: self.round_trips - earlier.round_trips,
+            waves: self
+                .waves
+                .range(earlier.round_trips + 1..)
+                .map(|(&w, ids)| (w - earlier.round_trips, ids.clone()))
+                .collect(),
         }
     }
 
-    /// Counts one request frame toward the server (a read whose body does
-    /// not decode counts with no bytes asked).
-    fn request(&mut self, frame: RequestFrame) {
+    /// The requests of each wave, one line per wave:
+    /// `1: kXR_protocol 1, kXR_login 1`.
+    pub fn waves_text(&self) -> String {
+        self.waves
+            .iter()
+            .map(|(w, ids)| {
+                let ids: Vec<String> = ids.iter().map(|(id, n)| format!("{id} {n}")).collect();
+                format!("{w}: {}\n", ids.join(", "))
+            })
+            .collect()
+    }
+
+    /// Counts one request frame toward the server, of wave `wave` (a read
+    /// whose body does not decode counts with no bytes asked).
+    fn request(&mut self, frame: RequestFrame, wave: u64) {
         *self.requests.entry(frame.header.requestid).or_default() += 1;
+        *self
+            .waves
+            .entry(wave)
+            .or_default()
+            .entry(frame.header.requestid)
+            .or_default() += 1;
         let asked: i64 = match Request::decode(frame) {
             Ok(Request::Read(r)) => r.rlen.into(),
             Ok(Request::Pgread(r)) => r.rlen.into(),
@@ -91,13 +135,58 @@ impl Traffic {
     }
 }
 
+/// What the proxy's observers share: the counts, and what the round trip
+/// count needs (the highest wave delivered, the waves of the requests
+/// awaiting answers).
+#[derive(Debug, Default)]
+struct Counted {
+    traffic: Traffic,
+    /// The highest wave of the answers delivered to the client so far.
+    delivered: u64,
+    /// By connection and streamid: the waves of the requests sent and not
+    /// yet answered, oldest first.
+    pending: HashMap<(usize, StreamId), VecDeque<u64>>,
+}
+
+impl Counted {
+    /// A request (or the handshake, `frame` `None`) on connection `conn`
+    /// arrived at the relay.
+    fn sent(&mut self, conn: usize, streamid: StreamId, frame: Option<RequestFrame>) {
+        let wave = self.delivered + 1;
+        self.traffic.round_trips = self.traffic.round_trips.max(wave);
+        self.pending
+            .entry((conn, streamid))
+            .or_default()
+            .push_back(wave);
+        if let Some(frame) = frame {
+            self.traffic.request(frame, wave);
+        }
+    }
+
+    /// An answer on connection `conn` was delivered to the client.
+    fn answered(&mut self, conn: usize, header: &ResponseHeader) {
+        let Some(waves) = self.pending.get_mut(&(conn, header.streamid)) else {
+            return; // unsolicited
+        };
+        let partial = [Status::OKSOFAR, Status::WAIT, Status::WAITRESP];
+        let wave = if partial.contains(&header.status) {
+            waves.front().copied()
+        } else {
+            waves.pop_front()
+        };
+        if let Some(w) = wave {
+            self.delivered = self.delivered.max(w);
+        }
+    }
+}
+
 /// A running delay proxy; its listener and every relayed connection stop
 /// on drop.
 pub struct DelayProxy {
     /// Port on 127.0.0.1 to connect to.
     pub port: u16,
     connections: Arc<AtomicUsize>,
-    traffic: Arc<Mutex<Traffic>>,
+    counted: Arc<Mutex<Counted>>,
     tasks: Arc<Mutex<Vec<AbortHandle>>>,
 }
 
@@ -108,13 +197,13 @@ impl DelayProxy {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let port = listener.local_addr().unwrap().port();
         let connections = Arc::new(AtomicUsize::new(0));
-        let traffic: Arc<Mutex<Traffic>> = Arc::default();
+        let counted: Arc<Mutex<Counted>> = Arc::default();
         let tasks: Arc<Mutex<Vec<AbortHandle>>> = Arc::default();
         let (n, t) = (Arc::clone(&connections), Arc::clone(&tasks));
-        let seen = Arc::clone(&traffic);
+        let seen = Arc::clone(&counted);
         let accept = tokio::spawn(async move {
             while let Ok((client, _)) = listener.accept().await {
-                n.fetch_add(1, Ordering::SeqCst);
+                let conn = n.fetch_add(1, Ordering::SeqCst);
                 let Ok(server) = TcpStream::connect(("127.0.0.1", upstream)).await else {
                     continue; // dropping `client` refuses it
                 };
@@ -124,18 +213,21 @@ impl DelayProxy {
                 let (cr, cw) = client.into_split();
                 let (sr, sw) = server.into_split();
                 let mut t = t.lock().unwrap();
-                t.extend(relay(cr, sw, one_way, count_requests(Arc::clone(&seen))));
+                let up = count_requests(Arc::clone(&seen), conn);
+                t.extend(relay(cr, sw, one_way, up, |_: &Bytes| {}));
                 let down = Arc::clone(&seen);
-                t.extend(relay(sr, cw, one_way, move |chunk: &Bytes| {
-                    down.lock().unwrap().bytes_to_client += chunk.len() as u64;
-                }));
+                let delivered = count_answers(Arc::clone(&seen), conn);
+                let arrived = move |chunk: &Bytes| {
+                    down.lock().unwrap().traffic.bytes_to_client += chunk.len() as u64;
+                };
+                t.extend(relay(sr, cw, one_way, arrived, delivered));
             }
         });
         tasks.lock().unwrap().push(accept.abort_handle());
         DelayProxy {
             port,
             connections,
-            traffic,
+            counted,
             tasks,
         }
     }
@@ -147,28 +239,62 @@ impl DelayProxy {
 
     /// What it relayed so far.
     pub fn traffic(&self) -> Traffic {
-        self.traffic.lock().unwrap().clone()
+        self.counted.lock().unwrap().traffic.clone()
     }
 }
 
-/// An observer of the client-to-server bytes that decodes them into
-/// requests and counts them in `traffic`; it goes quiet at the first bytes
-/// that do not decode.
-fn count_requests(traffic: Arc<Mutex<Traffic>>) -> impl FnMut(&Bytes) + Send + 'static {
-    let mut decoder = Some(RequestDecoder::new().with_max_dlen(1 << 30));
+/// An observer of the client-to-server bytes of connection `conn` that
+/// decodes them into requests and counts them.
+fn count_requests(
+    counted: Arc<Mutex<Counted>>,
+    conn: usize,
+) -> impl FnMut(&Bytes) + Send + 'static {
+    let mut decoder = RequestDecoder::new().with_max_dlen(1 << 30);
+    decoding(
+        move |buf| decoder.decode(buf).map_err(drop),
+        move |message| match message {
+            ClientMessage::Request(frame) => {
+                let streamid = frame.header.streamid;
+                counted.lock().unwrap().sent(conn, streamid, Some(frame));
+            }
+            ClientMessage::Handshake(_) => {
+                counted.lock().unwrap().sent(conn, StreamId::ZERO, None);
+            }
+        },
+    )
+}
+
+/// An observer of the server-to-client bytes of connection `conn` as they
+/// are delivered: decodes them into answers (the handshake's first) and
+/// marks their waves delivered.
+fn count_answers(counted: Arc<Mutex<Counted>>, conn: usize) -> impl FnMut(&Bytes) + Send + 'static {
+    let mut decoder = ResponseDecoder::new().with_max_dlen(1 << 30);
+    decoding(
+        move |buf| decoder.decode(buf).map_err(drop),
+        move |frame| counted.lock().unwrap().answered(conn, &frame.header),
+    )
+}
+
+/// An observer of a byte stream: `decode` takes whole messages off the
+/// bytes gathered so far, each handed to `each`; it goes quiet at the
+/// first bytes that do not decode (relaying goes on).
+fn decoding<T>(
+    mut decode: impl FnMut(&mut BytesMut) -> Result<Option<T>, ()> + Send + 'static,
+    mut each: impl FnMut(T) + Send + 'static,
+) -> impl FnMut(&Bytes) + Send + 'static {
     let mut pending = BytesMut::new();
+    let mut quiet = false;
     move |chunk: &Bytes| {
-        let Some(dec) = decoder.as_mut() else {
+        if quiet {
             return;
-        };
+        }
         pending.extend_from_slice(chunk);
         loop {
-            match dec.decode(&mut pending) {
-                Ok(Some(ClientMessage::Request(frame))) => traffic.lock().unwrap().request(frame),
-                Ok(Some(ClientMessage::Handshake(_))) => {}
+            match decode(&mut pending) {
+                Ok(Some(message)) => each(message),
                 Ok(None) => return,
-                Err(_) => {
-                    decoder = None;
+                Err(()) => {
+                    quiet = true;
                     return;
                 }
             }
@@ -185,13 +311,15 @@ impl Drop for DelayProxy {
 }
 
 /// One direction: a reader stamping chunks (and showing each to
-/// `observe`), a writer releasing them at their time. An empty chunk stands
+/// `observe` as it arrives), a writer releasing them at their time (and
+/// showing each batch to `delivered` once written). An empty chunk stands
 /// for end of stream (or a read error).
 fn relay(
     mut from: OwnedReadHalf,
     mut to: OwnedWriteHalf,
     delay: Duration,
     mut observe: impl FnMut(&Bytes) + Send + 'static,
+    mut delivered: impl FnMut(&Bytes) + Send + 'static,
 ) -> [AbortHandle; 2] {
     let (tx, mut rx) = mpsc::unbounded_channel::<(Instant, Bytes)>();
     let reader = tokio::spawn(async move {
@@ -237,6 +365,7 @@ fn relay(
                 let _ = to.shutdown().await;
                 return;
             }
+            delivered(&batch.freeze());
         }
     });
     [reader.abort_handle(), writer.abort_handle()]
