@@ -95,7 +95,8 @@ pub struct CacheConfig {
     /// are served, and the origin is opened (and its stat checked) only
     /// when a read needs a block the store lacks. Zero (the
     /// default) asks at every open; a cache below a client
-    /// ([`CacheConfig::below_client`]) trusts for an hour. Within the
+    /// ([`CacheConfig::below_client`]) trusts for an hour, and `xcache`
+    /// for [`CacheConfig::PROXY_TRUST`]. Within the
     /// window a file changed at the origin is served as it was cached; a
     /// read that needs the origin then fails (the new file's bytes are not
     /// mixed with the old) and the entry is reset.
@@ -119,6 +120,18 @@ impl Default for CacheConfig {
 impl CacheConfig {
     /// The trust window of a cache below a client: an hour.
     pub const CLIENT_TRUST: Duration = Duration::from_secs(3600);
+
+    /// The trust window `xcache` (a caching proxy serving a site) takes by
+    /// default: ten minutes. A warm open then costs no origin round trip,
+    /// as with the stock XCache (which does not ask the origin at a warm
+    /// open), while a file changed at the origin is noticed at
+    /// the first open more than ten minutes after the origin last
+    /// confirmed it (its size or modification time differ: the entry is
+    /// reset and the new file cached), or earlier by a read that needs a
+    /// block not cached. Grid files are written once under a name, so the
+    /// window costs nothing there; a site that rewrites files in place
+    /// sets it lower, or to zero (every open asks).
+    pub const PROXY_TRUST: Duration = Duration::from_secs(600);
 
     /// The defaults of a cache below a client (one process's reads, in a
     /// directory of the user's): a [`trust_window`](Self::trust_window) of

@@ -134,9 +134,10 @@ pub struct Cli {
     /// Seconds after the origin last confirmed a file (at an open that
     /// asked it) during which the file is opened from the cache without
     /// asking the origin again, which is asked only for blocks not cached
-    /// (0, the default: every open asks).
-    /// Within it a file changed at the origin is served as it was cached.
-    #[arg(long, default_value_t = 0, value_name = "SECONDS")]
+    /// (600 by default, `CacheConfig::PROXY_TRUST`; 0: every open asks).
+    /// Within it a file changed at the origin is served as it was cached;
+    /// the first open after it notices the change and caches the new file.
+    #[arg(long, default_value_t = CacheConfig::PROXY_TRUST.as_secs(), value_name = "SECONDS")]
     pub trust_window: u64,
     #[command(flatten)]
     pub tls: tls::TlsArgs,
@@ -513,7 +514,7 @@ mod tests {
         assert_eq!((cli.ram, cli.prefetch), (1 << 30, 0));
         assert_eq!(
             (cli.purge_interval, cli.no_purge, cli.trust_window),
-            (10, false, 0)
+            (10, false, 600)
         );
         assert_eq!(
             cli.purge_low.to_string(),
