@@ -419,6 +419,25 @@ impl<O: Origin> CachedFile<O> {
         Ok(data.pop().unwrap_or_default())
     }
 
+    /// The store's region holding up to `len` bytes at `offset` (fewer
+    /// only at end of file), for the server to send with `sendfile(2)`:
+    /// `(data file, offset, len)` when every block of it is cached and
+    /// was checked by this process ([`Entry::region`]), counted as a read
+    /// served from disk. `None` otherwise (nothing counted: read it with
+    /// [`CachedFile::read_at`]), at or past end of file, and for a file
+    /// with no store entry. Never waits.
+    pub fn region(&self, offset: u64, len: usize) -> Option<(Arc<std::fs::File>, u64, usize)> {
+        let entry = self.inner.entry.as_ref()?;
+        let region = entry.region(offset, len)?;
+        entry.touch();
+        let (stats, n) = (&self.inner.shared.stats, region.2 as u64);
+        stats.add_asked(n);
+        stats.add_from_disk(n);
+        stats.add_client_request();
+        self.inner.accounting.hit.fetch_add(n, Ordering::Relaxed);
+        Some(region)
+    }
+
     /// Each `(offset, len)` extent whole, in order (a client vector read).
     /// Missing blocks are fetched with one origin request per planned
     /// request (one when the extents fit the protocol's vector-read

@@ -1,0 +1,172 @@
+//! Whole-file copies through caches, against the origin 50 ms away; one
+//! run, one table (`cargo bench --bench cache_copy`; about two minutes on
+//! two cores).
+//!
+//! A 256 MiB file (byte `i` = `(i * 7) % 251`, written and synced first)
+//! on a stock xrootd 5.5.3, the origin, behind a relay adding 25 ms each
+//! way (xroot-testkit/src/delay_proxy.rs). Each copy is the stock `xrdcp`
+//! to /dev/null with its defaults (`kXR_pgread`, 8 MiB chunks, 4 in
+//! flight); each takes its own connection, so a warm copy's open is a new
+//! client's. The copies:
+//!
+//! - direct: from the origin through the relay;
+//! - ours: through our `xcache` (the example, its own process, default
+//!   settings) whose origin is the relay, cold (an empty cache directory)
+//!   then warm (the same cache, a new `xrdcp`);
+//! - the stock XCache (`libXrdPss` + `libXrdPfc`, xroot-testkit/src/xcache.rs)
+//!   with the stock's defaults `pfc.blocksize 128k` and `pfc.prefetch 10`,
+//!   cold then warm, likewise;
+//! - serve: our `serve` (the example) sending the same file from its local
+//!   disk (in the page cache), the floor a warm cache is held to;
+//! - ours warm and serve again with plain reads (`XRD_CPUSEPGWRTRD=0`),
+//!   which both answer with `sendfile(2)` (ours from its store file).
+//!
+//! [`ROUNDS`] rounds, each with every copy (a cold copy on a new, empty
+//! cache), the best time of each kind counts. The load average is printed
+//! before and after.
+//!
+//! Last, the figures for `benches/report.sh`, one `summary: KEY VALUE` line
+//! each: `cache_copy.KIND.s` (best wall time, seconds) for KIND in
+//! `direct`, `ours_cold`, `ours_warm`, `stock_cold`, `stock_warm`, `serve`,
+//! `ours_warm_plain`, `serve_plain`; `cache_copy.KIND.ratio` (÷ direct)
+//! for all but `direct`; `cache_copy.ours_warm.over_serve` (ours warm ÷
+//! serve) and `cache_copy.ours_warm_plain.over_serve` (the same with plain
+//! reads).
+//! Targets: ours cold ≤ 1.0× direct, ours warm ≤ 0.15× direct and within
+//! 1.5× of serve.
+//!
+//! Prints "skipped" when the stock xrootd is not installed.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_testkit::our_cache::CacheProcess;
+use xroot_testkit::ours::ServeProcess;
+use xroot_testkit::stock::StockServer;
+use xroot_testkit::xcache::StockCache;
+use xroot_testkit::{bench, stock};
+
+/// The copied file's size: 256 MiB.
+const SIZE: u64 = 256 << 20;
+/// Rounds of every copy; the best of each kind counts.
+const ROUNDS: usize = 2;
+/// The relay's delay each way: a 50 ms round trip to the origin.
+const ONE_WAY: Duration = Duration::from_millis(25);
+/// The file's name.
+const NAME: &str = "big.bin";
+
+/// The kinds of copy, in table order.
+const KINDS: [&str; 8] = [
+    "direct",
+    "ours_cold",
+    "ours_warm",
+    "stock_cold",
+    "stock_warm",
+    "serve",
+    "ours_warm_plain",
+    "serve_plain",
+];
+
+fn main() {
+    if !stock::xrootd_available() {
+        println!("cache_copy: skipped (the stock xrootd is not installed)");
+        return;
+    }
+    let data = tempfile::tempdir().expect("temp dir");
+    bench::write_file(&data.path().join(NAME), SIZE);
+    let origin = StockServer::start(data.path(), &[]).expect("stock xrootd");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .unwrap();
+    let relay = rt.block_on(DelayProxy::start(origin.port, ONE_WAY));
+    let origin_url = format!("root://127.0.0.1:{}", relay.port);
+    let serve = ServeProcess::start(data.path());
+    let load_before = bench::load_average();
+
+    let copy = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), true);
+    let plain = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), false);
+    let mut times: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
+    let mut note = |kind: &'static str, took: Duration| {
+        println!("  {kind:<11} {:>7.3} s", took.as_secs_f64());
+        times.entry(kind).or_default().push(took);
+    };
+    // warm up the page cache and the origin's connection-less state
+    copy(format!("root://{}", serve.addr));
+    for round in 1..=ROUNDS {
+        println!("round {round} (load average {})", bench::load_average());
+        note("direct", copy(origin_url.clone()));
+
+        let dir = tempfile::tempdir().expect("temp dir");
+        let ours = CacheProcess::start(&origin_url, dir.path(), &[]);
+        note("ours_cold", copy(ours.url()));
+        note("ours_warm", copy(ours.url()));
+        note("ours_warm_plain", plain(ours.url()));
+        drop(ours);
+
+        let stock_cache =
+            StockCache::start_with(relay.port, "128k", &["pfc.prefetch 10"]).expect("stock XCache");
+        let url = format!("root://127.0.0.1:{}", stock_cache.port());
+        note("stock_cold", copy(url.clone()));
+        note("stock_warm", copy(url));
+        drop(stock_cache);
+
+        note("serve", copy(format!("root://{}", serve.addr)));
+        note("serve_plain", plain(format!("root://{}", serve.addr)));
+    }
+    print_table(&times, &load_before);
+}
+
+/// The best time of each kind, its ratio to direct, and the summary lines.
+fn print_table(times: &BTreeMap<&str, Vec<Duration>>, load_before: &str) {
+    let best = |kind: &str| {
+        times[kind]
+            .iter()
+            .min()
+            .expect("every kind ran")
+            .as_secs_f64()
+    };
+    let direct = best("direct");
+    println!(
+        "\nstock xrdcp of {} MiB, origin 50 ms away, best of {ROUNDS}",
+        SIZE >> 20
+    );
+    println!(
+        "{:<11} {:>9} {:>9} {:>9}",
+        "copy", "best s", "÷ direct", "MB/s"
+    );
+    for kind in KINDS {
+        let s = best(kind);
+        println!(
+            "{kind:<11} {s:>9.3} {:>8.2}× {:>9.0}",
+            s / direct,
+            SIZE as f64 / s / 1e6
+        );
+    }
+    println!(
+        "ours warm ÷ serve from disk: {:.2}× (pgread), {:.2}× (plain reads)",
+        best("ours_warm") / best("serve"),
+        best("ours_warm_plain") / best("serve_plain")
+    );
+    println!(
+        "load average before: {load_before}; after: {}",
+        bench::load_average()
+    );
+    for kind in KINDS {
+        let s = best(kind);
+        bench::summary(&format!("cache_copy.{kind}.s"), s);
+        if kind != "direct" {
+            bench::summary(&format!("cache_copy.{kind}.ratio"), s / direct);
+        }
+    }
+    bench::summary(
+        "cache_copy.ours_warm.over_serve",
+        best("ours_warm") / best("serve"),
+    );
+    bench::summary(
+        "cache_copy.ours_warm_plain.over_serve",
+        best("ours_warm_plain") / best("serve_plain"),
+    );
+}
