@@ -76,8 +76,17 @@ pub struct CacheConfig {
     /// whole budget takes all of it); a prefetch only uses free room.
     /// Counted in KiB.
     pub ram: u64,
-    /// Blocks to fetch ahead of each client read, in the background; 0
-    /// (the default) turns prefetching off.
+    /// Read-ahead for sequential readers, the stock XCache's
+    /// `pfc.prefetch`: the most blocks of one file being fetched ahead of
+    /// its readers at a time; 0 (the default) turns it off. A read of one
+    /// extent that starts where the file's reads had got to (within
+    /// [`Geometry::io_size`] after the furthest end read so far) fetches,
+    /// in the background, the blocks not cached of the next
+    /// `prefetch_blocks` after that furthest end, in block runs, as far as
+    /// this bound lets (blocks already being fetched ahead count). Vector
+    /// reads and reads elsewhere start none, so a reader that stops or
+    /// jumps leaves at most this many blocks being fetched. Only free RAM
+    /// is used ([`CacheConfig::ram`]).
     pub prefetch_blocks: u64,
     /// How many vector reads of one file may run at once.
     pub readv_concurrency: usize,
@@ -307,6 +316,11 @@ struct Inner<O> {
     tasks: Arc<watch::Sender<usize>>,
     /// What this file's readers were served, for its close record.
     accounting: Accounting,
+    /// Read-ahead: the furthest end of a read so far (bytes), and the
+    /// blocks being fetched ahead ([`CacheConfig::prefetch_blocks`]
+    /// permits).
+    ahead: Mutex<u64>,
+    ahead_blocks: Arc<Semaphore>,
 }
 
 /// What the readers of one cached file were served, from its first open
@@ -357,6 +371,11 @@ impl<O: Origin> CachedFile<O> {
         size: u64,
         shared: Arc<Shared>,
     ) -> CachedFile<O> {
+        // one acquire takes at most u32::MAX permits
+        let ahead = usize::try_from(shared.config.prefetch_blocks)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS)
+            .min(u32::MAX as usize);
         CachedFile {
             inner: Arc::new(Inner {
                 origin,
@@ -373,6 +392,8 @@ impl<O: Origin> CachedFile<O> {
                     missed: AtomicU64::new(0),
                     bypassed: AtomicU64::new(0),
                 },
+                ahead: Mutex::new(0),
+                ahead_blocks: Arc::new(Semaphore::new(ahead)),
             }),
         }
     }
@@ -575,6 +596,17 @@ impl<O: Origin> CachedFile<O> {
         extents: &[(u64, usize)],
         budget: impl FnOnce(&Plan) -> Option<Hold>,
     ) -> Option<Started> {
+        self.start_fills_holding(extents, budget, None)
+    }
+
+    /// [`CachedFile::start_fills`], each fill task also holding `permits`
+    /// (read-ahead's) until it ends.
+    fn start_fills_holding(
+        &self,
+        extents: &[(u64, usize)],
+        budget: impl FnOnce(&Plan) -> Option<Hold>,
+        permits: Option<Hold>,
+    ) -> Option<Started> {
         let inner = &self.inner;
         let geo = &inner.shared.config.geometry;
         let storing = self.storing();
@@ -605,9 +637,11 @@ impl<O: Origin> CachedFile<O> {
             let (landed_tx, landed_rx) = oneshot::channel();
             let task = Task::start(&inner.tasks);
             let fill = self.clone().fill(runs, waiters, landed_tx, hold.clone());
+            let permits = permits.clone();
             tokio::spawn(async move {
                 fill.await;
                 drop(task);
+                drop(permits);
             });
             fills.push(landed_rx);
         }
@@ -929,29 +963,88 @@ impl<O: Origin> CachedFile<O> {
         .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
     }
 
-    /// With prefetch on, starts filling the blocks after the last one
-    /// `extents` touched, without waiting.
+    /// Read-ahead after a read of `extents` (see
+    /// [`CacheConfig::prefetch_blocks`]): when it is one extent that
+    /// starts at most an `io_size` after the furthest end read so far,
+    /// starts fills of the blocks not cached of the next `prefetch_blocks`
+    /// after that end, each fill holding its blocks' read-ahead permits
+    /// until it ends, without waiting (none without free permits or RAM).
     fn prefetch(&self, extents: &[(u64, usize)]) {
-        let blocks = self.inner.shared.config.prefetch_blocks;
-        let block_size = self.inner.shared.config.geometry.block_size;
-        let Some(end) = extents.iter().map(|&(o, l)| o + l as u64).max() else {
-            return;
-        };
-        let start = end.div_ceil(block_size) * block_size;
-        if blocks == 0 || start >= self.inner.size || !self.storing() {
+        let inner = &self.inner;
+        let config = &inner.shared.config;
+        let (bs, size) = (config.geometry.block_size.max(1), inner.size);
+        let (blocks, io_size) = (config.prefetch_blocks, config.geometry.io_size.max(bs));
+        let &[(offset, len)] = extents else { return };
+        if blocks == 0 || !self.storing() {
             return;
         }
-        let len = (blocks * block_size).min(self.inner.size - start) as usize;
-        let shared = &self.inner.shared;
-        // The fills run on their own tasks; dropping their handles detaches
-        // them. Without free RAM nothing is prefetched.
-        let _ = self.start_fills(&[(start, len)], |plan| {
-            let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
-            match bytes {
-                0 => None,
-                _ => shared.try_reserve(bytes).map(Arc::new),
+        let far = {
+            let mut far = inner.ahead.lock().unwrap();
+            if offset > far.saturating_add(io_size) {
+                return; // a jump: not sequential
             }
-        });
+            *far = (*far).max(offset + len as u64);
+            *far
+        };
+        let start = far.div_ceil(bs) * bs;
+        let end = start.saturating_add(blocks.saturating_mul(bs)).min(size);
+        if start >= end {
+            return;
+        }
+        // the blocks wanted that are neither cached nor in flight
+        let missing: u64 = {
+            let flights = inner.flights.lock().unwrap();
+            (start / bs..end.div_ceil(bs))
+                .filter(|&b| {
+                    !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
+                        && !flights.contains_key(&b)
+                })
+                .count() as u64
+        };
+        let free = inner.ahead_blocks.available_permits() as u64;
+        let take = missing.min(free);
+        if take == 0 {
+            return;
+        }
+        let Ok(permits) = inner
+            .ahead_blocks
+            .clone()
+            .try_acquire_many_owned(take as u32)
+        else {
+            return;
+        };
+        // as far as `take` missing blocks go from `start`
+        let mut stop = start;
+        let mut counted = 0;
+        {
+            let flights = inner.flights.lock().unwrap();
+            for b in start / bs..end.div_ceil(bs) {
+                if counted == take {
+                    break;
+                }
+                if !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
+                    && !flights.contains_key(&b)
+                {
+                    counted += 1;
+                }
+                stop = ((b + 1) * bs).min(size);
+            }
+        }
+        let permits = Arc::new(permits);
+        let shared = &inner.shared;
+        // The fills run on their own tasks, holding the permits; dropping
+        // their handles detaches them. Without free RAM nothing starts.
+        let _ = self.start_fills_holding(
+            &[(start, (stop - start) as usize)],
+            |plan| {
+                let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
+                match bytes {
+                    0 => None,
+                    _ => shared.try_reserve(bytes).map(Arc::new),
+                }
+            },
+            Some(permits),
+        );
     }
 }
 

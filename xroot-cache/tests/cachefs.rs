@@ -3,7 +3,8 @@
 //! reader is fetching, back-pressure from the RAM budget, a failed fill
 //! caches nothing, a page spoiled on disk is fetched again, a changed origin
 //! file is not served from the old copy, reads past end of file fail,
-//! prefetch reads ahead without fetching a block twice, and purge keeps the
+//! prefetch reads ahead without fetching a block twice, read-ahead is
+//! bounded and stops with its reader, and purge keeps the
 //! files in use.
 
 mod support;
@@ -312,6 +313,63 @@ async fn prefetch_fills_the_blocks_after_a_read_in_the_background() {
     calls_reach(&s, 3).await;
     let runs = s.probe.runs.lock().unwrap().clone();
     assert_eq!(runs, [(0, 4096), (4096, 8 * 4096), (9 * 4096, 8 * 4096)]);
+}
+
+/// Read-ahead as the stock XCache's `pfc.prefetch`: at most
+/// `prefetch_blocks` blocks of a file fetched ahead at a time, only for a
+/// reader that goes on where the reads got to; when the reader stops, the
+/// origin sees nothing more once those are in, and a jump starts none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_ahead_is_bounded_and_stops_with_the_reader() {
+    let s = Setup::new(4 << 20);
+    s.gate.add_permits(1);
+    // block 17 cached beforehand, without read-ahead
+    let later = [(17 * 4096u64, 4096)];
+    {
+        let fs = s.cache(CacheConfig::default());
+        let f = open(&fs).await;
+        assert_eq!(readv(&f, &later).await.unwrap(), s.expect(&later));
+        drop(f);
+        fs.flush_all().await.unwrap();
+    }
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 16,
+        ..CacheConfig::default()
+    });
+    let f = open(&fs).await;
+    let first = [(0u64, 4096)];
+    s.gate.add_permits(1); // the read's own fill; the read-ahead waits
+    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
+    calls_reach(&s, 3).await;
+    assert_eq!(s.probe.runs.lock().unwrap()[2], (4096, 16 * 4096));
+    // sequential still, but the 16 blocks ahead are all in flight: a
+    // read from disk that moves the reads on starts no more read-ahead
+    assert_eq!(readv(&f, &later).await.unwrap(), s.expect(&later));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.calls(), 3, "read-ahead past its bound");
+    // the reader stops: once the read-ahead is in, nothing more is asked
+    s.open_gate();
+    until("the read-ahead landed", || {
+        fs.stats().origin_requests.current == 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.calls(), 3, "read-ahead went on without a reader");
+    // a sequential read now: read-ahead of the next 16 blocks, in one run
+    let next = [(18 * 4096u64, 4096)];
+    assert_eq!(readv(&f, &next).await.unwrap(), s.expect(&next));
+    calls_reach(&s, 5).await;
+    assert_eq!(s.probe.runs.lock().unwrap()[4], (19 * 4096, 16 * 4096));
+    // a jump forward: its own fill only
+    until("the read-ahead landed", || {
+        fs.stats().origin_requests.current == 0
+    })
+    .await;
+    let far = [(3u64 << 20, 4096)];
+    assert_eq!(readv(&f, &far).await.unwrap(), s.expect(&far));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.calls(), 6, "a jump started read-ahead");
+    assert_eq!(s.probe.runs.lock().unwrap()[5], (3 << 20, 4096));
 }
 
 /// Closing the last handle while a fill the cache started itself (a

@@ -114,7 +114,10 @@ pub struct Cli {
     /// Bytes fetched from the origin and not yet on disk, at most.
     #[arg(long, default_value = "1g", value_parser = size)]
     pub ram: u64,
-    /// Blocks fetched ahead of each read in the background (0: off).
+    /// Read-ahead, as the stock XCache's `pfc.prefetch`: the most blocks
+    /// of one file fetched ahead of its sequential readers at a time (0,
+    /// the default: off). A reader that stops or jumps leaves at most this
+    /// many being fetched.
     #[arg(long, default_value_t = 0)]
     pub prefetch: u64,
     /// Purge down to this disk usage (a fraction of the disk holding the
