@@ -12,7 +12,10 @@
 //! A read answers the blocks its own fills fetched from their data as it
 //! came (a slice where an extent lies in one run: no copy) and every other
 //! byte from the store, which checks its page crc32c (a page that fails is
-//! fetched again).
+//! fetched again). A plain read of blocks this process wrote or already
+//! checked is handed to the server as a region of the store's data file
+//! ([`CachedFile::region`]), which sends it with `sendfile(2)` unread.
+//! Sequential readers get read-ahead ([`CacheConfig::prefetch_blocks`]).
 //!
 //! Memory: [`CacheConfig::ram`] bounds, across all files of a cache, the
 //! bytes the cache holds for reads: fetched data until it is stored, and
