@@ -7,12 +7,15 @@
 //! ones become runs fetched by ONE origin request per planned request —
 //! normally one for the whole client vector read. Each origin request runs
 //! on its own task, so a client that goes away mid-fill does not strand the
-//! readers waiting for the same blocks. Fetched data is written to the
-//! store, and only then are its blocks marked cached and its waiters woken.
-//! A read answers the blocks its own fills fetched from their data as it
-//! came (a slice where an extent lies in one run: no copy) and every other
-//! byte from the store, which checks its page crc32c (a page that fails is
-//! fetched again). A plain read of blocks this process wrote or already
+//! readers waiting for the same blocks. A fill hands the data it fetched to
+//! the reader that started it and, at once, to every reader waiting for its
+//! blocks (a read-ahead's waiters included); then it writes the data to the
+//! store, and only then are its blocks marked cached and cleared from the
+//! flights (a read planned meanwhile still waits for the fill, and gets its
+//! data at once). A read answers the blocks its own fills and the fills it
+//! waited for fetched from their data as it came (a slice where an extent
+//! lies in one run: no copy) and every other byte from the store, which
+//! checks its page crc32c (a page that fails is fetched again). A plain read of blocks this process wrote or already
 //! checked is handed to the server as a region of the store's data file
 //! ([`CachedFile::region`]), which sends it with `sendfile(2)` unread.
 //! Sequential readers get read-ahead ([`CacheConfig::prefetch_blocks`]).
@@ -23,7 +26,9 @@
 //! before it plans — room for what it may fetch and for each extent it may
 //! answer as a copy (read from disk, or joined from several runs) — and
 //! gives back what its plan does not need; its fills hold the share until
-//! their data is stored, its answers until they are dropped. A slow client
+//! their data is stored, its answers until they are dropped. The data a
+//! fill hands to the readers waiting for it holds the fill's share (a
+//! read-ahead's too) until the last slice of it is dropped. A slow client
 //! is thus back-pressure on new reads. A prefetch uses only room that is
 //! free (it never waits), and a read larger than the whole budget takes all
 //! of it.
@@ -182,8 +187,10 @@ pub enum CacheError {
     Exhausted(String),
 }
 
-/// How an origin request ended, as its waiters see it.
-type FillResult = Result<(), CacheError>;
+/// How an origin request ended, as its waiters see it: the runs it
+/// fetched (each holding the fill's RAM while a slice of it lives), or why
+/// not.
+type FillResult = Result<Landed, CacheError>;
 
 /// What a fill brought, for the reader that started it: each run's offset
 /// (bytes) and data, as written to the store.
@@ -534,6 +541,7 @@ impl<O: Origin> CachedFile<O> {
             };
             let mut failed = None;
             let mut landed = Landed::new();
+            let mut from_others = Landed::new();
             for fill in fills {
                 match fill.await.unwrap_or_else(|_| Err(ended_early())) {
                     Ok(runs) => landed.extend(runs),
@@ -546,7 +554,7 @@ impl<O: Origin> CachedFile<O> {
                 // Our own fill failed: the origin's error is the answer.
                 return Err(e);
             }
-            match wait_all(waits).await {
+            match wait_all(waits, &mut from_others).await {
                 // the origin's answer for these blocks is every waiter's
                 Some(e @ CacheError::Origin(_)) => return Err(e),
                 Some(e) => {
@@ -555,13 +563,18 @@ impl<O: Origin> CachedFile<O> {
                 }
                 None => {}
             }
+            let waited = overlap(extents, &from_others);
+            landed.append(&mut from_others);
             match self.assemble(extents, landed).await {
                 Ok((data, from_disk)) => {
                     shared.stats.add_from_disk(from_disk);
                     let a = &self.inner.accounting;
                     let asked: u64 = extents.iter().map(|&(_, l)| l as u64).sum();
-                    let fetched = asked.saturating_sub(from_disk);
-                    a.hit.fetch_add(from_disk, Ordering::Relaxed);
+                    // bytes another reader's fill brought are hits, as
+                    // the stock's blocks found in RAM
+                    let hit = from_disk + waited;
+                    let fetched = asked.saturating_sub(hit);
+                    a.hit.fetch_add(hit, Ordering::Relaxed);
                     let to = if self.storing() {
                         &a.missed
                     } else {
@@ -653,10 +666,11 @@ impl<O: Origin> CachedFile<O> {
     }
 
     /// Fetches `runs` in one origin request and hands their data to the
-    /// reader that planned them, then — when the fill is registered
-    /// (`waiters`) and the disk has room — writes them to the store, clears
-    /// them from the flights and tells the waiters (who read from the
-    /// store). Holds `ram` until the data is in the store.
+    /// reader that planned them and, when the fill is registered
+    /// (`waiters`), to the readers waiting for it (each run holding `ram`
+    /// while a slice of it lives), or the origin's error to all; then —
+    /// when the disk has room — writes them to the store and clears them
+    /// from the flights. Holds `ram` until the data is in the store.
     async fn fill(
         self,
         runs: Vec<Run>,
@@ -675,28 +689,37 @@ impl<O: Origin> CachedFile<O> {
             false => (None, runs.clone()),
         };
         let bytes: u64 = wanted.iter().map(|r| r.len as u64).sum();
-        let result = match self.fetch(&wanted, bytes).await {
+        let fetched = self.fetch(&wanted, bytes).await;
+        if let Some(waiters) = &waiters {
+            // the waiters' copy holds the RAM until they drop it: it may
+            // be a read-ahead's, whose reader is gone
+            let shared = fetched.as_ref().map_err(Clone::clone).map(|landed| {
+                landed
+                    .iter()
+                    .map(|(offset, data)| (*offset, held(data.clone(), &ram)))
+                    .collect()
+            });
+            waiters.send_replace(Some(shared));
+        }
+        match fetched {
             Ok(landed) if waiters.is_some() && self.storing() => {
                 // the reader may be gone; the blocks are stored regardless
                 let _ = reader.send(Ok(landed.clone()));
-                self.store(landed, bytes).await
+                // its waiters have the data: a failed store is the next
+                // reader's miss
+                let _ = self.store(landed, bytes).await;
             }
             Ok(landed) => {
                 let _ = reader.send(Ok(landed));
                 self.inner.shared.stats.add_not_stored(bytes);
-                Err(not_stored())
             }
             Err(e) => {
-                let _ = reader.send(Err(e.clone()));
-                Err(e)
+                let _ = reader.send(Err(e));
             }
-        };
+        }
         drop(claim);
         drop(ram);
         drop(landing);
-        if let Some(waiters) = waiters {
-            waiters.send_replace(Some(result));
-        }
     }
 
     /// Takes the cross-process locks of the blocks of `runs`
@@ -788,7 +811,7 @@ impl<O: Origin> CachedFile<O> {
     /// Writes landed runs (`bytes` in all) to the store (data, then their
     /// bits). A failure stops at the run that failed; a full disk stops
     /// storing ([`Shared::store_failed`]).
-    async fn store(&self, landed: Landed, bytes: u64) -> FillResult {
+    async fn store(&self, landed: Landed, bytes: u64) -> Result<(), CacheError> {
         let shared = &self.inner.shared;
         let Some(entry) = self.inner.entry.clone() else {
             shared.stats.add_not_stored(bytes);
@@ -873,10 +896,10 @@ impl<O: Origin> CachedFile<O> {
         let _ = tasks.wait_for(|&n| n == 0).await;
     }
 
-    /// Each extent, from the runs this read fetched itself (`landed`: a
-    /// slice of the run where the extent lies in one, else the pieces
-    /// joined) and from the store for every other byte (blocks that were
-    /// cached or fetched by another reader). Returns the answers and the
+    /// Each extent, from the runs this read's fills and the fills it
+    /// waited for fetched (`landed`: a slice of the run where the extent
+    /// lies in one, else the pieces joined) and from the store for every
+    /// other byte (blocks that were cached). Returns the answers and the
     /// bytes read from the store.
     ///
     /// Errors: as [`CachedFile::read_store`].
@@ -886,6 +909,16 @@ impl<O: Origin> CachedFile<O> {
         mut landed: Landed,
     ) -> Result<(Vec<Bytes>, u64), StoreError> {
         landed.sort_unstable_by_key(|&(offset, _)| offset);
+        // runs of distinct fills are disjoint (a block is in one fill at a
+        // time); should two overlap, the later one is not used
+        let mut reach = 0;
+        landed.retain(|(offset, data)| {
+            let keep = *offset >= reach;
+            if keep {
+                reach = offset + data.len() as u64;
+            }
+            keep
+        });
         let layout: Vec<Vec<Piece>> = extents.iter().map(|&e| cut(e, &landed)).collect();
         drop(landed); // the pieces keep what they slice
         let wanted: Vec<(u64, usize)> = layout
@@ -1189,19 +1222,40 @@ fn distinct<'a>(
     out
 }
 
-/// Waits for other readers' fills; the first failure, if any.
-async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<CacheError> {
+/// Waits for other readers' fills, adding the runs they fetched to
+/// `landed`; the first failure, if any.
+async fn wait_all(
+    waits: Vec<watch::Receiver<Option<FillResult>>>,
+    landed: &mut Landed,
+) -> Option<CacheError> {
     let mut failed = None;
     for mut rx in waits {
         let outcome = match rx.wait_for(Option::is_some).await {
             Ok(v) => v.clone().expect("waited for Some"),
             Err(_) => Err(ended_early()),
         };
-        if let Err(e) = outcome {
-            failed.get_or_insert(e);
+        match outcome {
+            Ok(runs) => landed.extend(runs),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
         }
     }
     failed
+}
+
+/// Bytes of `extents` that lie in `runs` (disjoint), each byte counted
+/// once per extent holding it.
+fn overlap(extents: &[(u64, usize)], runs: &Landed) -> u64 {
+    let mut total = 0;
+    for &(offset, len) in extents {
+        let end = offset.saturating_add(len as u64);
+        for (o, data) in runs {
+            let stop = end.min(o + data.len() as u64);
+            total += stop.saturating_sub(offset.max(*o));
+        }
+    }
+    total
 }
 
 /// A fill task, counted in `Inner::tasks` from its start (when it is

@@ -3,7 +3,8 @@
 //! reader is fetching, back-pressure from the RAM budget, a failed fill
 //! caches nothing, a page spoiled on disk is fetched again, a changed origin
 //! file is not served from the old copy, reads past end of file fail,
-//! prefetch reads ahead without fetching a block twice, read-ahead is
+//! prefetch reads ahead without fetching a block twice, a read waiting
+//! for read-ahead takes its data, read-ahead is
 //! bounded and stops with its reader, and purge keeps the
 //! files in use.
 
@@ -30,7 +31,9 @@ async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
     let st = fs.stats();
     assert_eq!((st.client_requests, st.origin_request_count), (1, 1));
     assert_eq!(st.origin_requests_per_client_request(), 1.0);
-    // warm: served from disk, no origin traffic
+    // warm, once the fill is stored (a read before that takes the fill's
+    // data): served from disk, no origin traffic
+    fs.flush_all().await.unwrap();
     assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
     let st = fs.stats();
     assert_eq!((st.client_requests, st.origin_request_count), (2, 1));
@@ -79,6 +82,48 @@ async fn blocks_in_flight_are_awaited_not_fetched_again() {
     let runs = s.probe.runs.lock().unwrap().clone();
     assert_eq!(runs, vec![(0, 10 * 4096), (10 * 4096, 5 * 4096)]);
     assert_eq!(fs.stats().bytes_fetched, 15 * 4096);
+    // B's blocks 5..10 came from A's fill, not read back from the store
+    assert_eq!(fs.stats().bytes_from_disk, 0);
+}
+
+/// A sequential reader whose next read finds its blocks in flight from
+/// read-ahead is answered with the data that fill fetched, as it lands:
+/// nothing is read back from the store, nothing fetched twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_waiting_for_read_ahead_takes_its_data_not_the_store_copy() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    });
+    let f = open(&fs).await;
+    let first = [(0u64, 4096)];
+    s.gate.add_permits(1); // the read's own fill; the read-ahead waits
+    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
+    calls_reach(&s, 2).await;
+    assert_eq!(s.probe.runs.lock().unwrap()[1], (4096, 8 * 4096));
+    // the next read wants blocks 1..9, all in the read-ahead held at the
+    // origin: it waits for that fill
+    let next = [(4096u64, 8 * 4096)];
+    let reader = tokio::spawn(async move {
+        let got = readv(&f, &next).await;
+        (f, got)
+    });
+    until("the read is waiting", || {
+        fs.stats().client_reads.current == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(s.calls(), 2, "the read fetched blocks in flight");
+    s.open_gate();
+    let (_f, got) = reader.await.unwrap();
+    assert_eq!(got.unwrap(), s.expect(&next));
+    let st = fs.stats();
+    assert_eq!(st.bytes_from_disk, 0, "read back from the store\n{st}");
+    assert_eq!(
+        s.probe.runs.lock().unwrap()[..2],
+        [(0, 4096), (4096, 8 * 4096)]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -151,6 +196,7 @@ async fn a_read_partly_cached_answers_its_own_fill_without_reading_it_back() {
     let f = open(&fs).await;
     let warm = [(0u64, 4 * 4096)];
     assert_eq!(readv(&f, &warm).await.unwrap(), s.expect(&warm));
+    fs.flush_all().await.unwrap(); // stored: no longer in flight
     s.probe.keep_answers.store(true, Ordering::SeqCst);
     let extents = [(100u64, 4000), (64 << 10, 3 * 4096), (300 << 10, 10)];
     let got = f.readv(extents.to_vec()).await.unwrap();
