@@ -88,9 +88,11 @@ pub struct CacheConfig {
     /// `pfc.prefetch`: the most blocks of one file being fetched ahead of
     /// its readers at a time; 0 (the default) turns it off. A read of one
     /// extent that starts where the file's reads had got to (within
-    /// [`Geometry::io_size`] after the furthest end read so far) fetches,
-    /// in the background, the blocks not cached of the next
-    /// `prefetch_blocks` after that furthest end, in block runs, as far as
+    /// [`Geometry::io_size`] after the furthest end asked so far, reads
+    /// counted as they arrive, so a client's reads in flight at once are
+    /// all sequential) fetches, once answered, in the background, the
+    /// blocks not cached nor in flight of the next `prefetch_blocks` after
+    /// that furthest end, in block runs, as far as
     /// this bound lets (blocks already being fetched ahead count). Vector
     /// reads and reads elsewhere start none, so a reader that stops or
     /// jumps leaves at most this many blocks being fetched. Only free RAM
@@ -326,7 +328,8 @@ struct Inner<O> {
     tasks: Arc<watch::Sender<usize>>,
     /// What this file's readers were served, for its close record.
     accounting: Accounting,
-    /// Read-ahead: the furthest end of a read so far (bytes), and the
+    /// Read-ahead: the furthest end of a sequential read asked so far
+    /// (bytes), and the
     /// blocks being fetched ahead ([`CacheConfig::prefetch_blocks`]
     /// permits).
     ahead: Mutex<u64>,
@@ -492,11 +495,12 @@ impl<O: Origin> CachedFile<O> {
         let stats = &inner.shared.stats;
         let _reading = stats.client_read();
         stats.add_asked(extents.iter().map(|&(_, l)| l as u64).sum());
+        let sequential = self.advance(extents);
         let room = inner.shared.reserve(self.ram_bound(extents)).await;
         let result = self.readv_attempts(extents, room).await;
         stats.add_client_request();
-        if result.is_ok() {
-            self.prefetch(extents);
+        if sequential && result.is_ok() {
+            self.prefetch();
         }
         result
     }
@@ -999,29 +1003,44 @@ impl<O: Origin> CachedFile<O> {
         .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
     }
 
-    /// Read-ahead after a read of `extents` (see
-    /// [`CacheConfig::prefetch_blocks`]): when it is one extent that
-    /// starts at most an `io_size` after the furthest end read so far,
+    /// Whether a read of `extents`, as it arrives, goes on where the
+    /// file's reads had got to (see [`CacheConfig::prefetch_blocks`]): one
+    /// extent that starts at most an `io_size` after the furthest end asked
+    /// so far, which it then moves on. Always false with read-ahead off.
+    /// Counted at arrival, not at the answer, so that the reads a client
+    /// keeps in flight at once (the stock `xrdcp`: 4 chunks of 8 MiB) are
+    /// each sequential and read-ahead starts after the last of them.
+    fn advance(&self, extents: &[(u64, usize)]) -> bool {
+        let inner = &self.inner;
+        let geo = &inner.shared.config.geometry;
+        let &[(offset, len)] = extents else {
+            return false;
+        };
+        if inner.shared.config.prefetch_blocks == 0 {
+            return false;
+        }
+        let mut far = inner.ahead.lock().unwrap();
+        if offset > far.saturating_add(geo.io_size.max(geo.block_size)) {
+            return false; // a jump: not sequential
+        }
+        *far = (*far).max(offset + len as u64);
+        true
+    }
+
+    /// Read-ahead after a sequential read ([`CachedFile::advance`]):
     /// starts fills of the blocks not cached of the next `prefetch_blocks`
-    /// after that end, each fill holding its blocks' read-ahead permits
-    /// until it ends, without waiting (none without free permits or RAM).
-    fn prefetch(&self, extents: &[(u64, usize)]) {
+    /// after the furthest end asked so far, each fill holding its blocks'
+    /// read-ahead permits until it ends, without waiting (none without
+    /// free permits or RAM).
+    fn prefetch(&self) {
         let inner = &self.inner;
         let config = &inner.shared.config;
         let (bs, size) = (config.geometry.block_size.max(1), inner.size);
-        let (blocks, io_size) = (config.prefetch_blocks, config.geometry.io_size.max(bs));
-        let &[(offset, len)] = extents else { return };
+        let blocks = config.prefetch_blocks;
         if blocks == 0 || !self.storing() {
             return;
         }
-        let far = {
-            let mut far = inner.ahead.lock().unwrap();
-            if offset > far.saturating_add(io_size) {
-                return; // a jump: not sequential
-            }
-            *far = (*far).max(offset + len as u64);
-            *far
-        };
+        let far = *inner.ahead.lock().unwrap();
         let start = far.div_ceil(bs) * bs;
         let end = start.saturating_add(blocks.saturating_mul(bs)).min(size);
         if start >= end {

@@ -361,6 +361,35 @@ async fn prefetch_fills_the_blocks_after_a_read_in_the_background() {
     assert_eq!(runs, [(0, 4096), (4096, 8 * 4096), (9 * 4096, 8 * 4096)]);
 }
 
+/// Reads a client keeps in flight at once, one after the other in the
+/// file (the stock `xrdcp`'s chunks), are each sequential as they arrive:
+/// read-ahead starts after the last of them asked, as one run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_ahead_starts_after_the_reads_in_flight() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    });
+    let (a, b) = (open(&fs).await, open(&fs).await);
+    let first = [(0u64, 4 * 4096)];
+    let second = [(4 * 4096u64, 4 * 4096)];
+    let ra = tokio::spawn(async move { readv(&a, &first).await });
+    calls_reach(&s, 1).await;
+    let rb = tokio::spawn(async move { readv(&b, &second).await });
+    calls_reach(&s, 2).await;
+    s.open_gate();
+    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
+    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    calls_reach(&s, 3).await;
+    until("the read-ahead landed", || {
+        fs.stats().origin_requests.current == 0
+    })
+    .await;
+    let runs = s.probe.runs.lock().unwrap().clone();
+    assert_eq!(runs[2..], [(8 * 4096, 8 * 4096)], "{runs:?}");
+}
+
 /// Read-ahead as the stock XCache's `pfc.prefetch`: at most
 /// `prefetch_blocks` blocks of a file fetched ahead at a time, only for a
 /// reader that goes on where the reads got to; when the reader stops, the
