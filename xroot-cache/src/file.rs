@@ -1029,9 +1029,10 @@ impl<O: Origin> CachedFile<O> {
 
     /// Read-ahead after a sequential read ([`CachedFile::advance`]):
     /// starts fills of the blocks not cached of the next `prefetch_blocks`
-    /// after the furthest end asked so far, each fill holding its blocks'
-    /// read-ahead permits until it ends, without waiting (none without
-    /// free permits or RAM).
+    /// after the furthest end asked so far, one origin request per
+    /// `io_size` of the file, each fill holding its blocks' read-ahead
+    /// permits until it ends, without waiting (none without free permits
+    /// or RAM).
     fn prefetch(&self) {
         let inner = &self.inner;
         let config = &inner.shared.config;
@@ -1061,15 +1062,19 @@ impl<O: Origin> CachedFile<O> {
         if take == 0 {
             return;
         }
-        let Ok(permits) = inner
+        let Ok(mut permits) = inner
             .ahead_blocks
             .clone()
             .try_acquire_many_owned(take as u32)
         else {
             return;
         };
-        // as far as `take` missing blocks go from `start`
-        let mut stop = start;
+        // as far as `take` missing blocks go from `start`, in pieces of
+        // `io_size` (one origin request each, so that the data lands, and
+        // is handed to the readers waiting for it, piece by piece), with
+        // the missing blocks of each
+        let step = (config.geometry.io_size / bs).max(1);
+        let mut pieces: Vec<(u64, u64, u32)> = Vec::new();
         let mut counted = 0;
         {
             let flights = inner.flights.lock().unwrap();
@@ -1077,29 +1082,44 @@ impl<O: Origin> CachedFile<O> {
                 if counted == take {
                     break;
                 }
+                let stop = ((b + 1) * bs).min(size);
+                match pieces.last_mut() {
+                    Some(p) if (b * bs - p.0) / bs < step => p.1 = stop,
+                    _ => pieces.push((b * bs, stop, 0)),
+                }
                 if !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
                     && !flights.contains_key(&b)
                 {
                     counted += 1;
+                    if let Some(p) = pieces.last_mut() {
+                        p.2 += 1;
+                    }
                 }
-                stop = ((b + 1) * bs).min(size);
             }
         }
-        let permits = Arc::new(permits);
         let shared = &inner.shared;
-        // The fills run on their own tasks, holding the permits; dropping
-        // their handles detaches them. Without free RAM nothing starts.
-        let _ = self.start_fills_holding(
-            &[(start, (stop - start) as usize)],
-            |plan| {
-                let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
-                match bytes {
-                    0 => None,
-                    _ => shared.try_reserve(bytes).map(Arc::new),
-                }
-            },
-            Some(permits),
-        );
+        for (from, to, missing) in pieces {
+            if missing == 0 {
+                continue;
+            }
+            let Some(mine) = permits.split(missing as usize) else {
+                return; // cannot be: the pieces' missing blocks sum to `take`
+            };
+            // The fills run on their own tasks, holding the permits;
+            // dropping their handles detaches them. Without free RAM
+            // nothing starts.
+            let _ = self.start_fills_holding(
+                &[(from, (to - from) as usize)],
+                |plan| {
+                    let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
+                    match bytes {
+                        0 => None,
+                        _ => shared.try_reserve(bytes).map(Arc::new),
+                    }
+                },
+                Some(Arc::new(mine)),
+            );
+        }
     }
 }
 
