@@ -35,6 +35,12 @@
 //! Targets: ours cold ≤ 1.0× direct, ours warm ≤ 0.15× direct and within
 //! 1.5× of serve.
 //!
+//! With `CACHE_COPY_SWEEP` set to `xcache` flag sets separated by `;`
+//! (`--prefetch 0;--prefetch 8192`), the bench measures our cold copy
+//! under each instead: each round copies direct, then cold through our
+//! `xcache` with each flag set (a new, empty cache each), and prints each
+//! set's best time ÷ the best direct and every round's (no summary lines).
+//!
 //! Prints "skipped" when the stock xrootd is not installed.
 
 use std::collections::BTreeMap;
@@ -88,6 +94,11 @@ fn main() {
 
     let copy = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), true);
     let plain = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), false);
+    if let Ok(sets) = std::env::var("CACHE_COPY_SWEEP") {
+        let sets: Vec<&str> = sets.split(';').map(str::trim).collect();
+        sweep(&origin_url, &sets, &load_before);
+        return;
+    }
     let mut times: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
     let mut note = |kind: &'static str, took: Duration| {
         println!("  {kind:<11} {:>7.3} s", took.as_secs_f64());
@@ -117,6 +128,55 @@ fn main() {
         note("serve_plain", plain(format!("root://{}", serve.addr)));
     }
     print_table(&times, &load_before);
+}
+
+/// Cold copies through our `xcache` with each of the flag `sets`, against
+/// direct, [`ROUNDS`] rounds; the best of each ÷ the best direct, and every
+/// round's.
+fn sweep(origin_url: &str, sets: &[&str], load_before: &str) {
+    let copy = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), true);
+    let mut direct = Vec::new();
+    let mut cold: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
+    for round in 1..=ROUNDS {
+        println!("round {round} (load average {})", bench::load_average());
+        direct.push(copy(origin_url.to_string()));
+        println!(
+            "  {:<30} {:>7.3} s",
+            "direct",
+            direct[round - 1].as_secs_f64()
+        );
+        for &set in sets {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let flags: Vec<&str> = set.split_whitespace().collect();
+            let ours = CacheProcess::start(origin_url, dir.path(), &flags);
+            let took = copy(ours.url());
+            println!("  {set:<30} {:>7.3} s", took.as_secs_f64());
+            cold.entry(set).or_default().push(took);
+        }
+    }
+    let best = |t: &[Duration]| t.iter().min().expect("a round ran").as_secs_f64();
+    let d = best(&direct);
+    println!(
+        "\ncold stock xrdcp of {} MiB through ours, origin 50 ms away, best of {ROUNDS}",
+        SIZE >> 20
+    );
+    println!("direct {d:.3} s");
+    for &set in sets {
+        let times: Vec<String> = cold[set]
+            .iter()
+            .map(|t| format!("{:.2}", t.as_secs_f64() / d))
+            .collect();
+        let b = best(&cold[set]);
+        println!(
+            "{set:<30} best {b:.3} s {:.2}× direct (each: {})",
+            b / d,
+            times.join(", ")
+        );
+    }
+    println!(
+        "load average before: {load_before}; after: {}",
+        bench::load_average()
+    );
 }
 
 /// The best time of each kind, its ratio to direct, and the summary lines.
