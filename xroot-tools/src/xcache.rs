@@ -117,7 +117,10 @@ pub struct Cli {
     /// Read-ahead, as the stock XCache's `pfc.prefetch`: the most blocks
     /// of one file fetched ahead of its sequential readers at a time (0,
     /// the default: off). A reader that stops or jumps leaves at most this
-    /// many being fetched.
+    /// many being fetched. A cold sequential copy gains with a window
+    /// larger than what its client keeps in flight (the stock xrdcp: 32
+    /// MiB): 32768 blocks of 4k took it from 1.6x to 1.4x direct, origin
+    /// 50 ms away (benches/cache_copy.rs).
     #[arg(long, default_value_t = 0)]
     pub prefetch: u64,
     /// Purge down to this disk usage (a fraction of the disk holding the
