@@ -39,7 +39,8 @@
 //! (`--prefetch 0;--prefetch 8192`), the bench measures our cold copy
 //! under each instead: each round copies direct, then cold through our
 //! `xcache` with each flag set (a new, empty cache each), and prints each
-//! set's best time ÷ the best direct and every round's (no summary lines).
+//! set's best time ÷ the best direct and every round's, and the reads and
+//! requests the origin was sent for each copy (no summary lines).
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
@@ -96,7 +97,7 @@ fn main() {
     let plain = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), false);
     if let Ok(sets) = std::env::var("CACHE_COPY_SWEEP") {
         let sets: Vec<&str> = sets.split(';').map(str::trim).collect();
-        sweep(&origin_url, &sets, &load_before);
+        sweep(&relay, &sets, &load_before);
         return;
     }
     let mut times: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
@@ -133,15 +134,18 @@ fn main() {
 /// Cold copies through our `xcache` with each of the flag `sets`, against
 /// direct, [`ROUNDS`] rounds; the best of each ÷ the best direct, and every
 /// round's.
-fn sweep(origin_url: &str, sets: &[&str], load_before: &str) {
+fn sweep(relay: &DelayProxy, sets: &[&str], load_before: &str) {
+    let origin_url = &format!("root://127.0.0.1:{}", relay.port);
     let copy = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), true);
     let mut direct = Vec::new();
     let mut cold: BTreeMap<&str, Vec<Duration>> = BTreeMap::new();
     for round in 1..=ROUNDS {
         println!("round {round} (load average {})", bench::load_average());
+        let before = relay.traffic();
         direct.push(copy(origin_url.to_string()));
+        let direct_reads = relay.traffic().since(&before).reads();
         println!(
-            "  {:<30} {:>7.3} s",
+            "  {:<30} {:>7.3} s, {direct_reads} origin reads",
             "direct",
             direct[round - 1].as_secs_f64()
         );
@@ -149,8 +153,15 @@ fn sweep(origin_url: &str, sets: &[&str], load_before: &str) {
             let dir = tempfile::tempdir().expect("temp dir");
             let flags: Vec<&str> = set.split_whitespace().collect();
             let ours = CacheProcess::start(origin_url, dir.path(), &flags);
+            let before = relay.traffic();
             let took = copy(ours.url());
-            println!("  {set:<30} {:>7.3} s", took.as_secs_f64());
+            let asked = relay.traffic().since(&before);
+            println!(
+                "  {set:<30} {:>7.3} s, {} origin reads, {} requests",
+                took.as_secs_f64(),
+                asked.reads(),
+                asked.requests.values().sum::<u64>()
+            );
             cold.entry(set).or_default().push(took);
         }
     }
