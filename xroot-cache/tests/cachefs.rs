@@ -13,7 +13,10 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use support::{calls_reach, from_origin, open, readv, until, Setup, GUARD};
+use support::{
+    calls_reach, from_origin, open, read_first_block_ahead_held, readv, two_reads_in_flight, until,
+    Setup, GUARD,
+};
 use xroot_cache::{CacheConfig, Geometry};
 use xroot_proto::ErrorCode;
 use xroot_server::{Caller, File, FileSystem, FsError, OpenMode};
@@ -67,17 +70,8 @@ async fn a_cold_read_longer_than_io_size_is_answered_from_its_own_fill() {
 async fn blocks_in_flight_are_awaited_not_fetched_again() {
     let s = Setup::new(1 << 20);
     let fs = s.cache(CacheConfig::default());
-    let (a, b) = (open(&fs).await, open(&fs).await);
     // A wants blocks 0..10, B blocks 5..15; A's fill is held at the origin.
-    let first = [(0u64, 10 * 4096)];
-    let second = [(5 * 4096u64, 10 * 4096)];
-    let ra = tokio::spawn(async move { readv(&a, &first).await });
-    calls_reach(&s, 1).await;
-    let rb = tokio::spawn(async move { readv(&b, &second).await });
-    calls_reach(&s, 2).await;
-    s.open_gate();
-    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
-    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    two_reads_in_flight(&s, &fs, [(0, 10 * 4096)], [(5 * 4096, 10 * 4096)]).await;
     // B fetched only blocks 10..15: no block was fetched twice.
     let runs = s.probe.runs.lock().unwrap().clone();
     assert_eq!(runs, vec![(0, 10 * 4096), (10 * 4096, 5 * 4096)]);
@@ -97,11 +91,7 @@ async fn a_read_waiting_for_read_ahead_takes_its_data_not_the_store_copy() {
         ..CacheConfig::default()
     });
     let f = open(&fs).await;
-    let first = [(0u64, 4096)];
-    s.gate.add_permits(1); // the read's own fill; the read-ahead waits
-    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
-    calls_reach(&s, 2).await;
-    assert_eq!(s.probe.runs.lock().unwrap()[1], (4096, 8 * 4096));
+    read_first_block_ahead_held(&s, &f, 8, 2).await;
     // the next read wants blocks 1..9, all in the read-ahead held at the
     // origin: it waits for that fill
     let next = [(4096u64, 8 * 4096)];
@@ -371,16 +361,7 @@ async fn read_ahead_starts_after_the_reads_in_flight() {
         prefetch_blocks: 8,
         ..CacheConfig::default()
     });
-    let (a, b) = (open(&fs).await, open(&fs).await);
-    let first = [(0u64, 4 * 4096)];
-    let second = [(4 * 4096u64, 4 * 4096)];
-    let ra = tokio::spawn(async move { readv(&a, &first).await });
-    calls_reach(&s, 1).await;
-    let rb = tokio::spawn(async move { readv(&b, &second).await });
-    calls_reach(&s, 2).await;
-    s.open_gate();
-    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
-    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    two_reads_in_flight(&s, &fs, [(0, 4 * 4096)], [(4 * 4096, 4 * 4096)]).await;
     calls_reach(&s, 3).await;
     until("the read-ahead landed", || {
         fs.stats().origin_requests.current == 0
@@ -412,11 +393,7 @@ async fn read_ahead_is_bounded_and_stops_with_the_reader() {
         ..CacheConfig::default()
     });
     let f = open(&fs).await;
-    let first = [(0u64, 4096)];
-    s.gate.add_permits(1); // the read's own fill; the read-ahead waits
-    assert_eq!(readv(&f, &first).await.unwrap(), s.expect(&first));
-    calls_reach(&s, 3).await;
-    assert_eq!(s.probe.runs.lock().unwrap()[2], (4096, 16 * 4096));
+    read_first_block_ahead_held(&s, &f, 16, 3).await;
     // sequential still, but the 16 blocks ahead are all in flight: a
     // read from disk that moves the reads on starts no more read-ahead
     assert_eq!(readv(&f, &later).await.unwrap(), s.expect(&later));
