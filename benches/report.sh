@@ -29,7 +29,7 @@ mkdir -p "$(dirname "$out")"
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
 
-benches=(server_readv cache_trace client_copy server_copy server_memory server_storm tls_copy tpc_copy server_load monitor_load cluster_open gsi_login)
+benches=(server_readv cache_trace cache_copy client_copy server_copy server_memory server_storm tls_copy tpc_copy server_load monitor_load cluster_open gsi_login)
 declare -A summary=() took=() status=()
 
 now() { date +%s.%N; }
@@ -42,8 +42,8 @@ t0=$(now)
 bench_args=()
 for b in "${benches[@]}"; do bench_args+=(--bench "$b"); done
 cargo bench --no-run -q "${bench_args[@]}"
-# client_copy, tls_copy, tpc_copy, server_load and monitor_load run examples: build them now rather than inside their timing
-cargo build --release -q --workspace --example xrdcp --example serve --example xrdload
+# cache_copy, client_copy, tls_copy, tpc_copy, server_load and monitor_load run examples: build them now rather than inside their timing
+cargo build --release -q --workspace --example xrdcp --example serve --example xcache --example xrdload
 build_s=$(since "$t0" "$(now)")
 
 load_before=$(loadavg)
@@ -145,6 +145,14 @@ fi
     fetched_over_asked cold 2 "≤ 1.25" '<=' 1.25 ""
   trace_row "the same, cold: origin requests per client vector read" \
     origin_reads_per_read cold 2 "≈ 1 (≤ 1.1)" '<=' 1.1 ""
+  cache_copy_row() { # label, kind (cold or warm), target bound
+    row "$1" "$(fig cache_copy.direct.s 2) s" "XCache 128k: $(fig "cache_copy.stock_$2.ratio" 2)" \
+      "**$(fig "cache_copy.ours_$2.ratio" 2)**" "≤ $3" "$(met "cache_copy.ours_$2.ratio" '<=' "$3")"
+  }
+  cache_copy_row "stock \`xrdcp\` of 256 MiB through the cache, origin 50 ms away, cold: wall ÷ direct" cold 1.0
+  cache_copy_row "the same, warm: wall ÷ direct" warm 0.15
+  row "the same, warm: wall ÷ our \`serve\` sending the file from its disk" "—" "—" \
+    "**$(fig cache_copy.ours_warm.over_serve 2)**" "≤ 1.5" "$(met cache_copy.ours_warm.over_serve '<=' 1.5)"
   copy_row "bulk copy, 1 GiB from the stock server: our \`xrdcp\` vs the stock one, plain reads (stock time ÷ ours)" \
     client_copy plain 1.0
   copy_row "the same with pgread" client_copy pgread 2.0

@@ -26,7 +26,6 @@
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
 
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use xroot::server::{Config, LocalFs, Server};
@@ -74,7 +73,7 @@ fn main() {
         ),
     ];
     for (_, url, _) in &servers {
-        xrdcp(url, false);
+        bench::stock_xrdcp(url, false);
     }
     // every (time, server CPU) per [plain, pgread] × [stock, ours]
     let mut runs: [[Vec<Run>; 2]; 2] = Default::default();
@@ -82,7 +81,7 @@ fn main() {
         for (mode, row) in runs.iter_mut().enumerate() {
             for ((_, url, pid), cell) in servers.iter().zip(row.iter_mut()) {
                 let before = stock::cpu_time(*pid);
-                let took = xrdcp(url, mode == 1);
+                let took = bench::stock_xrdcp(url, mode == 1);
                 let spent = stock::cpu_time(*pid).zip(before).map(|(a, b)| a - b);
                 cell.push((took, spent));
             }
@@ -176,29 +175,4 @@ fn median(sorted: &[Run]) -> f64 {
 fn congestion_control() -> String {
     std::fs::read_to_string("/proc/sys/net/ipv4/tcp_congestion_control")
         .map_or_else(|_| "unknown".into(), |s| s.trim().to_string())
-}
-
-/// Wall time of the stock `xrdcp` copying `url` to /dev/null, with pgread
-/// (its default) or plain reads. Panics if it fails.
-fn xrdcp(url: &str, pgread: bool) -> Duration {
-    let mut cmd = Command::new("xrdcp");
-    cmd.args(["-f", "--nopbar", url, "/dev/null"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
-    if pgread {
-        cmd.env_remove("XRD_CPUSEPGWRTRD");
-    } else {
-        cmd.env("XRD_CPUSEPGWRTRD", "0");
-    }
-    let t = Instant::now();
-    let out = cmd.output().expect("run xrdcp");
-    let took = t.elapsed();
-    assert!(
-        out.status.success(),
-        "xrdcp {url}: {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    took
 }

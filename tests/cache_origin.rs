@@ -89,6 +89,12 @@ async fn common(
     let got = f.read_runs(&eof).await.unwrap();
     assert_bytes(&eof, &got.data, data);
     assert_eq!(relay.requests(RequestId::PGREAD), 2);
+    // the block runs of one long read (cut at io_size): one pgread
+    let joined = [(0, 1 << 20), (1 << 20, 1 << 20), (2 << 20, 4096)];
+    let got = f.read_runs(&joined).await.unwrap();
+    assert_eq!((got.requests, got.checksummed), (1, true), "one pgread");
+    assert_eq!(relay.requests(RequestId::PGREAD), 3);
+    assert_bytes(&joined, &got.data, data);
 
     let missing = origin.open("/no/such.bin").await.unwrap_err();
     assert!(matches!(missing, OriginError::Client { .. }), "{missing:?}");

@@ -306,3 +306,113 @@ async fn the_cache_answers_the_namespace_and_errors_as_the_origin_does() {
     assert!(std::fs::read(data.path().join("vr.bin")).unwrap() == vr);
     cache.stop().await;
 }
+
+/// `xrdcp` as [`xrdcp`] with plain reads (`XRD_CPUSEPGWRTRD=0`), which our
+/// cache answers with `sendfile(2)` from its store once the blocks are
+/// cached and checked; its bytes.
+async fn xrdcp_plain(url: &str, path: &str) -> Vec<u8> {
+    let scratch = tempfile::tempdir().unwrap();
+    let copy = scratch.path().join("copy");
+    let cmd = xroot_testkit::tools::command(
+        "timeout",
+        &[
+            "300",
+            "xrdcp",
+            "-f",
+            "-s",
+            &format!("{url}/{path}"),
+            copy.to_str().unwrap(),
+        ],
+        &[("XRD_CPUSEPGWRTRD", "0")],
+    );
+    let out = xroot_testkit::tools::run_off_workers(cmd).await;
+    assert!(
+        out.status.success(),
+        "{}",
+        xroot_testkit::tools::stderr(&out)
+    );
+    std::fs::read(copy).unwrap()
+}
+
+/// With `xcache`'s defaults, through a relay that counts what the cache
+/// asks of the origin: the origin's `kXR_Qconfig` is asked once for two
+/// files on its one connection; a warm copy with plain reads (sendfile)
+/// and with pgread has the origin's bytes and asks the origin nothing, not
+/// even an open (the trust window); a file changed at the origin is served
+/// as cached within the window and noticed at the first open after it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+#[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
+async fn warm_copies_ask_the_origin_nothing_and_a_changed_file_is_noticed_after_the_window() {
+    use xroot::proto::RequestId;
+    use xroot_testkit::corrupt_proxy::{CorruptProxy, Spoil};
+
+    let data = tempfile::tempdir().unwrap();
+    let (big, vr) = origin_files(data.path());
+    let Some(origin) = StockServer::start(data.path(), &[]) else {
+        return;
+    };
+    let relay = CorruptProxy::start(origin.port, Spoil::Nothing).await;
+    let store = tempfile::tempdir().unwrap();
+    let cache = start_cache(relay.port, store.path()).await;
+    let url = cache.url();
+
+    assert!(xrdcp(&url, "/big.bin").await == big, "xrdcp cold");
+    assert!(xrdcp(&url, "/vr.bin").await == vr, "xrdcp cold");
+    assert_eq!(relay.requests(RequestId::OPEN), 2);
+    assert_eq!(
+        relay.requests(RequestId::QUERY),
+        1,
+        "Qconfig per connection"
+    );
+    let asked = |relay: &CorruptProxy| {
+        [
+            RequestId::OPEN,
+            RequestId::STAT,
+            RequestId::READ,
+            RequestId::PGREAD,
+            RequestId::READV,
+        ]
+        .map(|id| relay.requests(id))
+    };
+    let cold = asked(&relay);
+    let from_disk = cache.fs.stats().bytes_from_disk;
+    assert!(xrdcp_plain(&url, "/big.bin").await == big, "plain warm");
+    assert!(
+        xrdcp_plain(&url, "/big.bin").await == big,
+        "plain warm again"
+    );
+    assert!(xrdcp(&url, "/big.bin").await == big, "pgread warm");
+    assert_eq!(asked(&relay), cold, "a warm copy asked the origin");
+    assert!(cache.fs.stats().bytes_from_disk >= from_disk + 3 * BIG as u64);
+
+    // the origin's file changes (same size, a later modification time)
+    let changed = content(9, BIG);
+    let path = data.path().join("big.bin");
+    std::fs::write(&path, &changed).unwrap();
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_modified(later)
+        .unwrap();
+    // within the window (the default, ten minutes): served as cached
+    assert!(xrdcp(&url, "/big.bin").await == big, "within the window");
+    assert_eq!(asked(&relay), cold, "asked the origin within the window");
+    cache.stop().await;
+
+    // a cache on the same directory whose window is one second: the first
+    // open after it asks the origin, sees the change, caches the new file
+    let mut args = cli_args(relay.port, store.path());
+    args.extend(["--trust-window".to_string(), "1".to_string()]);
+    let cli = xcache::Cli::try_parse_from(args).unwrap();
+    let cache = RunningCache::serve(xcache::start(&cli).await.unwrap());
+    tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+    assert!(
+        xrdcp(&cache.url(), "/big.bin").await == changed,
+        "the change was not noticed after the window"
+    );
+    assert_eq!(relay.requests(RequestId::OPEN), cold[0] + 1);
+    cache.stop().await;
+}

@@ -109,6 +109,14 @@ async fn readv_splits_and_reassembles() {
     assert!(matches!(err, Error::Server { .. }), "{err:?}");
     assert_eq!(err.server_code(), Some(ErrorCode::FS_ERROR));
     f.close().await.unwrap();
+
+    // another file opened on the same connection shares its answer: a
+    // cache opening many files of one origin asks once
+    let g = open(&client, relay.port, "/v.bin", OpenFlags::READ).await;
+    let got = g.readv(&[(0, 10), (SIZE as u64 - 10, 10)]).await.unwrap();
+    assert_eq!(&got[1][..], slice(&content, SIZE as u64 - 10, 10));
+    assert_eq!(relay.requests(RequestId::QUERY), 1, "once per connection");
+    g.close().await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,12 +7,18 @@
 //! ones become runs fetched by ONE origin request per planned request —
 //! normally one for the whole client vector read. Each origin request runs
 //! on its own task, so a client that goes away mid-fill does not strand the
-//! readers waiting for the same blocks. Fetched data is written to the
-//! store, and only then are its blocks marked cached and its waiters woken.
-//! A read answers the blocks its own fills fetched from their data as it
-//! came (a slice where an extent lies in one run: no copy) and every other
-//! byte from the store, which checks its page crc32c (a page that fails is
-//! fetched again).
+//! readers waiting for the same blocks. A fill hands the data it fetched to
+//! the reader that started it and, at once, to every reader waiting for its
+//! blocks (a read-ahead's waiters included); then it writes the data to the
+//! store, and only then are its blocks marked cached and cleared from the
+//! flights (a read planned meanwhile still waits for the fill, and gets its
+//! data at once). A read answers the blocks its own fills and the fills it
+//! waited for fetched from their data as it came (a slice where an extent
+//! lies in one run: no copy) and every other byte from the store, which
+//! checks its page crc32c (a page that fails is fetched again). A plain read of blocks this process wrote or already
+//! checked is handed to the server as a region of the store's data file
+//! ([`CachedFile::region`]), which sends it with `sendfile(2)` unread.
+//! Sequential readers get read-ahead ([`CacheConfig::prefetch_blocks`]).
 //!
 //! Memory: [`CacheConfig::ram`] bounds, across all files of a cache, the
 //! bytes the cache holds for reads: fetched data until it is stored, and
@@ -20,7 +26,9 @@
 //! before it plans — room for what it may fetch and for each extent it may
 //! answer as a copy (read from disk, or joined from several runs) — and
 //! gives back what its plan does not need; its fills hold the share until
-//! their data is stored, its answers until they are dropped. A slow client
+//! their data is stored, its answers until they are dropped. The data a
+//! fill hands to the readers waiting for it holds the fill's share (a
+//! read-ahead's too) until the last slice of it is dropped. A slow client
 //! is thus back-pressure on new reads. A prefetch uses only room that is
 //! free (it never waits), and a read larger than the whole budget takes all
 //! of it.
@@ -76,8 +84,19 @@ pub struct CacheConfig {
     /// whole budget takes all of it); a prefetch only uses free room.
     /// Counted in KiB.
     pub ram: u64,
-    /// Blocks to fetch ahead of each client read, in the background; 0
-    /// (the default) turns prefetching off.
+    /// Read-ahead for sequential readers, the stock XCache's
+    /// `pfc.prefetch`: the most blocks of one file being fetched ahead of
+    /// its readers at a time; 0 (the default) turns it off. A read of one
+    /// extent that starts where the file's reads had got to (within
+    /// [`Geometry::io_size`] after the furthest end asked so far, reads
+    /// counted as they arrive, so a client's reads in flight at once are
+    /// all sequential) fetches, once answered, in the background, the
+    /// blocks not cached nor in flight of the next `prefetch_blocks` after
+    /// that furthest end, in block runs, as far as
+    /// this bound lets (blocks already being fetched ahead count). Vector
+    /// reads and reads elsewhere start none, so a reader that stops or
+    /// jumps leaves at most this many blocks being fetched. Only free RAM
+    /// is used ([`CacheConfig::ram`]).
     pub prefetch_blocks: u64,
     /// How many vector reads of one file may run at once.
     pub readv_concurrency: usize,
@@ -95,7 +114,8 @@ pub struct CacheConfig {
     /// are served, and the origin is opened (and its stat checked) only
     /// when a read needs a block the store lacks. Zero (the
     /// default) asks at every open; a cache below a client
-    /// ([`CacheConfig::below_client`]) trusts for an hour. Within the
+    /// ([`CacheConfig::below_client`]) trusts for an hour, and `xcache`
+    /// for [`CacheConfig::PROXY_TRUST`]. Within the
     /// window a file changed at the origin is served as it was cached; a
     /// read that needs the origin then fails (the new file's bytes are not
     /// mixed with the old) and the entry is reset.
@@ -119,6 +139,18 @@ impl Default for CacheConfig {
 impl CacheConfig {
     /// The trust window of a cache below a client: an hour.
     pub const CLIENT_TRUST: Duration = Duration::from_secs(3600);
+
+    /// The trust window `xcache` (a caching proxy serving a site) takes by
+    /// default: ten minutes. A warm open then costs no origin round trip,
+    /// as with the stock XCache (which does not ask the origin at a warm
+    /// open), while a file changed at the origin is noticed at
+    /// the first open more than ten minutes after the origin last
+    /// confirmed it (its size or modification time differ: the entry is
+    /// reset and the new file cached), or earlier by a read that needs a
+    /// block not cached. Grid files are written once under a name, so the
+    /// window costs nothing there; a site that rewrites files in place
+    /// sets it lower, or to zero (every open asks).
+    pub const PROXY_TRUST: Duration = Duration::from_secs(600);
 
     /// The defaults of a cache below a client (one process's reads, in a
     /// directory of the user's): a [`trust_window`](Self::trust_window) of
@@ -157,8 +189,10 @@ pub enum CacheError {
     Exhausted(String),
 }
 
-/// How an origin request ended, as its waiters see it.
-type FillResult = Result<(), CacheError>;
+/// How an origin request ended, as its waiters see it: the runs it
+/// fetched (each holding the fill's RAM while a slice of it lives), or why
+/// not.
+type FillResult = Result<Landed, CacheError>;
 
 /// What a fill brought, for the reader that started it: each run's offset
 /// (bytes) and data, as written to the store.
@@ -294,6 +328,12 @@ struct Inner<O> {
     tasks: Arc<watch::Sender<usize>>,
     /// What this file's readers were served, for its close record.
     accounting: Accounting,
+    /// Read-ahead: the furthest end of a sequential read asked so far
+    /// (bytes), and the
+    /// blocks being fetched ahead ([`CacheConfig::prefetch_blocks`]
+    /// permits).
+    ahead: Mutex<u64>,
+    ahead_blocks: Arc<Semaphore>,
 }
 
 /// What the readers of one cached file were served, from its first open
@@ -349,6 +389,11 @@ impl<O: Origin> CachedFile<O> {
         shared: Arc<Shared>,
     ) -> CachedFile<O> {
         let accesses = entry.as_ref().map_or(1, Entry::count_access);
+        // one acquire takes at most u32::MAX permits
+        let ahead = usize::try_from(shared.config.prefetch_blocks)
+            .unwrap_or(usize::MAX)
+            .min(Semaphore::MAX_PERMITS)
+            .min(u32::MAX as usize);
         CachedFile {
             inner: Arc::new(Inner {
                 origin,
@@ -366,6 +411,8 @@ impl<O: Origin> CachedFile<O> {
                     missed: AtomicU64::new(0),
                     bypassed: AtomicU64::new(0),
                 },
+                ahead: Mutex::new(0),
+                ahead_blocks: Arc::new(Semaphore::new(ahead)),
             }),
         }
     }
@@ -413,6 +460,25 @@ impl<O: Origin> CachedFile<O> {
         Ok(data.pop().unwrap_or_default())
     }
 
+    /// The store's region holding up to `len` bytes at `offset` (fewer
+    /// only at end of file), for the server to send with `sendfile(2)`:
+    /// `(data file, offset, len)` when every block of it is cached and
+    /// was checked by this process ([`Entry::region`]), counted as a read
+    /// served from disk. `None` otherwise (nothing counted: read it with
+    /// [`CachedFile::read_at`]), at or past end of file, and for a file
+    /// with no store entry. Never waits.
+    pub fn region(&self, offset: u64, len: usize) -> Option<(Arc<std::fs::File>, u64, usize)> {
+        let entry = self.inner.entry.as_ref()?;
+        let region = entry.region(offset, len)?;
+        entry.touch();
+        let (stats, n) = (&self.inner.shared.stats, region.2 as u64);
+        stats.add_asked(n);
+        stats.add_from_disk(n);
+        stats.add_client_request();
+        self.inner.accounting.hit.fetch_add(n, Ordering::Relaxed);
+        Some(region)
+    }
+
     /// Each `(offset, len)` extent whole, in order (a client vector read).
     /// Missing blocks are fetched with one origin request per planned
     /// request (one when the extents fit the protocol's vector-read
@@ -436,11 +502,12 @@ impl<O: Origin> CachedFile<O> {
         let stats = &inner.shared.stats;
         let _reading = stats.client_read();
         stats.add_asked(extents.iter().map(|&(_, l)| l as u64).sum());
+        let sequential = self.advance(extents);
         let room = inner.shared.reserve(self.ram_bound(extents)).await;
         let result = self.readv_attempts(extents, room).await;
         stats.add_client_request();
-        if result.is_ok() {
-            self.prefetch(extents);
+        if sequential && result.is_ok() {
+            self.prefetch();
         }
         result
     }
@@ -485,6 +552,7 @@ impl<O: Origin> CachedFile<O> {
             };
             let mut failed = None;
             let mut landed = Landed::new();
+            let mut from_others = Landed::new();
             for fill in fills {
                 match fill.await.unwrap_or_else(|_| Err(ended_early())) {
                     Ok(runs) => landed.extend(runs),
@@ -497,7 +565,7 @@ impl<O: Origin> CachedFile<O> {
                 // Our own fill failed: the origin's error is the answer.
                 return Err(e);
             }
-            match wait_all(waits).await {
+            match wait_all(waits, &mut from_others).await {
                 // the origin's answer for these blocks is every waiter's
                 Some(e @ CacheError::Origin(_)) => return Err(e),
                 Some(e) => {
@@ -506,13 +574,18 @@ impl<O: Origin> CachedFile<O> {
                 }
                 None => {}
             }
+            let waited = overlap(extents, &from_others);
+            landed.append(&mut from_others);
             match self.assemble(extents, landed).await {
                 Ok((data, from_disk)) => {
                     shared.stats.add_from_disk(from_disk);
                     let a = &self.inner.accounting;
                     let asked: u64 = extents.iter().map(|&(_, l)| l as u64).sum();
-                    let fetched = asked.saturating_sub(from_disk);
-                    a.hit.fetch_add(from_disk, Ordering::Relaxed);
+                    // bytes another reader's fill brought are hits, as
+                    // the stock's blocks found in RAM
+                    let hit = from_disk + waited;
+                    let fetched = asked.saturating_sub(hit);
+                    a.hit.fetch_add(hit, Ordering::Relaxed);
                     let to = if self.storing() {
                         &a.missed
                     } else {
@@ -550,6 +623,17 @@ impl<O: Origin> CachedFile<O> {
         extents: &[(u64, usize)],
         budget: impl FnOnce(&Plan) -> Option<Hold>,
     ) -> Option<Started> {
+        self.start_fills_holding(extents, budget, None)
+    }
+
+    /// [`CachedFile::start_fills`], each fill task also holding `permits`
+    /// (read-ahead's) until it ends.
+    fn start_fills_holding(
+        &self,
+        extents: &[(u64, usize)],
+        budget: impl FnOnce(&Plan) -> Option<Hold>,
+        permits: Option<Hold>,
+    ) -> Option<Started> {
         let inner = &self.inner;
         let geo = &inner.shared.config.geometry;
         let storing = self.storing();
@@ -580,9 +664,11 @@ impl<O: Origin> CachedFile<O> {
             let (landed_tx, landed_rx) = oneshot::channel();
             let task = Task::start(&inner.tasks);
             let fill = self.clone().fill(runs, waiters, landed_tx, hold.clone());
+            let permits = permits.clone();
             tokio::spawn(async move {
                 fill.await;
                 drop(task);
+                drop(permits);
             });
             fills.push(landed_rx);
         }
@@ -591,10 +677,11 @@ impl<O: Origin> CachedFile<O> {
     }
 
     /// Fetches `runs` in one origin request and hands their data to the
-    /// reader that planned them, then — when the fill is registered
-    /// (`waiters`) and the disk has room — writes them to the store, clears
-    /// them from the flights and tells the waiters (who read from the
-    /// store). Holds `ram` until the data is in the store.
+    /// reader that planned them and, when the fill is registered
+    /// (`waiters`), to the readers waiting for it (each run holding `ram`
+    /// while a slice of it lives), or the origin's error to all; then —
+    /// when the disk has room — writes them to the store and clears them
+    /// from the flights. Holds `ram` until the data is in the store.
     async fn fill(
         self,
         runs: Vec<Run>,
@@ -613,28 +700,37 @@ impl<O: Origin> CachedFile<O> {
             false => (None, runs.clone()),
         };
         let bytes: u64 = wanted.iter().map(|r| r.len as u64).sum();
-        let result = match self.fetch(&wanted, bytes).await {
+        let fetched = self.fetch(&wanted, bytes).await;
+        if let Some(waiters) = &waiters {
+            // the waiters' copy holds the RAM until they drop it: it may
+            // be a read-ahead's, whose reader is gone
+            let shared = fetched.as_ref().map_err(Clone::clone).map(|landed| {
+                landed
+                    .iter()
+                    .map(|(offset, data)| (*offset, held(data.clone(), &ram)))
+                    .collect()
+            });
+            waiters.send_replace(Some(shared));
+        }
+        match fetched {
             Ok(landed) if waiters.is_some() && self.storing() => {
                 // the reader may be gone; the blocks are stored regardless
                 let _ = reader.send(Ok(landed.clone()));
-                self.store(landed, bytes).await
+                // its waiters have the data: a failed store is the next
+                // reader's miss
+                let _ = self.store(landed, bytes).await;
             }
             Ok(landed) => {
                 let _ = reader.send(Ok(landed));
                 self.inner.shared.stats.add_not_stored(bytes);
-                Err(not_stored())
             }
             Err(e) => {
-                let _ = reader.send(Err(e.clone()));
-                Err(e)
+                let _ = reader.send(Err(e));
             }
-        };
+        }
         drop(claim);
         drop(ram);
         drop(landing);
-        if let Some(waiters) = waiters {
-            waiters.send_replace(Some(result));
-        }
     }
 
     /// Takes the cross-process locks of the blocks of `runs`
@@ -726,7 +822,7 @@ impl<O: Origin> CachedFile<O> {
     /// Writes landed runs (`bytes` in all) to the store (data, then their
     /// bits). A failure stops at the run that failed; a full disk stops
     /// storing ([`Shared::store_failed`]).
-    async fn store(&self, landed: Landed, bytes: u64) -> FillResult {
+    async fn store(&self, landed: Landed, bytes: u64) -> Result<(), CacheError> {
         let shared = &self.inner.shared;
         let Some(entry) = self.inner.entry.clone() else {
             shared.stats.add_not_stored(bytes);
@@ -811,10 +907,10 @@ impl<O: Origin> CachedFile<O> {
         let _ = tasks.wait_for(|&n| n == 0).await;
     }
 
-    /// Each extent, from the runs this read fetched itself (`landed`: a
-    /// slice of the run where the extent lies in one, else the pieces
-    /// joined) and from the store for every other byte (blocks that were
-    /// cached or fetched by another reader). Returns the answers and the
+    /// Each extent, from the runs this read's fills and the fills it
+    /// waited for fetched (`landed`: a slice of the run where the extent
+    /// lies in one, else the pieces joined) and from the store for every
+    /// other byte (blocks that were cached). Returns the answers and the
     /// bytes read from the store.
     ///
     /// Errors: as [`CachedFile::read_store`].
@@ -824,6 +920,16 @@ impl<O: Origin> CachedFile<O> {
         mut landed: Landed,
     ) -> Result<(Vec<Bytes>, u64), StoreError> {
         landed.sort_unstable_by_key(|&(offset, _)| offset);
+        // runs of distinct fills are disjoint (a block is in one fill at a
+        // time); should two overlap, the later one is not used
+        let mut reach = 0;
+        landed.retain(|(offset, data)| {
+            let keep = *offset >= reach;
+            if keep {
+                reach = offset + data.len() as u64;
+            }
+            keep
+        });
         let layout: Vec<Vec<Piece>> = extents.iter().map(|&e| cut(e, &landed)).collect();
         drop(landed); // the pieces keep what they slice
         let wanted: Vec<(u64, usize)> = layout
@@ -904,29 +1010,123 @@ impl<O: Origin> CachedFile<O> {
         .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
     }
 
-    /// With prefetch on, starts filling the blocks after the last one
-    /// `extents` touched, without waiting.
-    fn prefetch(&self, extents: &[(u64, usize)]) {
-        let blocks = self.inner.shared.config.prefetch_blocks;
-        let block_size = self.inner.shared.config.geometry.block_size;
-        let Some(end) = extents.iter().map(|&(o, l)| o + l as u64).max() else {
-            return;
+    /// Whether a read of `extents`, as it arrives, goes on where the
+    /// file's reads had got to (see [`CacheConfig::prefetch_blocks`]): one
+    /// extent that starts at most an `io_size` after the furthest end asked
+    /// so far, which it then moves on. Always false with read-ahead off.
+    /// Counted at arrival, not at the answer, so that the reads a client
+    /// keeps in flight at once (the stock `xrdcp`: 4 chunks of 8 MiB) are
+    /// each sequential and read-ahead starts after the last of them.
+    fn advance(&self, extents: &[(u64, usize)]) -> bool {
+        let inner = &self.inner;
+        let geo = &inner.shared.config.geometry;
+        let &[(offset, len)] = extents else {
+            return false;
         };
-        let start = end.div_ceil(block_size) * block_size;
-        if blocks == 0 || start >= self.inner.size || !self.storing() {
+        if inner.shared.config.prefetch_blocks == 0 {
+            return false;
+        }
+        let mut far = inner.ahead.lock().unwrap();
+        if offset > far.saturating_add(geo.io_size.max(geo.block_size)) {
+            return false; // a jump: not sequential
+        }
+        *far = (*far).max(offset + len as u64);
+        true
+    }
+
+    /// Read-ahead after a sequential read ([`CachedFile::advance`]):
+    /// starts fills of the blocks not cached of the next `prefetch_blocks`
+    /// after the furthest end asked so far, one origin request per
+    /// `io_size` of the file, each fill holding its blocks' read-ahead
+    /// permits until it ends, without waiting (none without free permits
+    /// or RAM).
+    fn prefetch(&self) {
+        let inner = &self.inner;
+        let config = &inner.shared.config;
+        let (bs, size) = (config.geometry.block_size.max(1), inner.size);
+        let blocks = config.prefetch_blocks;
+        if blocks == 0 || !self.storing() {
             return;
         }
-        let len = (blocks * block_size).min(self.inner.size - start) as usize;
-        let shared = &self.inner.shared;
-        // The fills run on their own tasks; dropping their handles detaches
-        // them. Without free RAM nothing is prefetched.
-        let _ = self.start_fills(&[(start, len)], |plan| {
-            let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
-            match bytes {
-                0 => None,
-                _ => shared.try_reserve(bytes).map(Arc::new),
+        let far = *inner.ahead.lock().unwrap();
+        let start = far.div_ceil(bs) * bs;
+        let end = start.saturating_add(blocks.saturating_mul(bs)).min(size);
+        if start >= end {
+            return;
+        }
+        // the blocks wanted that are neither cached nor in flight
+        let missing: u64 = {
+            let flights = inner.flights.lock().unwrap();
+            (start / bs..end.div_ceil(bs))
+                .filter(|&b| {
+                    !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
+                        && !flights.contains_key(&b)
+                })
+                .count() as u64
+        };
+        let free = inner.ahead_blocks.available_permits() as u64;
+        let take = missing.min(free);
+        if take == 0 {
+            return;
+        }
+        let Ok(mut permits) = inner
+            .ahead_blocks
+            .clone()
+            .try_acquire_many_owned(take as u32)
+        else {
+            return;
+        };
+        // as far as `take` missing blocks go from `start`, in pieces of
+        // `io_size` (one origin request each, so that the data lands, and
+        // is handed to the readers waiting for it, piece by piece), with
+        // the missing blocks of each
+        let step = (config.geometry.io_size / bs).max(1);
+        let mut pieces: Vec<(u64, u64, u32)> = Vec::new();
+        let mut counted = 0;
+        {
+            let flights = inner.flights.lock().unwrap();
+            for b in start / bs..end.div_ceil(bs) {
+                if counted == take {
+                    break;
+                }
+                let stop = ((b + 1) * bs).min(size);
+                match pieces.last_mut() {
+                    Some(p) if (b * bs - p.0) / bs < step => p.1 = stop,
+                    _ => pieces.push((b * bs, stop, 0)),
+                }
+                if !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
+                    && !flights.contains_key(&b)
+                {
+                    counted += 1;
+                    if let Some(p) = pieces.last_mut() {
+                        p.2 += 1;
+                    }
+                }
             }
-        });
+        }
+        let shared = &inner.shared;
+        for (from, to, missing) in pieces {
+            if missing == 0 {
+                continue;
+            }
+            let Some(mine) = permits.split(missing as usize) else {
+                return; // cannot be: the pieces' missing blocks sum to `take`
+            };
+            // The fills run on their own tasks, holding the permits;
+            // dropping their handles detaches them. Without free RAM
+            // nothing starts.
+            let _ = self.start_fills_holding(
+                &[(from, (to - from) as usize)],
+                |plan| {
+                    let bytes: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
+                    match bytes {
+                        0 => None,
+                        _ => shared.try_reserve(bytes).map(Arc::new),
+                    }
+                },
+                Some(Arc::new(mine)),
+            );
+        }
     }
 }
 
@@ -1068,19 +1268,40 @@ fn distinct<'a>(
     out
 }
 
-/// Waits for other readers' fills; the first failure, if any.
-async fn wait_all(waits: Vec<watch::Receiver<Option<FillResult>>>) -> Option<CacheError> {
+/// Waits for other readers' fills, adding the runs they fetched to
+/// `landed`; the first failure, if any.
+async fn wait_all(
+    waits: Vec<watch::Receiver<Option<FillResult>>>,
+    landed: &mut Landed,
+) -> Option<CacheError> {
     let mut failed = None;
     for mut rx in waits {
         let outcome = match rx.wait_for(Option::is_some).await {
             Ok(v) => v.clone().expect("waited for Some"),
             Err(_) => Err(ended_early()),
         };
-        if let Err(e) = outcome {
-            failed.get_or_insert(e);
+        match outcome {
+            Ok(runs) => landed.extend(runs),
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
         }
     }
     failed
+}
+
+/// Bytes of `extents` that lie in `runs` (disjoint), each byte counted
+/// once per extent holding it.
+fn overlap(extents: &[(u64, usize)], runs: &Landed) -> u64 {
+    let mut total = 0;
+    for &(offset, len) in extents {
+        let end = offset.saturating_add(len as u64);
+        for (o, data) in runs {
+            let stop = end.min(o + data.len() as u64);
+            total += stop.saturating_sub(offset.max(*o));
+        }
+    }
+    total
 }
 
 /// A fill task, counted in `Inner::tasks` from its start (when it is

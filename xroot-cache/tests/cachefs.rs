@@ -3,7 +3,9 @@
 //! reader is fetching, back-pressure from the RAM budget, a failed fill
 //! caches nothing, a page spoiled on disk is fetched again, a changed origin
 //! file is not served from the old copy, reads past end of file fail,
-//! prefetch reads ahead without fetching a block twice, and purge keeps the
+//! prefetch reads ahead without fetching a block twice, a read waiting
+//! for read-ahead takes its data, read-ahead is
+//! bounded and stops with its reader, and purge keeps the
 //! files in use.
 
 mod support;
@@ -11,7 +13,10 @@ mod support;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use support::{calls_reach, from_origin, open, readv, until, Setup, GUARD};
+use support::{
+    calls_reach, from_origin, open, read_first_block_ahead_held, readv, two_reads_in_flight, until,
+    Setup, GUARD,
+};
 use xroot_cache::{CacheConfig, Geometry};
 use xroot_proto::ErrorCode;
 use xroot_server::{Caller, File, FileSystem, FsError, OpenMode};
@@ -29,7 +34,9 @@ async fn a_cold_vector_read_is_one_origin_request_and_warm_is_none() {
     let st = fs.stats();
     assert_eq!((st.client_requests, st.origin_request_count), (1, 1));
     assert_eq!(st.origin_requests_per_client_request(), 1.0);
-    // warm: served from disk, no origin traffic
+    // warm, once the fill is stored (a read before that takes the fill's
+    // data): served from disk, no origin traffic
+    fs.flush_all().await.unwrap();
     assert_eq!(readv(&f, &extents).await.unwrap(), s.expect(&extents));
     let st = fs.stats();
     assert_eq!((st.client_requests, st.origin_request_count), (2, 1));
@@ -63,21 +70,50 @@ async fn a_cold_read_longer_than_io_size_is_answered_from_its_own_fill() {
 async fn blocks_in_flight_are_awaited_not_fetched_again() {
     let s = Setup::new(1 << 20);
     let fs = s.cache(CacheConfig::default());
-    let (a, b) = (open(&fs).await, open(&fs).await);
     // A wants blocks 0..10, B blocks 5..15; A's fill is held at the origin.
-    let first = [(0u64, 10 * 4096)];
-    let second = [(5 * 4096u64, 10 * 4096)];
-    let ra = tokio::spawn(async move { readv(&a, &first).await });
-    calls_reach(&s, 1).await;
-    let rb = tokio::spawn(async move { readv(&b, &second).await });
-    calls_reach(&s, 2).await;
-    s.open_gate();
-    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
-    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+    two_reads_in_flight(&s, &fs, [(0, 10 * 4096)], [(5 * 4096, 10 * 4096)]).await;
     // B fetched only blocks 10..15: no block was fetched twice.
     let runs = s.probe.runs.lock().unwrap().clone();
     assert_eq!(runs, vec![(0, 10 * 4096), (10 * 4096, 5 * 4096)]);
     assert_eq!(fs.stats().bytes_fetched, 15 * 4096);
+    // B's blocks 5..10 came from A's fill, not read back from the store
+    assert_eq!(fs.stats().bytes_from_disk, 0);
+}
+
+/// A sequential reader whose next read finds its blocks in flight from
+/// read-ahead is answered with the data that fill fetched, as it lands:
+/// nothing is read back from the store, nothing fetched twice.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_waiting_for_read_ahead_takes_its_data_not_the_store_copy() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    });
+    let f = open(&fs).await;
+    read_first_block_ahead_held(&s, &f, 8, 2).await;
+    // the next read wants blocks 1..9, all in the read-ahead held at the
+    // origin: it waits for that fill
+    let next = [(4096u64, 8 * 4096)];
+    let reader = tokio::spawn(async move {
+        let got = readv(&f, &next).await;
+        (f, got)
+    });
+    until("the read is waiting", || {
+        fs.stats().client_reads.current == 1
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    assert_eq!(s.calls(), 2, "the read fetched blocks in flight");
+    s.open_gate();
+    let (_f, got) = reader.await.unwrap();
+    assert_eq!(got.unwrap(), s.expect(&next));
+    let st = fs.stats();
+    assert_eq!(st.bytes_from_disk, 0, "read back from the store\n{st}");
+    assert_eq!(
+        s.probe.runs.lock().unwrap()[..2],
+        [(0, 4096), (4096, 8 * 4096)]
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -150,6 +186,7 @@ async fn a_read_partly_cached_answers_its_own_fill_without_reading_it_back() {
     let f = open(&fs).await;
     let warm = [(0u64, 4 * 4096)];
     assert_eq!(readv(&f, &warm).await.unwrap(), s.expect(&warm));
+    fs.flush_all().await.unwrap(); // stored: no longer in flight
     s.probe.keep_answers.store(true, Ordering::SeqCst);
     let extents = [(100u64, 4000), (64 << 10, 3 * 4096), (300 << 10, 10)];
     let got = f.readv(extents.to_vec()).await.unwrap();
@@ -312,6 +349,79 @@ async fn prefetch_fills_the_blocks_after_a_read_in_the_background() {
     calls_reach(&s, 3).await;
     let runs = s.probe.runs.lock().unwrap().clone();
     assert_eq!(runs, [(0, 4096), (4096, 8 * 4096), (9 * 4096, 8 * 4096)]);
+}
+
+/// Reads a client keeps in flight at once, one after the other in the
+/// file (the stock `xrdcp`'s chunks), are each sequential as they arrive:
+/// read-ahead starts after the last of them asked, as one run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_ahead_starts_after_the_reads_in_flight() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 8,
+        ..CacheConfig::default()
+    });
+    two_reads_in_flight(&s, &fs, [(0, 4 * 4096)], [(4 * 4096, 4 * 4096)]).await;
+    calls_reach(&s, 3).await;
+    until("the read-ahead landed", || {
+        fs.stats().origin_requests.current == 0
+    })
+    .await;
+    let runs = s.probe.runs.lock().unwrap().clone();
+    assert_eq!(runs[2..], [(8 * 4096, 8 * 4096)], "{runs:?}");
+}
+
+/// Read-ahead as the stock XCache's `pfc.prefetch`: at most
+/// `prefetch_blocks` blocks of a file fetched ahead at a time, only for a
+/// reader that goes on where the reads got to; when the reader stops, the
+/// origin sees nothing more once those are in, and a jump starts none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn read_ahead_is_bounded_and_stops_with_the_reader() {
+    let s = Setup::new(4 << 20);
+    s.gate.add_permits(1);
+    // block 17 cached beforehand, without read-ahead
+    let later = [(17 * 4096u64, 4096)];
+    {
+        let fs = s.cache(CacheConfig::default());
+        let f = open(&fs).await;
+        assert_eq!(readv(&f, &later).await.unwrap(), s.expect(&later));
+        drop(f);
+        fs.flush_all().await.unwrap();
+    }
+    let fs = s.cache(CacheConfig {
+        prefetch_blocks: 16,
+        ..CacheConfig::default()
+    });
+    let f = open(&fs).await;
+    read_first_block_ahead_held(&s, &f, 16, 3).await;
+    // sequential still, but the 16 blocks ahead are all in flight: a
+    // read from disk that moves the reads on starts no more read-ahead
+    assert_eq!(readv(&f, &later).await.unwrap(), s.expect(&later));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.calls(), 3, "read-ahead past its bound");
+    // the reader stops: once the read-ahead is in, nothing more is asked
+    s.open_gate();
+    until("the read-ahead landed", || {
+        fs.stats().origin_requests.current == 0
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.calls(), 3, "read-ahead went on without a reader");
+    // a sequential read now: read-ahead of the next 16 blocks, in one run
+    let next = [(18 * 4096u64, 4096)];
+    assert_eq!(readv(&f, &next).await.unwrap(), s.expect(&next));
+    calls_reach(&s, 5).await;
+    assert_eq!(s.probe.runs.lock().unwrap()[4], (19 * 4096, 16 * 4096));
+    // a jump forward: its own fill only
+    until("the read-ahead landed", || {
+        fs.stats().origin_requests.current == 0
+    })
+    .await;
+    let far = [(3u64 << 20, 4096)];
+    assert_eq!(readv(&f, &far).await.unwrap(), s.expect(&far));
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    assert_eq!(s.calls(), 6, "a jump started read-ahead");
+    assert_eq!(s.probe.runs.lock().unwrap()[5], (3 << 20, 4096));
 }
 
 /// Closing the last handle while a fill the cache started itself (a

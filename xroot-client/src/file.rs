@@ -28,7 +28,7 @@ use crate::channel::Link;
 use crate::dialer::Dialer;
 use crate::driver::{self, Reply};
 use crate::error::{Error, Result};
-use crate::qconfig::{ConfigSlot, ReadSupport, ServerConfig};
+use crate::qconfig::{self, ReadSupport, ServerConfig};
 use crate::spread::SpreadEntry;
 
 /// How to open a file: the `kXR_open` options and, for a file created, its
@@ -145,8 +145,6 @@ pub struct File {
     /// Calls in progress ([`Op`]); close waits for 0.
     calls: watch::Sender<usize>,
     stat: Mutex<Option<StatInfo>>,
-    /// The server's readv limits and extensions, asked once per connection.
-    server: ConfigSlot,
 }
 
 impl File {
@@ -168,7 +166,6 @@ impl File {
             closing: AtomicBool::new(false),
             calls: watch::channel(0).0,
             stat: Mutex::new(stat),
-            server: ConfigSlot::default(),
         })
     }
 
@@ -269,7 +266,7 @@ impl File {
     /// the `kXR_pgreadv` extension (one `kXR_Qconfig` per connection).
     pub(crate) async fn server_config(&self) -> Result<ServerConfig> {
         let h = self.handle().await?;
-        self.server.get(&self.dialer, &h.link, &h.url).await
+        qconfig::server_config(&self.dialer, &h.link, &h.url).await
     }
 
     /// What the server holding the handle offers for reads: `kXR_pgread`,

@@ -4,97 +4,21 @@
 //! [`ReadSupport`], the public view of it (with `kXR_suppgrw`) that tells a
 //! caller how many requests a read call sends.
 
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::Arc;
 
-use bytes::Bytes;
-use tokio::sync::OnceCell;
-use xroot_proto::ext::{config_says_supported, PGREADV_CONFIG_KEY};
-use xroot_proto::limits::{MAX_READV_ELEMENT, MAX_READV_ELEMENTS, MAX_READV_TOTAL, READ_LIST_LEN};
-use xroot_proto::request::{Query, QueryCode, Request};
-use xroot_proto::response::QconfigAnswer;
+use xroot_proto::limits::{MAX_READV_TOTAL, READ_LIST_LEN};
 use xroot_proto::RequestId;
 
 use xroot_proto::url::Url;
 
 use crate::channel::Link;
+pub(crate) use crate::channel::ServerConfig;
 use crate::dialer::Dialer;
 use crate::driver;
 use crate::error::{Error, Result};
 use crate::piece::{plan_vectors, split, VectorLimits, MAX_PIECE, PGREADV_LIMITS};
 
-/// The keys asked, in this order.
-const KEYS: [&str; 3] = ["readv_iov_max", "readv_ior_max", PGREADV_CONFIG_KEY];
-
-/// A data server's answer to [`KEYS`]; a value that is missing or unusable
-/// is the stock default.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct ServerConfig {
-    /// Most elements in one `kXR_readv` (`readv_iov_max`; 1024).
-    pub(crate) readv_iov_max: usize,
-    /// Most bytes in one `kXR_readv` element (`readv_ior_max`; 2,097,136).
-    pub(crate) readv_ior_max: usize,
-    /// Whether the server serves `kXR_pgreadv` (it answered
-    /// [`PGREADV_CONFIG_KEY`] with `1`).
-    pub(crate) pgreadv: bool,
-}
-
-impl Default for ServerConfig {
-    fn default() -> Self {
-        ServerConfig {
-            readv_iov_max: MAX_READV_ELEMENTS,
-            readv_ior_max: MAX_READV_ELEMENT as usize,
-            pgreadv: false,
-        }
-    }
-}
-
 impl ServerConfig {
-    /// The `kXR_Qconfig` asking for [`KEYS`], NUL-terminated as XrdCl sends it.
-    pub(crate) fn request() -> Request {
-        Query {
-            infotype: QueryCode::CONFIG,
-            args: Bytes::from(format!("{}\0", KEYS.join(" "))),
-            ..Default::default()
-        }
-        .into()
-    }
-
-    /// Reads the answer. `readv_iov_max` must be an integer in 1..=1024 and
-    /// `readv_ior_max` one in 1..=`0x7fffffff − 16`; anything else (an
-    /// echoed key, a wrong number of lines) keeps the default.
-    pub(crate) fn parse(body: &Bytes) -> ServerConfig {
-        let mut config = ServerConfig::default();
-        let Some(values) = QconfigAnswer::decode(body.clone())
-            .ok()
-            .and_then(|a| a.with_keys(&KEYS).ok())
-        else {
-            return config;
-        };
-        let number = |v: &Bytes, max: usize| {
-            std::str::from_utf8(v)
-                .ok()
-                .and_then(|s| s.trim().parse::<usize>().ok())
-                .filter(|n| (1..=max).contains(n))
-        };
-        let ior_cap = (MAX_READV_TOTAL - READ_LIST_LEN as u64) as usize;
-        for (key, value) in values {
-            match key {
-                "readv_iov_max" => {
-                    if let Some(n) = number(&value, MAX_READV_ELEMENTS) {
-                        config.readv_iov_max = n;
-                    }
-                }
-                "readv_ior_max" => {
-                    if let Some(n) = number(&value, ior_cap) {
-                        config.readv_ior_max = n;
-                    }
-                }
-                _ => config.pgreadv = config_says_supported(&String::from_utf8_lossy(&value)),
-            }
-        }
-        config
-    }
-
     /// The limits of one `kXR_readv` toward this server: its element count
     /// and size, and at most `0x7fffffff` bytes with 16 per element.
     pub(crate) fn readv_limits(&self) -> VectorLimits {
@@ -187,43 +111,21 @@ impl ReadSupport {
     }
 }
 
-/// A file's cached [`ServerConfig`], for the connection that holds its
-/// handle: asked once per connection (concurrent callers wait for the one
-/// query), asked again after the file moved to another connection.
-#[derive(Debug, Default)]
-pub(crate) struct ConfigSlot {
-    slot: Mutex<Option<ForLink>>,
-}
-
-/// The connection an answer is for, and the answer once it came.
-type ForLink = (Weak<Link>, Arc<OnceCell<ServerConfig>>);
-
-impl ConfigSlot {
-    /// The configuration of the server `url` that holds a file's handle on
-    /// `link`. A server that refuses the query ([`Error::Server`]) gets the
-    /// defaults, kept; other errors (a lost connection, a timeout) are
-    /// returned and the query is asked again next time.
-    pub(crate) async fn get(
-        &self,
-        dialer: &Dialer,
-        link: &Arc<Link>,
-        url: &Url,
-    ) -> Result<ServerConfig> {
-        let cell = {
-            let mut slot = self.slot.lock().unwrap();
-            match &*slot {
-                Some((held, cell)) if Weak::as_ptr(held) == Arc::as_ptr(link) => Arc::clone(cell),
-                _ => {
-                    let cell = Arc::new(OnceCell::new());
-                    *slot = Some((Arc::downgrade(link), Arc::clone(&cell)));
-                    cell
-                }
-            }
-        };
-        cell.get_or_try_init(|| ask(dialer, link, url))
-            .await
-            .copied()
-    }
+/// The configuration of the server `url` whose connection is `link`,
+/// asked with one `kXR_Qconfig` per connection (every file opened on it
+/// shares the answer; concurrent callers wait for the one query). A server
+/// that refuses the query ([`Error::Server`]) gets the defaults, kept;
+/// other errors (a lost connection, a timeout) are returned and the query
+/// is asked again next time.
+pub(crate) async fn server_config(
+    dialer: &Dialer,
+    link: &Arc<Link>,
+    url: &Url,
+) -> Result<ServerConfig> {
+    link.server_config
+        .get_or_try_init(|| ask(dialer, link, url))
+        .await
+        .copied()
 }
 
 async fn ask(dialer: &Dialer, link: &Arc<Link>, url: &Url) -> Result<ServerConfig> {
@@ -241,7 +143,7 @@ async fn ask(dialer: &Dialer, link: &Arc<Link>, url: &Url) -> Result<ServerConfi
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::BytesMut;
+    use bytes::{Bytes, BytesMut};
     use xroot_proto::StreamId;
 
     #[test]

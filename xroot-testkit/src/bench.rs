@@ -69,3 +69,29 @@ pub fn load_average() -> String {
 pub fn summary(key: &str, value: f64) {
     println!("summary: {key} {value:.4}");
 }
+
+/// Wall time of the stock `xrdcp` copying `url` to /dev/null, with pgread
+/// (its default, `kXR_pgread`) or plain reads (`XRD_CPUSEPGWRTRD=0`).
+/// Panics if it fails.
+pub fn stock_xrdcp(url: &str, pgread: bool) -> std::time::Duration {
+    let mut cmd = std::process::Command::new("xrdcp");
+    cmd.args(["-f", "--nopbar", url, "/dev/null"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    if pgread {
+        cmd.env_remove("XRD_CPUSEPGWRTRD");
+    } else {
+        cmd.env("XRD_CPUSEPGWRTRD", "0");
+    }
+    let t = std::time::Instant::now();
+    let out = cmd.output().expect("run xrdcp");
+    let took = t.elapsed();
+    assert!(
+        out.status.success(),
+        "xrdcp {url}: {:?}\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    took
+}

@@ -44,7 +44,7 @@ use tokio::sync::OnceCell;
 use xroot_proto::response::{ChecksumAnswer, StatInfo};
 use xroot_proto::ErrorCode;
 use xroot_server::{
-    Caller, DirEntry, File, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
+    Caller, DirEntry, File, FileRegion, FileSystem, FsError, FsResult, OpenMode, ReadvConcurrency,
 };
 
 use crate::file::{CacheConfig, CacheError, CachedFile, FileAccess, Shared};
@@ -531,6 +531,16 @@ impl<F: OriginFs> CacheHandle<F> {
 impl<F: OriginFs> File for CacheHandle<F> {
     async fn read_at(&self, offset: u64, len: usize) -> FsResult<Bytes> {
         Ok(self.file.read_at(offset, len).await?)
+    }
+
+    /// The blocks' bytes straight from the store's data file when every
+    /// block of the range is cached and checked ([`CachedFile::region`]):
+    /// a warm plain read costs what `serve` pays for a local file.
+    fn region(&self, offset: u64, len: usize) -> FsResult<Option<FileRegion>> {
+        Ok(self
+            .file
+            .region(offset, len)
+            .map(|(file, offset, len)| FileRegion { file, offset, len }))
     }
 
     async fn write_at(&self, _offset: u64, _data: Bytes) -> FsResult<()> {

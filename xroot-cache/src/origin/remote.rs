@@ -37,9 +37,12 @@ impl Origin for File {
         }
         let err = |e| OriginError::client(self.url(), e);
         let support = self.read_support().await.map_err(err)?;
-        let (data, requests, checksummed) = match *runs {
-            [(offset, len)] => (
-                vec![self.pgread(offset, len).await.map_err(err)?],
+        let (data, requests, checksummed) = match contiguous(runs) {
+            // one range (the block runs of a long read, cut at io_size):
+            // one pgread, as a client reading it directly would send, not
+            // a vector read the origin answers element after element
+            Some((offset, len)) => (
+                cut_runs(self.pgread(offset, len).await.map_err(err)?, runs),
                 support.pgread_requests(offset, len),
                 support.pgread(),
             ),
@@ -180,4 +183,32 @@ impl OriginFs for RemoteOrigin {
             value: Bytes::from(value),
         })
     }
+}
+
+/// The range `runs` cover when each starts where the one before ends:
+/// `(offset, len)`; `None` otherwise (or for a length past `usize`).
+fn contiguous(runs: &[(u64, usize)]) -> Option<(u64, usize)> {
+    let (&(offset, first), rest) = runs.split_first()?;
+    let mut end = offset.checked_add(first as u64)?;
+    for &(o, len) in rest {
+        if o != end {
+            return None;
+        }
+        end = end.checked_add(len as u64)?;
+    }
+    Some((offset, usize::try_from(end - offset).ok()?))
+}
+
+/// `data`, read for the contiguous `runs`, cut into one slice per run (no
+/// copy); a short answer gives short or empty slices at the end, which
+/// [`Fetched::check`] refuses.
+fn cut_runs(data: Bytes, runs: &[(u64, usize)]) -> Vec<Bytes> {
+    let mut at = 0;
+    runs.iter()
+        .map(|&(_, len)| {
+            let from = at.min(data.len());
+            at = at.saturating_add(len);
+            data.slice(from..at.min(data.len()))
+        })
+        .collect()
 }

@@ -5,12 +5,13 @@ use std::fs::{File, OpenOptions};
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 /// A data file opened for positional reads and writes (no shared cursor, so
 /// `&self` calls from several threads do not interfere).
 #[derive(Debug)]
 pub(crate) struct DataFile {
-    file: File,
+    file: Arc<File>,
 }
 
 impl DataFile {
@@ -22,14 +23,23 @@ impl DataFile {
             .create(true)
             .truncate(false)
             .open(path)?;
-        Ok(DataFile { file })
+        Ok(DataFile {
+            file: Arc::new(file),
+        })
     }
 
     /// Opens the existing file `path` read-write. Errors: `NotFound` when
     /// it is absent, and those of `open`.
     pub(crate) fn open_existing(path: &Path) -> io::Result<DataFile> {
         let file = OpenOptions::new().read(true).write(true).open(path)?;
-        Ok(DataFile { file })
+        Ok(DataFile {
+            file: Arc::new(file),
+        })
+    }
+
+    /// The open file, shared (for `sendfile(2)` of its blocks).
+    pub(crate) fn shared(&self) -> Arc<File> {
+        Arc::clone(&self.file)
     }
 
     /// Writes all of `data` at file `offset` (bytes).

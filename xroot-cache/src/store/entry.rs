@@ -6,7 +6,7 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -333,6 +333,43 @@ struct State {
     durable: Vec<u64>,
     /// Changed since the last flush.
     dirty: bool,
+    /// Blocks whose every page this process wrote, or read and found
+    /// matching its crc32c, since their bit was last set: a bit per block
+    /// (what [`Entry::region`] may hand out unread).
+    checked: Vec<u64>,
+}
+
+impl State {
+    /// Marks `block` checked or not.
+    fn set_checked(&mut self, block: u64, checked: bool) {
+        let (word, bit) = ((block / 64) as usize, block % 64);
+        if self.checked.len() <= word {
+            if !checked {
+                return;
+            }
+            self.checked.resize(word + 1, 0);
+        }
+        match checked {
+            true => self.checked[word] |= 1 << bit,
+            false => self.checked[word] &= !(1 << bit),
+        }
+    }
+
+    /// Whether `block` is cached and checked.
+    fn is_checked(&self, block: u64) -> bool {
+        let word = self
+            .checked
+            .get((block / 64) as usize)
+            .copied()
+            .unwrap_or(0);
+        word & (1 << (block % 64)) != 0 && self.sidecar.is_cached(block)
+    }
+
+    /// Clears the bit of `block`: it must be fetched again.
+    fn uncache(&mut self, block: u64) {
+        self.sidecar.set_cached(block, false);
+        self.set_checked(block, false);
+    }
 }
 
 /// The cross-process locks of some blocks of an [`Entry`], from
@@ -404,6 +441,7 @@ impl Entry {
                 sidecar: state,
                 durable,
                 dirty: true,
+                checked: Vec::new(),
             }),
             flush: Mutex::new(()),
             live,
@@ -567,6 +605,7 @@ impl Entry {
             }
             for block in first_block..first_block + blocks {
                 state.sidecar.set_cached(block, true);
+                state.set_checked(block, true);
             }
             state.dirty = true;
         }
@@ -618,13 +657,13 @@ impl Entry {
         // Every bad page is found (not only the first), so that the caller
         // refetches all of them at once.
         let mut bad = None;
-        for ((page, bytes), want) in (first_page..).zip(buf.chunks(PAGE_SIZE)).zip(expected) {
+        for ((page, bytes), &want) in (first_page..).zip(buf.chunks(PAGE_SIZE)).zip(&expected) {
             if crc32c(bytes) != want {
                 let block = page * PAGE / self.block_size;
                 let mut state = lock(&self.state);
                 // Unless a concurrent write_blocks has just replaced the page.
                 if state.sidecar.crc(page) == want {
-                    state.sidecar.set_cached(block, false);
+                    state.uncache(block);
                     state.dirty = true;
                     if let Some(live) = &self.live {
                         let _ = live.clear(block);
@@ -636,8 +675,50 @@ impl Entry {
         if let Some(block) = bad {
             return Err(StoreError::Missing { block });
         }
+        {
+            // the blocks whose every page was in the span are checked,
+            // unless a page changed meanwhile (a reset, another write)
+            let bs = self.block_size;
+            let mut state = lock(&self.state);
+            for block in span_start.div_ceil(bs)..span_end.div_ceil(bs) {
+                let pages = block * bs / PAGE..((block + 1) * bs).min(size).div_ceil(PAGE);
+                let whole = ((block + 1) * bs).min(size) <= span_end;
+                let same = || {
+                    pages
+                        .clone()
+                        .all(|p| state.sidecar.crc(p) == expected[(p - first_page) as usize])
+                };
+                if whole && state.sidecar.is_cached(block) && same() {
+                    state.set_checked(block, true);
+                }
+            }
+        }
         let from = (offset - span_start) as usize;
         Ok(Bytes::from(buf).slice(from..from + (end - offset) as usize))
+    }
+
+    /// The data file's region holding `len` bytes at file `offset`
+    /// (clipped to the file size), for the caller to send with
+    /// `sendfile(2)` unread: `(file, offset, len)`, only when every block
+    /// it touches is cached and checked in this process (written by it, or
+    /// read through [`Entry::read`] and found matching its crc32c since its
+    /// bit was set). `None` otherwise (read it with [`Entry::read`], which
+    /// checks it), and for an empty range. Never blocks on I/O.
+    ///
+    /// What is not checked: a page damaged on disk after it was checked is
+    /// sent as it is (the pgread path and vector reads still check every
+    /// page they read).
+    pub fn region(&self, offset: u64, len: usize) -> Option<(Arc<std::fs::File>, u64, usize)> {
+        let end = offset.saturating_add(len as u64).min(self.validators.size);
+        if end <= offset {
+            return None;
+        }
+        let state = lock(&self.state);
+        let mut blocks = offset / self.block_size..=(end - 1) / self.block_size;
+        if !blocks.all(|b| state.is_checked(b)) {
+            return None;
+        }
+        Some((self.data.shared(), offset, (end - offset) as usize))
     }
 
     /// Makes the bits set so far durable: takes a snapshot of the state,
@@ -757,7 +838,7 @@ impl Entry {
                 end += 1;
             }
             for &b in &extra[start..end] {
-                state.sidecar.set_cached(b, false);
+                state.uncache(b);
                 if let Some(live) = &self.live {
                     let _ = live.clear(b);
                 }
@@ -812,6 +893,67 @@ mod tests {
 
     fn bytes(n: usize) -> Vec<u8> {
         (0..n).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    /// The bytes of a region, as `sendfile(2)` would send them.
+    fn region_bytes(e: &Entry, offset: u64, len: usize) -> Option<Vec<u8>> {
+        let (file, at, n) = e.region(offset, len)?;
+        let mut buf = vec![0; n];
+        std::os::unix::fs::FileExt::read_exact_at(&*file, &mut buf, at).unwrap();
+        Some(buf)
+    }
+
+    #[test]
+    fn regions_only_of_blocks_checked_in_this_process() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = bytes(3 * BLOCK as usize + 100);
+        let v = Validators {
+            size: data.len() as u64,
+            mtime: 7,
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let e = store.entry("/f", v, BLOCK).unwrap();
+        assert!(e.region(0, 10).is_none(), "nothing cached");
+        e.write_blocks(0, &data[..2 * BLOCK as usize]).unwrap();
+        // written here: checked; clipped to what is asked and to the file
+        assert_eq!(region_bytes(&e, 10, 5000).unwrap(), &data[10..5010]);
+        assert!(
+            e.region(BLOCK, 2 * BLOCK as usize).is_none(),
+            "block 2 missing"
+        );
+        e.write_blocks(3 * BLOCK, &data[3 * BLOCK as usize..])
+            .unwrap();
+        assert_eq!(
+            region_bytes(&e, 3 * BLOCK + 50, 1 << 20).unwrap(),
+            &data[3 * BLOCK as usize + 50..]
+        );
+        assert!(e.region(v.size, 10).is_none(), "at end of file");
+        e.flush().unwrap();
+        drop(e);
+
+        // another process: the bits are there, the checks are not, until a
+        // read has checked the pages
+        let e = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        assert!(e.is_cached(0) && e.region(0, 10).is_none());
+        assert_eq!(&e.read(100, 10).unwrap()[..], &data[100..110]);
+        assert_eq!(region_bytes(&e, 0, 10).unwrap(), &data[..10]);
+        assert!(e.region(0, BLOCK as usize + 1).is_none(), "block 1 unread");
+
+        // a page damaged on disk fails its read: no region of it after that
+        std::os::unix::fs::FileExt::write_all_at(
+            &std::fs::OpenOptions::new()
+                .write(true)
+                .open(dir.path().join("f"))
+                .unwrap(),
+            b"XX",
+            BLOCK + 7,
+        )
+        .unwrap();
+        assert!(e.read(BLOCK, 10).is_err());
+        assert!(e.region(BLOCK, 10).is_none());
     }
 
     #[test]

@@ -215,6 +215,43 @@ pub async fn readv(
     Ok(got.into_iter().map(|b| b.to_vec()).collect())
 }
 
+/// Reads block 0 with `prefetch_blocks` of read-ahead, letting only the
+/// read's own fill through the gate, and checks that the read-ahead it
+/// starts, held at the origin, is the origin call number `call` (from 1)
+/// and asks for the next `prefetch_blocks` blocks of 4 KiB.
+pub async fn read_first_block_ahead_held(
+    s: &Setup,
+    f: &CacheHandle<Gated>,
+    prefetch_blocks: usize,
+    call: usize,
+) {
+    let first = [(0u64, 4096)];
+    s.gate.add_permits(1);
+    assert_eq!(readv(f, &first).await.unwrap(), s.expect(&first));
+    calls_reach(s, call).await;
+    let ahead = s.probe.runs.lock().unwrap()[call - 1];
+    assert_eq!(ahead, (4096, prefetch_blocks * 4096), "the read-ahead");
+}
+
+/// Two reads of `fs`'s file on two handles in flight at once: `first`
+/// held at the origin (origin call 1), then `second` asked while it is
+/// (call 2); the gate is then opened and both answers checked.
+pub async fn two_reads_in_flight(
+    s: &Setup,
+    fs: &CacheFs<Gated>,
+    first: [(u64, usize); 1],
+    second: [(u64, usize); 1],
+) {
+    let (a, b) = (open(fs).await, open(fs).await);
+    let ra = tokio::spawn(async move { readv(&a, &first).await });
+    calls_reach(s, 1).await;
+    let rb = tokio::spawn(async move { readv(&b, &second).await });
+    calls_reach(s, 2).await;
+    s.open_gate();
+    assert_eq!(ra.await.unwrap().unwrap(), s.expect(&first));
+    assert_eq!(rb.await.unwrap().unwrap(), s.expect(&second));
+}
+
 /// Waits (under the hang guard) until `done()` holds.
 pub async fn until(what: &str, done: impl Fn() -> bool) {
     tokio::time::timeout(GUARD, async {

@@ -44,6 +44,7 @@ use xroot_proto::request::{Ping, Request};
 use xroot_proto::{DecodeError, RequestId, ResponseFrame, Status, StreamId};
 
 use super::login::{ServerInfo, Setup};
+use super::server_config::ConfigCell;
 use super::streams::{Delivery, Streams};
 use super::transport::{ReadHalf, WriteHalf};
 use crate::error::{Error, Result};
@@ -74,6 +75,9 @@ pub(crate) struct Link {
     /// Where each reader is in its stream (a packed [`Position`]), the
     /// main stream's first.
     positions: Mutex<Vec<Arc<AtomicU32>>>,
+    /// The server's readv limits and extensions, once asked: one
+    /// `kXR_Qconfig` per connection ([`crate::qconfig::server_config`]).
+    pub(crate) server_config: ConfigCell,
 }
 
 impl Link {
@@ -96,6 +100,7 @@ impl Link {
             stats: LinkStats::default(),
             bodies: BufferPool::new(IDLE_BODY_BUFFERS),
             positions: Mutex::new(Vec::new()),
+            server_config: ConfigCell::new(),
         });
         let (read, write) = setup.sock.into_split();
         tokio::spawn(writer(

@@ -12,6 +12,7 @@
 mod auth;
 mod link;
 pub(crate) mod login;
+mod server_config;
 mod streams;
 mod tls;
 mod transport;
@@ -22,6 +23,7 @@ use tokio::sync::watch;
 
 pub(crate) use link::{InFlight, Link};
 pub use login::ServerInfo;
+pub(crate) use server_config::ServerConfig;
 
 use crate::config::Config;
 use crate::error::{Error, Result};
