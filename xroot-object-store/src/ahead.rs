@@ -27,7 +27,8 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use futures::future::{BoxFuture, Shared};
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{FooterTail, ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::FOOTER_SIZE;
 
 use crate::handles::FRESH;
 
@@ -209,11 +210,14 @@ impl Ahead {
         fills
     }
 
-    /// Registers the fill that fetches `fill`.
+    /// Registers the fill that fetches `fill`; when the store forgot its
+    /// file since [`Ahead::plan`], gives its reservation back (no
+    /// [`Ahead::filled`] would).
     pub(crate) fn started(&self, fill: &Fill, filling: Filling) {
         let mut table = self.table.lock().unwrap();
-        if let Some(held) = table.files.get_mut(&fill.path) {
-            held.filling = Some((fill.ranges.clone(), filling));
+        match table.files.get_mut(&fill.path) {
+            Some(held) => held.filling = Some((fill.ranges.clone(), filling)),
+            None => table.held -= fill.ranges.iter().map(|r| r.end - r.start).sum::<u64>(),
         }
     }
 
@@ -290,17 +294,18 @@ impl Held {
         self.meta.clone().flatten()
     }
 
-    /// The footer: the last 8 bytes are the metadata's length (u32, little
-    /// endian) and `PAR1`; the metadata (Thrift) precedes them.
+    /// The footer: the last [`FOOTER_SIZE`] bytes are the metadata's
+    /// length and `PAR1` (parquet's [`FooterTail`]; an encrypted footer is
+    /// not read); the metadata (Thrift) precedes them.
     fn decode_footer(&self) -> Option<Arc<ParquetMetaData>> {
-        let size = self.size;
-        let tail = self.get(&(size.checked_sub(8)?..size))?;
-        if &tail[4..] != b"PAR1" {
+        let (size, footer) = (self.size, FOOTER_SIZE as u64);
+        let tail = self.get(&(size.checked_sub(footer)?..size))?;
+        let tail = FooterTail::try_new(tail.as_ref().try_into().ok()?).ok()?;
+        if tail.is_encrypted_footer() {
             return None;
         }
-        let len = u64::from(u32::from_le_bytes(tail[..4].try_into().ok()?));
-        let start = size.checked_sub(8 + len)?;
-        let metadata = self.get(&(start..size - 8))?;
+        let start = size.checked_sub(footer + tail.metadata_length() as u64)?;
+        let metadata = self.get(&(start..size - footer))?;
         match ParquetMetaDataReader::decode_metadata(&metadata) {
             Ok(meta) => Some(Arc::new(meta)),
             Err(e) => {
@@ -445,6 +450,20 @@ mod tests {
         // a change lets go of everything held of the file
         ahead.forget("/d/1");
         assert!(ahead.get_all("/d/1", &want1[..1]).is_none());
+    }
+
+    #[test]
+    fn a_fill_of_a_file_forgotten_before_it_started_gives_its_budget_back() {
+        let f = file(2);
+        let size = f.len() as u64;
+        let tail = chunk(&f, 1, 1).end;
+        let ahead = Ahead::new(1 << 20);
+        ahead.keep_tail("/f", size, tail, f.slice(tail as usize..));
+        let fills = ahead.plan("/f", &[chunk(&f, 0, 0)]);
+        assert_eq!(fills.len(), 1, "{fills:?}");
+        ahead.forget("/f");
+        ahead.started(&fills[0], done());
+        assert_eq!(ahead.held(), 0);
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! trust window; a path or name with a line break is not kept. Files of at
 //! most [`MAX_BYTES`] are read; a longer or malformed one is a miss.
 
+use std::fmt::Write as _;
 use std::hash::{Hash, Hasher};
 use std::io::Write;
 use std::path::PathBuf;
@@ -111,7 +112,7 @@ impl Listings {
         let mut text = format!("{MAGIC}\n{server_dir}\n{}\n", now());
         for (name, s) in entries {
             let kind = if s.is_dir() { 'd' } else { 'f' };
-            text.push_str(&format!("{kind} {} {} {} {name}\n", s.size, s.mtime, s.id));
+            let _ = writeln!(text, "{kind} {} {} {} {name}", s.size, s.mtime, s.id);
         }
         if let Err(e) = self.write(server_dir, text.as_bytes()) {
             tracing::debug!("keeping the listing of {server_dir}: {e}");
