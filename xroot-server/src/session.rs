@@ -12,7 +12,7 @@ use xroot_proto::limits::MAX_BOUND_STREAMS;
 
 use crate::admit::files::{FileTable, OpenFile};
 use crate::auth::{Caller, Identity};
-use crate::fs::{File, FileSystem};
+use crate::fs::FileSystem;
 use crate::net::writer::LinkWriter;
 use crate::observe::monitor::{FileCounters, SessionEvent, SessionMonitor};
 
@@ -162,8 +162,7 @@ impl<F: FileSystem> Session<F> {
             s.kill.send_replace(true);
         }
         for f in self.files.drain() {
-            let _ = f.file.close().await;
-            f.end_tpc(fs).await;
+            let _ = f.close(fs).await;
             self.monitor_close(&f, true);
             if f.posc {
                 match fs.rm(self.caller(), &f.path).await {

@@ -87,15 +87,18 @@ impl<T: File> OpenFile<T> {
         }
     }
 
-    /// A close or the session's end on a third-party-copy destination:
-    /// stops its pull and, unless it succeeded, removes the file (as the
-    /// server, [`tpc_cleaner`]).
-    pub(crate) async fn end_tpc<F: FileSystem<File = T>>(&self, fs: &F) {
-        if let Some(d) = &self.tpc {
-            if d.cancel() {
-                let _ = fs.rm(&tpc_cleaner(), &self.path).await;
-            }
+    /// Closes the backend file (a `kXR_close` or the session's end). On a
+    /// third-party-copy destination its pull is stopped first, so that no
+    /// write of it follows the close, and unless it succeeded the file is
+    /// removed afterwards (as the server, [`tpc_cleaner`]). Errors: the
+    /// backend's close.
+    pub(crate) async fn close<F: FileSystem<File = T>>(&self, fs: &F) -> Result<(), FsError> {
+        let failed_tpc = self.tpc.as_ref().is_some_and(|d| d.cancel());
+        let closed = self.file.close().await;
+        if failed_tpc {
+            let _ = fs.rm(&tpc_cleaner(), &self.path).await;
         }
+        closed
     }
 
     /// Releases the file's lock (its backend file is closed).

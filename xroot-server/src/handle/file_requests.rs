@@ -106,8 +106,7 @@ pub(crate) async fn open<F: FileSystem>(ctx: &Ctx<F>, r: Open) -> Result<Respons
 pub(crate) async fn close<F: FileSystem>(ctx: &Ctx<F>, r: Close) -> Result<Response, FsError> {
     let f = ctx.file(r.fhandle, "close")?;
     ctx.session.files.remove(r.fhandle, &f);
-    let closed = f.file.close().await;
-    f.end_tpc(ctx.fs()).await;
+    let closed = f.close(ctx.fs()).await;
     ctx.session.monitor_close(&f, false);
     if f.posc && f.pgw_outstanding() > 0 {
         let _ = ctx.fs().rm(ctx.caller(), &f.path).await;
