@@ -1054,39 +1054,18 @@ impl<O: Origin> CachedFile<O> {
         if start >= end {
             return;
         }
-        // the blocks wanted that are neither cached nor in flight
-        let missing: u64 = {
-            let flights = inner.flights.lock().unwrap();
-            (start / bs..end.div_ceil(bs))
-                .filter(|&b| {
-                    !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
-                        && !flights.contains_key(&b)
-                })
-                .count() as u64
-        };
+        // as far as the free permits go in blocks neither cached nor in
+        // flight from `start`, in pieces of `io_size` (one origin request
+        // each, so that the data lands, and is handed to the readers
+        // waiting for it, piece by piece), with the missing blocks of each
         let free = inner.ahead_blocks.available_permits() as u64;
-        let take = missing.min(free);
-        if take == 0 {
-            return;
-        }
-        let Ok(mut permits) = inner
-            .ahead_blocks
-            .clone()
-            .try_acquire_many_owned(take as u32)
-        else {
-            return;
-        };
-        // as far as `take` missing blocks go from `start`, in pieces of
-        // `io_size` (one origin request each, so that the data lands, and
-        // is handed to the readers waiting for it, piece by piece), with
-        // the missing blocks of each
         let step = (config.geometry.io_size / bs).max(1);
         let mut pieces: Vec<(u64, u64, u32)> = Vec::new();
-        let mut counted = 0;
+        let mut take = 0;
         {
             let flights = inner.flights.lock().unwrap();
             for b in start / bs..end.div_ceil(bs) {
-                if counted == take {
+                if take == free {
                     break;
                 }
                 let stop = ((b + 1) * bs).min(size);
@@ -1097,13 +1076,23 @@ impl<O: Origin> CachedFile<O> {
                 if !inner.entry.as_ref().is_some_and(|e| e.is_cached(b))
                     && !flights.contains_key(&b)
                 {
-                    counted += 1;
+                    take += 1;
                     if let Some(p) = pieces.last_mut() {
                         p.2 += 1;
                     }
                 }
             }
         }
+        if take == 0 {
+            return;
+        }
+        let Ok(mut permits) = inner
+            .ahead_blocks
+            .clone()
+            .try_acquire_many_owned(take as u32)
+        else {
+            return;
+        };
         let shared = &inner.shared;
         for (from, to, missing) in pieces {
             if missing == 0 {
