@@ -69,7 +69,7 @@ pub(crate) async fn before_open<F: FileSystem>(
                 org: &org,
                 org_ips: &org_ips,
                 path,
-                from: ip.to_canonical(),
+                from: ip,
             };
             ctx.shared.rendezvous.claim(&claim, cfg.ttl).await?;
             Ok(None)

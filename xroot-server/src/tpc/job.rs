@@ -74,10 +74,7 @@ impl Destination {
     pub(crate) async fn outcome(&self) -> Result<(), FsError> {
         let mut rx = self.done.subscribe();
         let outcome = rx.wait_for(Option::is_some).await.map(|v| v.clone());
-        match outcome {
-            Ok(v) => v.unwrap_or(Ok(())),
-            Err(_) => Err(cancelled()),
-        }
+        outcome.ok().flatten().unwrap_or_else(|| Err(cancelled()))
     }
 
     /// Stops the pull (a close or the session's end): whether it had not
