@@ -574,6 +574,7 @@ impl<O: Origin> CachedFile<O> {
                 }
                 None => {}
             }
+            from_others.sort_unstable_by_key(|&(offset, _)| offset);
             let waited = overlap(extents, &from_others);
             landed.append(&mut from_others);
             match self.assemble(extents, landed).await {
@@ -1279,13 +1280,15 @@ async fn wait_all(
     failed
 }
 
-/// Bytes of `extents` that lie in `runs` (disjoint), each byte counted
-/// once per extent holding it.
+/// Bytes of `extents` that lie in `runs` (disjoint, by offset), each byte
+/// counted once per extent holding it.
 fn overlap(extents: &[(u64, usize)], runs: &Landed) -> u64 {
     let mut total = 0;
     for &(offset, len) in extents {
         let end = offset.saturating_add(len as u64);
-        for (o, data) in runs {
+        // the first run that ends after `offset`
+        let first = runs.partition_point(|(o, d)| o + d.len() as u64 <= offset);
+        for (o, data) in runs[first..].iter().take_while(|(o, _)| *o < end) {
             let stop = end.min(o + data.len() as u64);
             total += stop.saturating_sub(offset.max(*o));
         }
