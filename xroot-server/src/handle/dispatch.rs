@@ -40,31 +40,34 @@ use crate::observe::Outcome;
 /// it names; tells the server's observer how it ended.
 pub(crate) async fn run<F: FileSystem>(mut ctx: Ctx<F>, request: Request) {
     let kind = request.id();
-    let path = match ctx.config().observer {
-        Some(_) => path_of(&request),
+    // the path is made once, for the observer and for a redirect's record
+    let op = match ctx.config().monitor {
+        Some(_) => Watch::op(&request),
         None => None,
     };
-    let watch = match ctx.config().monitor {
-        Some(_) => Watch::of(&request),
-        None => None,
+    let path = if ctx.config().observer.is_some() || op.is_some() {
+        path_of(&request)
+    } else {
+        None
     };
+    let watch = op.zip(path.as_deref()).map(|(op, path)| Watch { op, path });
     let outcome = run_request(&mut ctx, request, watch.as_ref()).await;
     ctx.record(kind, path.as_deref(), outcome);
 }
 
 /// What the monitor is told when a request is redirected: the redirect
 /// stream's operation and the path the request named (without its CGI).
-struct Watch {
+struct Watch<'a> {
     op: u8,
-    path: String,
+    path: &'a str,
 }
 
-impl Watch {
+impl Watch<'_> {
     /// The operation of a request a redirector may redirect, as the stock
     /// names it (`XROOTD_MON_*`; an open with `kXR_new` creates, one with
     /// `kXR_delete` alone writes, as the stock 5.5.3's records say); `None`
     /// for the others.
-    fn of(request: &Request) -> Option<Watch> {
+    fn op(request: &Request) -> Option<u8> {
         use xroot_proto::monitor::redir::op;
         let op = match request {
             Request::Open(r) => {
@@ -88,10 +91,7 @@ impl Watch {
             Request::Locate(_) => op::LOCATE,
             _ => return None,
         };
-        Some(Watch {
-            op,
-            path: path_of(request)?,
-        })
+        Some(op)
     }
 }
 
@@ -99,7 +99,7 @@ impl Watch {
 /// to the server's monitor first ([`MonitorObserver::redirect`]).
 ///
 /// [`MonitorObserver::redirect`]: crate::observe::monitor::MonitorObserver::redirect
-fn error_answer<F: FileSystem>(ctx: &Ctx<F>, watch: Option<&Watch>, e: FsError) -> Response {
+fn error_answer<F: FileSystem>(ctx: &Ctx<F>, watch: Option<&Watch<'_>>, e: FsError) -> Response {
     if let (Some(w), FsError::Redirect { host, port, .. }, Some(m)) =
         (watch, &e, &ctx.config().monitor)
     {
@@ -108,7 +108,7 @@ fn error_answer<F: FileSystem>(ctx: &Ctx<F>, watch: Option<&Watch>, e: FsError) 
             op: w.op,
             host,
             port: *port,
-            path: &w.path,
+            path: w.path,
         });
     }
     fs_response(e)
@@ -117,7 +117,7 @@ fn error_answer<F: FileSystem>(ctx: &Ctx<F>, watch: Option<&Watch>, e: FsError) 
 async fn run_request<F: FileSystem>(
     ctx: &mut Ctx<F>,
     request: Request,
-    watch: Option<&Watch>,
+    watch: Option<&Watch<'_>>,
 ) -> Outcome {
     if !ctx.tickets.iter().all(Ticket::is_ready) {
         ctx.payload.release_server();
@@ -179,7 +179,11 @@ pub(crate) fn path_of(request: &Request) -> Option<String> {
 
 /// Runs a request answered with one frame, deferring the answer with
 /// `kXR_waitresp` when the handler is slow; its outcome.
-async fn single<F: FileSystem>(ctx: &Ctx<F>, request: Request, watch: Option<&Watch>) -> Outcome {
+async fn single<F: FileSystem>(
+    ctx: &Ctx<F>,
+    request: Request,
+    watch: Option<&Watch<'_>>,
+) -> Outcome {
     let after = match &request {
         Request::Sync(r)
             if ctx
