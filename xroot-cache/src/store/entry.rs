@@ -13,6 +13,7 @@ use bytes::Bytes;
 use xroot_proto::page::{crc32c, PAGE_SIZE};
 use xroot_proto::response::StatInfo;
 
+use super::bitmap::Bitmap;
 use super::data::{self, DataFile};
 use super::live::Live;
 use super::sidecar::{self, Sidecar};
@@ -336,33 +337,18 @@ struct State {
     /// Blocks whose every page this process wrote, or read and found
     /// matching its crc32c, since their bit was last set: a bit per block
     /// (what [`Entry::region`] may hand out unread).
-    checked: Vec<u64>,
+    checked: Bitmap,
 }
 
 impl State {
     /// Marks `block` checked or not.
     fn set_checked(&mut self, block: u64, checked: bool) {
-        let (word, bit) = ((block / 64) as usize, block % 64);
-        if self.checked.len() <= word {
-            if !checked {
-                return;
-            }
-            self.checked.resize(word + 1, 0);
-        }
-        match checked {
-            true => self.checked[word] |= 1 << bit,
-            false => self.checked[word] &= !(1 << bit),
-        }
+        self.checked.set(block, checked);
     }
 
     /// Whether `block` is cached and checked.
     fn is_checked(&self, block: u64) -> bool {
-        let word = self
-            .checked
-            .get((block / 64) as usize)
-            .copied()
-            .unwrap_or(0);
-        word & (1 << (block % 64)) != 0 && self.sidecar.is_cached(block)
+        self.checked.get(block) && self.sidecar.is_cached(block)
     }
 
     /// Clears the bit of `block`: it must be fetched again.
@@ -441,7 +427,7 @@ impl Entry {
                 sidecar: state,
                 durable,
                 dirty: true,
-                checked: Vec::new(),
+                checked: Bitmap::default(),
             }),
             flush: Mutex::new(()),
             live,

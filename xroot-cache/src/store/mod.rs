@@ -31,6 +31,7 @@
 //! The directory belongs to the store: [`purge`](crate::purge::purge) treats
 //! every file under it as cache content.
 
+mod bitmap;
 mod data;
 mod entry;
 mod live;

@@ -35,6 +35,7 @@ use std::path::Path;
 
 use xroot_proto::page::{crc32c, PAGE_SIZE};
 
+use super::bitmap::Bitmap;
 use super::validators::{Checked, Validators};
 
 const MAGIC: [u8; 8] = *b"xrcinfo\0";
@@ -56,7 +57,7 @@ pub(crate) struct Sidecar {
     atime_ns: i64,
     checked: Checked,
     accesses: u32,
-    bits: Vec<u64>,
+    bits: Bitmap,
     crcs: Vec<u32>,
 }
 
@@ -130,7 +131,7 @@ impl Sidecar {
             atime_ns,
             checked: Checked::default(),
             accesses: 0,
-            bits: zeroed(layout.words)?,
+            bits: Bitmap::from_words(zeroed(layout.words)?),
             crcs: zeroed(layout.pages)?,
         })
     }
@@ -217,7 +218,7 @@ impl Sidecar {
                 flags: u32_at(64),
             },
             accesses: u32_at(68),
-            bits,
+            bits: Bitmap::from_words(bits),
             crcs: crcs
                 .chunks_exact(4)
                 .map(|c| u32::from_le_bytes(c.try_into().unwrap_or_default()))
@@ -240,6 +241,7 @@ impl Sidecar {
         out.extend_from_slice(&self.checked.flags.to_le_bytes());
         out.extend_from_slice(&self.accesses.to_le_bytes());
         self.bits
+            .words()
             .iter()
             .for_each(|w| out.extend_from_slice(&w.to_le_bytes()));
         self.crcs
@@ -282,8 +284,9 @@ impl Sidecar {
         let blocks = self.blocks();
         let full = blocks / 64;
         let tail = blocks % 64;
-        let whole = self.bits[..full as usize].iter().all(|&w| w == u64::MAX);
-        whole && (tail == 0 || self.bits[full as usize] == (1u64 << tail) - 1)
+        let words = self.bits.words();
+        let whole = words[..full as usize].iter().all(|&w| w == u64::MAX);
+        whole && (tail == 0 || words[full as usize] == (1u64 << tail) - 1)
     }
 
     /// Number of blocks of the file.
@@ -293,26 +296,13 @@ impl Sidecar {
 
     /// Whether `block` is cached (false past the last block).
     pub(crate) fn is_cached(&self, block: u64) -> bool {
-        let Ok(word) = usize::try_from(block / 64) else {
-            return false;
-        };
-        self.bits
-            .get(word)
-            .is_some_and(|w| w & (1 << (block % 64)) != 0)
+        self.bits.get(block)
     }
 
     /// Sets (`true`) or clears the bit of `block`; ignored past the last block.
     pub(crate) fn set_cached(&mut self, block: u64, cached: bool) {
-        if block >= self.blocks() {
-            return;
-        }
-        if let Some(w) = self.bits.get_mut((block / 64) as usize) {
-            let mask = 1 << (block % 64);
-            if cached {
-                *w |= mask;
-            } else {
-                *w &= !mask;
-            }
+        if block < self.blocks() {
+            self.bits.set(block, cached);
         }
     }
 
@@ -349,8 +339,9 @@ impl Sidecar {
         let mut adopted = 0;
         let pages_per_block = self.block_size / PAGE;
         let known = known.iter().chain(std::iter::repeat(&0));
-        let words = self.bits.clone().into_iter().zip(&other.bits).zip(known);
-        for (w, ((mine, &theirs), &known)) in words.enumerate() {
+        let words = self.bits.clone();
+        let words = words.words().iter().zip(other.bits.words()).zip(known);
+        for (w, ((&mine, &theirs), &known)) in words.enumerate() {
             let new = theirs & !mine & !known;
             for i in (0..64u64).filter(|i| new & (1 << i) != 0) {
                 let block = w as u64 * 64 + i;
@@ -367,21 +358,21 @@ impl Sidecar {
 
     /// The block bitmap: block `i` is bit `i % 64` of word `i / 64`.
     pub(crate) fn bits(&self) -> &[u64] {
-        &self.bits
+        self.bits.words()
     }
 
     /// Bytes of the encoded sidecar.
     pub(crate) fn encoded_len(&self) -> usize {
-        HEADER_LEN + 8 * self.bits.len() + 4 * self.crcs.len() + TRAILER_LEN
+        HEADER_LEN + 8 * self.bits.words().len() + 4 * self.crcs.len() + TRAILER_LEN
     }
 
     /// Bytes of the cached blocks (the last block counts its real length).
     pub(crate) fn cached_blocks(&self) -> u64 {
-        self.bits.iter().map(|w| u64::from(w.count_ones())).sum()
+        self.bits.count()
     }
 
     pub(crate) fn cached_bytes(&self) -> u64 {
-        let count: u64 = self.bits.iter().map(|w| u64::from(w.count_ones())).sum();
+        let count = self.cached_blocks();
         let blocks = self.blocks();
         let mut bytes = count * self.block_size;
         if blocks > 0 && self.is_cached(blocks - 1) {
