@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 use xroot::client::{Client, OpenFlags};
 use xroot::proto::request::{Close, OpenOptions, Sync};
 use xroot::proto::response::{Attn, Response};
-use xroot::proto::{ErrorCode, FHandle};
+use xroot::proto::{ErrorCode, FHandle, StreamId};
 use xroot::server::{Config, LocalFs, TpcConfig};
 use xroot_testkit::ours::{serve_example, serve_with};
 use xroot_testkit::pki::TestPki;
@@ -48,6 +48,10 @@ fn tpc_flags() -> Vec<String> {
     vec!["--tpc".into(), "--tpc-ttl".into(), TTL.to_string()]
 }
 
+/// Seconds a source holds the claim of a pull that is never granted, where
+/// a test needs the pull to be still waiting when its next request comes.
+const LONG_TTL: u32 = 8;
+
 /// A TPC peer, ours or the stock's, serving a temp dir.
 struct Peer {
     port: u16,
@@ -57,8 +61,14 @@ struct Peer {
 
 impl Peer {
     async fn ours() -> Peer {
+        Peer::ours_with_ttl(TTL).await
+    }
+
+    /// Ours, its grants living `ttl` seconds.
+    async fn ours_with_ttl(ttl: u32) -> Peer {
         let dir = tempfile::tempdir().unwrap();
-        let port = serve_example(&tpc_flags(), dir.path()).await.port();
+        let flags = ["--tpc".into(), "--tpc-ttl".into(), ttl.to_string()];
+        let port = serve_example(&flags, dir.path()).await.port();
         Peer {
             port,
             dir,
@@ -621,5 +631,72 @@ async fn a_close_during_the_pull_stops_it_and_leaves_no_file() {
             "{next}: second sync {second:?}"
         );
         assert!(std::fs::read(dst.path(next)).unwrap() == data, "{next}");
+    }
+}
+
+/// A close sent while the second `kXR_sync` waits for the pull (announced
+/// with `kXR_waitresp`) is not queued behind that sync: it stops the pull
+/// at once, the sync's asynresp says the copy was cancelled
+/// (`kXR_Cancelled`, "destination file prematurely closed"), and no file
+/// is left: what the stock destination answers to the same raw frames
+/// (it may still hold the file when it answers the close).
+/// The source never grants the pull and holds the claim for [`LONG_TTL`]
+/// s, so a close that waited for the sync would see the claim expire
+/// instead ("tpc authorization expired").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+async fn a_close_while_the_second_sync_waits_cancels_the_pull() {
+    if !xrootd_available() {
+        return;
+    }
+    let Some(stock) = Peer::stock() else {
+        return;
+    };
+    let (a, b) = (Peer::ours_with_ttl(LONG_TTL).await, Peer::ours().await);
+    let data = payload(100_000);
+    for name in ["waiting_ours", "waiting_stock"] {
+        std::fs::write(a.path(name), &data).unwrap();
+    }
+    for (dst, name, ours) in [(&b, "waiting_ours", true), (&stock, "waiting_stock", false)] {
+        let mut client_at_dst = session(dst.port).await;
+        let (fh, first) = start_pull(&mut client_at_dst, a.port, name, "", 5).await;
+        assert!(
+            matches!(first, Response::Ok(_)),
+            "{name}: first sync {first:?}"
+        );
+        client_at_dst.send(6, Sync { fhandle: fh }).await;
+        let waiting = client_at_dst.expect().await;
+        client_at_dst.send(7, Close { fhandle: fh }).await;
+        let (x, y) = (client_at_dst.expect().await, client_at_dst.expect().await);
+        let left = dst.path(name).exists();
+        assert!(
+            matches!(waiting.1, Response::WaitResp(_)),
+            "{name}: second sync {waiting:?}"
+        );
+        let (mut closed, mut synced) = (None, None);
+        for (sid, frame) in [x, y] {
+            match frame {
+                Response::Attn(Attn::AsynResp { streamid, response }) => {
+                    assert_eq!(streamid, StreamId::from_u16(6), "{name}: asynresp");
+                    synced = Some(*response);
+                }
+                other => {
+                    assert_eq!(sid, StreamId::from_u16(7), "{name}: {other:?}");
+                    closed = Some(other);
+                }
+            }
+        }
+        assert!(
+            matches!(closed, Some(Response::Ok(_))),
+            "{name}: close {closed:?}"
+        );
+        assert!(
+            matches!(&synced, Some(Response::Error(e)) if e.code == ErrorCode::CANCELLED
+                && e.message_lossy() == "destination file prematurely closed"),
+            "{name}: the waiting sync's answer {synced:?}"
+        );
+        // the stock removes its file after answering the close (seen both
+        // ways here); ours removes it before
+        assert!(!(ours && left), "{name}: the file outlived the close");
     }
 }

@@ -191,6 +191,13 @@ impl<T: File> FileTable<T> {
         let index = u32::from_le_bytes(fh.0) as usize;
         let slots = self.slots.lock().unwrap();
         let file = slots.get(index)?.as_ref()?;
+        // a TPC destination is written by its pull alone: a sync (which
+        // waits for the pull) or a stat by handle (its progress) orders
+        // after nothing, so a close never queues behind a waiting sync
+        let access = match access {
+            Access::Flush if file.tpc.is_some() => Access::Lookup,
+            access => access,
+        };
         let ticket = file.order.admit(access).ok()?;
         Some((file.clone(), ticket))
     }

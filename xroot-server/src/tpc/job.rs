@@ -100,6 +100,12 @@ impl Destination {
     }
 }
 
+/// The outcome of a pull stopped by the close of its file (or the end of
+/// its session): `kXR_Cancelled` with the stock's text
+/// (XrdOfsTPCJob.cc, the job's `Del`).
 fn cancelled() -> FsError {
-    FsError::new(xroot_proto::ErrorCode::CANCELLED, "tpc operation cancelled")
+    FsError::new(
+        xroot_proto::ErrorCode::CANCELLED,
+        "destination file prematurely closed",
+    )
 }
