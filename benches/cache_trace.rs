@@ -3,8 +3,8 @@
 //! included**; one run, one table (`cargo bench --bench cache_trace`; about
 //! a minute on two cores, most of it the stock XCache cold). Each kind of
 //! replay runs [`REPS`] times (`CACHE_TRACE_REPS` overrides), every cache
-//! cold on an empty cache; the tables show the median by wall time and list
-//! all the wall times.
+//! cold on an empty cache and then warm [`WARM_PASSES`] times; the tables
+//! show the median by wall time and list all the wall times.
 //!
 //! The trace is `benches/trace/nanoaod.trace`: the 50 vector reads (101
 //! elements, ~635 kB each; 31.8 MB in all) uproot issues reading 101 of the
@@ -36,7 +36,7 @@
 //!     over it (two round trips) as a new job does;
 //! (b) the stock XCache (`libXrdPss` + `libXrdPfc`, `pfc.blocksize 4k`, no
 //!     prefetch, xroot-testkit/src/xcache.rs) whose origin is the relay,
-//!     cold (an empty cache) and then warm (the same cache, a new client);
+//!     cold (an empty cache) and then warm (the same cache, new clients);
 //! (c) ours (`examples/xcache.rs` at its defaults: 4 kB blocks, 1 MiB
 //!     io_size, no gap merging, no prefetch, a trust window of 10 minutes)
 //!     in front of the relay like the XCache in (b), on a tokio runtime of
@@ -98,6 +98,9 @@ const ONE_WAY: Duration = Duration::from_millis(25);
 /// Replays of each kind (direct, each cache cold and warm) by default; the
 /// tables show the median by wall time.
 const REPS: usize = 3;
+/// Warm replays after each cold one (each with a new client; they take
+/// tens of milliseconds, so a median of many is cheap and steadier).
+const WARM_PASSES: usize = 5;
 /// The small origin file a cache is primed with (not one of the job's).
 const PRIME: &str = "prime.bin";
 
@@ -160,7 +163,7 @@ fn main() {
         median((0..reps).map(|_| replay(&rt, "direct", "direct", relay.port, &relay, &job)));
 
     // (b) the stock XCache at 4 kB blocks, a new one (empty) for each repetition
-    let stock: Vec<[Run; 2]> = (0..reps)
+    let stock: Vec<(Run, Vec<Run>)> = (0..reps)
         .map(|_| {
             let stock = StockCache::start(relay.port, "4k").expect("xcache");
             let names = ("stock XCache 4k", "stock");
@@ -172,7 +175,7 @@ fn main() {
     // has its own process), a new one on an empty directory each time
     let cache_rt = runtime();
     let mut own_stats = String::new();
-    let ours: Vec<[Run; 2]> = (0..reps)
+    let ours: Vec<(Run, Vec<Run>)> = (0..reps)
         .map(|_| {
             let cache_dir = tempfile::tempdir().expect("temp dir");
             let server = cache_rt
@@ -195,7 +198,7 @@ fn main() {
     let [stock_cold, stock_warm] = medians(stock);
     let [ours_cold, ours_warm] = medians(ours);
     let runs = [direct, stock_cold, stock_warm, ours_cold, ours_warm];
-    print_tables(&job, &runs, reps);
+    print_tables(&job, &runs);
     println!("\nload average at the end: {}\n", bench::load_average());
     print_summary(&job.trace, &runs);
 }
@@ -225,10 +228,10 @@ fn median(runs: impl IntoIterator<Item = Run>) -> Run {
     mid
 }
 
-/// The medians of the cold runs and of the warm runs of `pairs`.
-fn medians(pairs: Vec<[Run; 2]>) -> [Run; 2] {
-    let (cold, warm): (Vec<Run>, Vec<Run>) = pairs.into_iter().map(|[c, w]| (c, w)).unzip();
-    [median(cold), median(warm)]
+/// The median of the cold runs and that of all the warm runs of `reps`.
+fn medians(reps: Vec<(Run, Vec<Run>)>) -> [Run; 2] {
+    let (cold, warm): (Vec<Run>, Vec<Vec<Run>>) = reps.into_iter().unzip();
+    [median(cold), median(warm.into_iter().flatten())]
 }
 
 /// A tokio runtime with two worker threads (the machine has two cores).
@@ -241,7 +244,8 @@ fn runtime() -> Runtime {
 }
 
 /// A cache at `cache_port` (whose origin is behind `relay`) primed (see
-/// the module docs), then replayed cold, then warm with a new client;
+/// the module docs), then replayed cold, then [`WARM_PASSES`] times warm,
+/// each with a new client;
 /// `(name, key)` name the runs in the tables and the summary keys.
 fn cache_runs(
     rt: &Runtime,
@@ -249,12 +253,14 @@ fn cache_runs(
     cache_port: u16,
     relay: &DelayProxy,
     job: &Arc<Job>,
-) -> [Run; 2] {
+) -> (Run, Vec<Run>) {
     prime(rt, cache_port);
-    [("cold", "_cold"), ("warm", "_warm")].map(|(state, suffix)| {
-        let (name, key) = (format!("{name} {state}"), format!("{key}{suffix}"));
+    let run = |state: &str| {
+        let (name, key) = (format!("{name} {state}"), format!("{key}_{state}"));
         replay(rt, &name, &key, cache_port, relay, job)
-    })
+    };
+    let cold = run("cold");
+    (cold, (0..WARM_PASSES).map(|_| run("warm")).collect())
 }
 
 /// Opens, reads and closes [`PRIME`] at the cache at `port`, so that its
@@ -359,7 +365,7 @@ fn mb(bytes: u64) -> f64 {
 }
 
 /// The figures of every run, then the ratios to the direct run.
-fn print_tables(job: &Job, runs: &[Run], reps: usize) {
+fn print_tables(job: &Job, runs: &[Run]) {
     let trace = &job.trace;
     let asked = trace.asked();
     let elements = trace.elements();
@@ -400,7 +406,7 @@ fn print_tables(job: &Job, runs: &[Run], reps: usize) {
             mb(r.origin.bytes_to_client),
         );
     }
-    println!("\nwall times of the {reps} repetitions (the table shows the median)");
+    println!("\nwall times of every repetition (the table shows the median)");
     for r in runs {
         let walls: Vec<String> = r
             .walls
