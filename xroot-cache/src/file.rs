@@ -971,7 +971,8 @@ impl<O: Origin> CachedFile<O> {
     }
 
     /// Reads each `(offset, len)` range from the store (its blocks are
-    /// cached by now), one answer per range; nothing for no ranges. After a
+    /// cached by now), one answer per range (ranges on neighbouring pages
+    /// read together, [`Entry::read_ranges`]); nothing for no ranges. After a
     /// block that is missing or fails its check, the other ranges are still
     /// read, so that every damaged block is found (and its bit cleared) for
     /// the next attempt to fetch them all in one go.
@@ -993,22 +994,9 @@ impl<O: Origin> CachedFile<O> {
         if ranges.is_empty() {
             return Ok(Vec::new());
         }
-        tokio::task::spawn_blocking(move || {
-            let mut out = Vec::with_capacity(ranges.len());
-            let mut missing = None;
-            for &(offset, len) in &ranges {
-                match entry.read(offset, len) {
-                    Ok(data) => out.push(data),
-                    Err(StoreError::Missing { block }) => {
-                        missing.get_or_insert(StoreError::Missing { block });
-                    }
-                    Err(e) => return Err(e),
-                }
-            }
-            missing.map_or(Ok(out), Err)
-        })
-        .await
-        .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
+        tokio::task::spawn_blocking(move || entry.read_ranges(&ranges))
+            .await
+            .unwrap_or_else(|e| Err(StoreError::Io(std::io::Error::other(e.to_string()))))
     }
 
     /// Whether a read of `extents`, as it arrives, goes on where the

