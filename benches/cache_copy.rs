@@ -42,12 +42,22 @@
 //! set's best time ÷ the best direct and every round's, and the reads and
 //! requests the origin was sent for each copy (no summary lines).
 //!
+//! With `CACHE_COPY_TIMELINE` set (to `xcache` flags, maybe none), the
+//! bench copies once direct and once cold through our `xcache` with those
+//! flags, and prints each copy's timeline: every request the origin was
+//! sent (and for ours also what the `xrdcp` sent the cache, through a relay
+//! of no delay), when it left and when its answer was back, in ms from the
+//! copy's start, the reads summed up (the first, the last, the time no read
+//! was in flight, the bytes in flight), and where the copy's time went by
+//! phase. No summary lines.
+//!
 //! Prints "skipped" when the stock xrootd is not installed.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use xroot_testkit::delay_proxy::DelayProxy;
+use xroot_proto::RequestId;
+use xroot_testkit::delay_proxy::{DelayProxy, Exchange};
 use xroot_testkit::our_cache::CacheProcess;
 use xroot_testkit::ours::ServeProcess;
 use xroot_testkit::stock::StockServer;
@@ -95,6 +105,10 @@ fn main() {
 
     let copy = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), true);
     let plain = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), false);
+    if let Ok(flags) = std::env::var("CACHE_COPY_TIMELINE") {
+        timelines(&rt, &relay, &flags, &load_before);
+        return;
+    }
     if let Ok(sets) = std::env::var("CACHE_COPY_SWEEP") {
         let sets: Vec<&str> = sets.split(';').map(str::trim).collect();
         sweep(&relay, &sets, &load_before);
@@ -188,6 +202,149 @@ fn sweep(relay: &DelayProxy, sets: &[&str], load_before: &str) {
         "load average before: {load_before}; after: {}",
         bench::load_average()
     );
+}
+
+/// One copy direct and one cold through our `xcache` with `flags`, each
+/// with its timeline (see the module's docs).
+fn timelines(rt: &tokio::runtime::Runtime, relay: &DelayProxy, flags: &str, load_before: &str) {
+    let origin_url = format!("root://127.0.0.1:{}", relay.port);
+    let copy = |url: String| bench::stock_xrdcp(&format!("{url}//{NAME}"), true);
+    // warm the origin's page cache and connection-less state
+    copy(origin_url.clone());
+    println!("load average {}", bench::load_average());
+    let from = relay.now();
+    let took = copy(origin_url.clone());
+    let direct = relay.timeline().since(from);
+    print_timeline(
+        &format!("direct, {:.3} s", took.as_secs_f64()),
+        &direct,
+        from,
+    );
+
+    let dir = tempfile::tempdir().expect("temp dir");
+    let flags: Vec<&str> = flags.split_whitespace().collect();
+    let ours = CacheProcess::start(&origin_url, dir.path(), &flags);
+    let front = rt.block_on(DelayProxy::start(ours.addr.port(), Duration::ZERO));
+    let (from, front_from) = (relay.now(), front.now());
+    let took = copy(format!("root://127.0.0.1:{}", front.port));
+    print_timeline(
+        &format!(
+            "ours cold {flags:?}, {:.3} s: the origin's requests",
+            took.as_secs_f64()
+        ),
+        &relay.timeline().since(from),
+        from,
+    );
+    print_timeline(
+        "ours cold: what xrdcp sent the cache",
+        &front.timeline().since(front_from),
+        front_from,
+    );
+    println!(
+        "load average before: {load_before}; after: {}",
+        bench::load_average()
+    );
+}
+
+/// Prints `exchanges` (times in ms from `from`): every request but reads
+/// one per line, then the reads summed up.
+fn print_timeline(label: &str, exchanges: &[Exchange], from: Duration) {
+    let ms = |d: Duration| d.saturating_sub(from).as_secs_f64() * 1e3;
+    let done = |e: &Exchange| {
+        e.answered
+            .map_or("-".to_string(), |a| format!("{:.1}", ms(a)))
+    };
+    println!("\n{label}");
+    let is_read = |e: &Exchange| {
+        e.request.is_some_and(|id| {
+            [
+                RequestId::READ,
+                RequestId::PGREAD,
+                RequestId::READV,
+                RequestId::PGREADV,
+            ]
+            .contains(&id)
+        })
+    };
+    let mut reads: Vec<&Exchange> = Vec::new();
+    for e in exchanges {
+        if is_read(e) {
+            reads.push(e);
+            continue;
+        }
+        let what = e
+            .request
+            .map_or("handshake".to_string(), |id| id.to_string());
+        println!(
+            "  {:>8.1} → {:>8}  conn {} {what}",
+            ms(e.sent),
+            done(e),
+            e.conn
+        );
+    }
+    let (Some(first), Some(last)) = (reads.first(), reads.last()) else {
+        return;
+    };
+    let bytes: u64 = reads.iter().map(|e| e.len).sum();
+    let end = reads
+        .iter()
+        .filter_map(|e| e.answered)
+        .max()
+        .unwrap_or(last.sent);
+    // the times no read was in flight between the first sent and the
+    // last answered, and the mean bytes in flight
+    let mut events: Vec<(Duration, i64, i64)> = Vec::new();
+    for e in &reads {
+        let back = e.answered.unwrap_or(end);
+        events.push((e.sent, 1, e.len as i64));
+        events.push((back, -1, -(e.len as i64)));
+    }
+    events.sort_by_key(|&(t, d, _)| (t, d));
+    let (mut n, mut inflight, mut at) = (0i64, 0i64, first.sent);
+    let (mut idle, mut gaps, mut byte_time) = (Duration::ZERO, 0, 0f64);
+    for (t, d, b) in events {
+        byte_time += inflight as f64 * t.saturating_sub(at).as_secs_f64();
+        if n == 0 && t > at {
+            idle += t - at;
+            gaps += 1;
+        }
+        n += d;
+        inflight += b;
+        at = t;
+    }
+    let span = end.saturating_sub(first.sent).as_secs_f64();
+    println!(
+        "  reads: {} of {} MiB in all, first sent {:.1} (answered {}), last sent {:.1}, \
+         last answered {:.1}; none in flight {:.1} ms in {gaps} gaps; {:.1} MiB in flight on average",
+        reads.len(),
+        bytes >> 20,
+        ms(first.sent),
+        done(first),
+        ms(last.sent),
+        ms(end),
+        idle.as_secs_f64() * 1e3,
+        byte_time / span.max(1e-9) / (1 << 20) as f64
+    );
+    let show = |e: &Exchange| {
+        println!(
+            "    {:>8.1} → {:>8}  conn {} sid {:?} {} {} MiB at {} MiB",
+            ms(e.sent),
+            done(e),
+            e.conn,
+            e.streamid,
+            e.request.map_or(String::new(), |id| id.to_string()),
+            e.len as f64 / (1 << 20) as f64,
+            e.offset as f64 / (1 << 20) as f64
+        )
+    };
+    let n = reads.len();
+    for (i, e) in reads.iter().enumerate() {
+        if i < 12 || i + 6 >= n {
+            show(e);
+        } else if i == 12 {
+            println!("    ...");
+        }
+    }
 }
 
 /// The best time of each kind, its ratio to direct, and the summary lines.

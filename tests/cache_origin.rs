@@ -4,7 +4,8 @@
 //! against our server (which advertises the extension) — counted on the
 //! wire by a relay (xroot-testkit/src/corrupt_proxy.rs) and equal to what
 //! `Fetched::requests` says; every byte equals the file; errors keep the
-//! origin's code.
+//! origin's code. A file's first read costs one round trip: the
+//! connection's `kXR_Qconfig` goes out with its pgread, not before it.
 
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -15,6 +16,7 @@ use xroot::proto::page::crc32c;
 use xroot::proto::{ErrorCode, RequestId};
 use xroot::server::{Config, FsError, LocalFs, Server};
 use xroot_testkit::corrupt_proxy::{CorruptProxy, Spoil};
+use xroot_testkit::delay_proxy::DelayProxy;
 use xroot_testkit::stock::StockServer;
 
 /// 16 MiB and a partial last block.
@@ -136,6 +138,45 @@ async fn stock_origin_pgread_one_run_readv_many() {
     assert!(names.contains(&"f.bin".to_string()), "{names:?}");
     let sum = origin.checksum("/f.bin", Some("crc32c")).await.unwrap();
     assert_eq!(sum.value, format!("{:08x}", crc32c(&data)).as_bytes());
+    Origin::close(&f).await.unwrap();
+}
+
+/// The first read of a file just opened on a new connection (a cold
+/// cache's first fill) is one round trip to the stock origin: the
+/// connection's `kXR_Qconfig` (for the request counts) is sent with the
+/// pgread, in the same wave, not a round trip before it; the next read
+/// asks no query.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
+async fn stock_origin_first_read_is_one_round_trip() {
+    let (dir, data) = populate();
+    let Some(server) = StockServer::start(dir.path(), &[]) else {
+        return;
+    };
+    let relay = DelayProxy::start(server.port, std::time::Duration::from_millis(5)).await;
+    let base = format!("root://127.0.0.1:{}", relay.port);
+    let origin = RemoteOrigin::new(Client::new(), &base).unwrap();
+    let f = origin.open("/f.bin").await.unwrap();
+    let before = relay.traffic();
+    let runs = [(0u64, 1 << 20), (1 << 20, 1 << 20)];
+    let got = f.read_runs(&runs).await.unwrap();
+    assert_bytes(&runs, &got.data, &data);
+    assert_eq!((got.requests, got.checksummed), (1, true), "one pgread");
+    let first = relay.traffic().since(&before);
+    assert_eq!(first.round_trips, 1, "{}", first.waves_text());
+    assert_eq!(
+        (
+            first.count(RequestId::PGREAD),
+            first.count(RequestId::QUERY)
+        ),
+        (1, 1),
+        "{}",
+        first.waves_text()
+    );
+    let before = relay.traffic();
+    f.read_runs(&[(4 << 20, 4096)]).await.unwrap();
+    let next = relay.traffic().since(&before);
+    assert_eq!((next.round_trips, next.count(RequestId::QUERY)), (1, 0));
     Origin::close(&f).await.unwrap();
 }
 

@@ -28,7 +28,9 @@
 //! gives back what its plan does not need; its fills hold the share until
 //! their data is stored, its answers until they are dropped. The data a
 //! fill hands to the readers waiting for it holds the fill's share (a
-//! read-ahead's too) until the last slice of it is dropped. A slow client
+//! read-ahead's too) until the last slice of it is dropped; a reader
+//! answered with such a slice gives back what it had reserved for a copy
+//! of that extent, so those bytes count once. A slow client
 //! is thus back-pressure on new reads. A prefetch uses only room that is
 //! free (it never waits), and a read larger than the whole budget takes all
 //! of it.
@@ -526,8 +528,14 @@ impl<O: Origin> CachedFile<O> {
     /// Plans, fetches and answers `extents`, planning again (at most
     /// [`ATTEMPTS`] times) when blocks it waited for or read from the store
     /// turned out missing. `room` is the read's reservation (see
-    /// [`CachedFile::ram_bound`]); the first plan gives back what it does
-    /// not need, later plans share what is left.
+    /// [`CachedFile::ram_bound`]); the first plan keeps two parts of it and
+    /// gives back the rest: what its fills fetch (held by them until
+    /// stored, and by the answers sliced from their data) and a copy of
+    /// each extent not in one of its runs. Once answered, the copy part is
+    /// cut to the extents that were copies: an extent answered with a slice
+    /// of another reader's fill holds that fill's RAM (see
+    /// [`CachedFile::fill`]) and nothing of its own, so its bytes count
+    /// once. Later plans share what is left.
     async fn readv_attempts(
         &self,
         extents: &[(u64, usize)],
@@ -535,17 +543,25 @@ impl<O: Origin> CachedFile<O> {
     ) -> Result<Vec<Bytes>, CacheError> {
         let shared = &self.inner.shared;
         let mut room = Some(room);
-        let mut hold: Option<Hold> = None;
+        let mut fetch_hold: Option<Hold> = None;
+        let mut copy_room: Option<OwnedSemaphorePermit> = None;
         let mut last = None;
         for _ in 0..ATTEMPTS {
             let started = self.start_fills(extents, |plan| {
                 if let Some(mut room) = room.take() {
-                    let need = shared.ram_permits(answer_need(extents, plan));
-                    let surplus = room.num_permits().saturating_sub(need as usize);
-                    drop(room.split(surplus));
-                    hold = Some(Arc::new(room));
+                    let fetched: u64 = plan.runs.iter().map(|r| r.len as u64).sum();
+                    let copies = answer_need(extents, plan).saturating_sub(fetched);
+                    let permits = |bytes: u64| match bytes {
+                        0 => 0,
+                        _ => shared.ram_permits(bytes) as usize,
+                    };
+                    let fetch = room.split(permits(fetched).min(room.num_permits()));
+                    let copy = room.split(permits(copies).min(room.num_permits()));
+                    drop(room); // the surplus
+                    fetch_hold = fetch.map(Arc::new);
+                    copy_room = copy;
                 }
-                hold.clone()
+                fetch_hold.clone()
             });
             let Some(Started { fills, waits, hold }) = started else {
                 return Err(CacheError::Exhausted("RAM for a read".into()));
@@ -593,7 +609,26 @@ impl<O: Origin> CachedFile<O> {
                         &a.bypassed
                     };
                     to.fetch_add(fetched, Ordering::Relaxed);
-                    return Ok(data.into_iter().map(|d| held(d, &hold)).collect());
+                    // the copy part kept for the copies made, no more
+                    let copied: u64 = data
+                        .iter()
+                        .filter(|(_, copy)| *copy)
+                        .map(|(d, _)| copy_cost(d.len()))
+                        .sum();
+                    let copy_hold: Option<Hold> =
+                        copy_room.take().filter(|_| copied > 0).map(|mut copy| {
+                            let keep =
+                                (shared.ram_permits(copied) as usize).min(copy.num_permits());
+                            drop(copy.split(copy.num_permits() - keep));
+                            Arc::new(copy)
+                        });
+                    return Ok(data
+                        .into_iter()
+                        .map(|(d, copy)| match (copy, &copy_hold) {
+                            (true, Some(copy_hold)) => held(d, copy_hold),
+                            _ => held(d, &hold),
+                        })
+                        .collect());
                 }
                 Err(StoreError::Missing { block }) => {
                     last = Some(CacheError::Exhausted(format!("block {block}")));
@@ -911,15 +946,16 @@ impl<O: Origin> CachedFile<O> {
     /// Each extent, from the runs this read's fills and the fills it
     /// waited for fetched (`landed`: a slice of the run where the extent
     /// lies in one, else the pieces joined) and from the store for every
-    /// other byte (blocks that were cached). Returns the answers and the
-    /// bytes read from the store.
+    /// other byte (blocks that were cached). Returns the answers, each
+    /// with whether it is a copy (read from the store, or joined: not one
+    /// slice of a run), and the bytes read from the store.
     ///
     /// Errors: as [`CachedFile::read_store`].
     async fn assemble(
         &self,
         extents: &[(u64, usize)],
         mut landed: Landed,
-    ) -> Result<(Vec<Bytes>, u64), StoreError> {
+    ) -> Result<(Vec<(Bytes, bool)>, u64), StoreError> {
         landed.sort_unstable_by_key(|&(offset, _)| offset);
         // runs of distinct fills are disjoint (a block is in one fill at a
         // time); should two overlap, the later one is not used
@@ -947,6 +983,7 @@ impl<O: Origin> CachedFile<O> {
             .into_iter()
             .zip(extents)
             .map(|(pieces, &(_, len))| {
+                let slice = matches!(pieces[..], [Piece::Landed(_)]);
                 let mut pieces: Vec<Bytes> = pieces
                     .into_iter()
                     .map(|p| match p {
@@ -954,7 +991,7 @@ impl<O: Origin> CachedFile<O> {
                         Piece::Store { .. } => stored.next().unwrap_or_default(),
                     })
                     .collect();
-                match pieces.len() {
+                let data = match pieces.len() {
                     0 => Bytes::new(),
                     1 => pieces.pop().unwrap_or_default(),
                     _ => {
@@ -964,7 +1001,8 @@ impl<O: Origin> CachedFile<O> {
                         }
                         joined.freeze()
                     }
-                }
+                };
+                (data, !slice && len > 0)
             })
             .collect();
         Ok((answers, from_disk))

@@ -175,6 +175,39 @@ async fn answers_held_by_clients_count_in_the_ram_budget() {
     until("the RAM given back", || fs.stats().ram_held == 0).await;
 }
 
+/// A read answered with a slice of another reader's fill holds that
+/// fill's RAM, and none of its own: its bytes count once. A fetches 64 KiB
+/// (held at the origin), B asks 8 KiB inside it and waits; once both hold
+/// their answers, the budget holds A's 64 KiB, not 64 KiB plus B's copy
+/// reservation (8 KiB and two pages of slack).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiter_answered_from_anothers_fill_counts_its_ram_once() {
+    let s = Setup::new(1 << 20);
+    let fs = s.cache(CacheConfig::default());
+    let (a, b) = (open(&fs).await, open(&fs).await);
+    let first = [(0u64, 64 << 10)];
+    let second = [(4096u64, 8192)];
+    let ra = tokio::spawn(async move { a.readv(first.to_vec()).await });
+    calls_reach(&s, 1).await;
+    let rb = tokio::spawn(async move { b.readv(second.to_vec()).await });
+    until("B is waiting for A's fill", || {
+        fs.stats().client_reads.current == 2
+    })
+    .await;
+    s.open_gate();
+    let held_a = ra.await.unwrap().unwrap();
+    let held_b = rb.await.unwrap().unwrap();
+    assert_eq!(s.calls(), 1, "B fetched blocks in flight");
+    assert!(held_b[0] == s.data[4096..4096 + 8192]);
+    fs.flush_all().await.unwrap(); // the fill stored: only answers hold RAM
+    assert_eq!(fs.stats().ram_held, 64 << 10, "B's bytes counted twice");
+    drop(held_a);
+    // B's slice keeps A's fill's data, and so its RAM
+    assert_eq!(fs.stats().ram_held, 64 << 10);
+    drop(held_b);
+    assert_eq!(fs.stats().ram_held, 0);
+}
+
 /// A read of blocks partly cached and partly fetched answers the fetched
 /// part from the origin's data as it came (no copy), not by reading back
 /// from disk what its own fill has just written.

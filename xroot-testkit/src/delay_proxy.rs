@@ -24,11 +24,17 @@
 //! on it, so it starts a new one. The count is the length of the longest
 //! chain: an upper bound of the round trips a client waited for, which
 //! is exact when the client's requests wait only on their own answers.
+//!
+//! And it keeps a timeline ([`DelayProxy::timeline`]): each request (and
+//! handshake) with its connection, streamid, offset and length, when it
+//! reached the relay and when its last answer frame was delivered to the
+//! client, the first [`TIMELINE_CAP`] of them.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use std::time::Instant as StdInstant;
 
 use bytes::{Bytes, BytesMut};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -115,8 +121,9 @@ impl Traffic {
     }
 
     /// Counts one request frame toward the server, of wave `wave` (a read
-    /// whose body does not decode counts with no bytes asked).
-    fn request(&mut self, frame: RequestFrame, wave: u64) {
+    /// whose body does not decode counts with no bytes asked); a read's
+    /// offset (its first element's) and bytes asked, `(0, 0)` for others.
+    fn request(&mut self, frame: RequestFrame, wave: u64) -> (u64, u64) {
         *self.requests.entry(frame.header.requestid).or_default() += 1;
         *self
             .waves
@@ -124,28 +131,104 @@ impl Traffic {
             .or_default()
             .entry(frame.header.requestid)
             .or_default() += 1;
-        let asked: i64 = match Request::decode(frame) {
-            Ok(Request::Read(r)) => r.rlen.into(),
-            Ok(Request::Pgread(r)) => r.rlen.into(),
-            Ok(Request::Readv(r)) => r.list.iter().map(|e| i64::from(e.rlen)).sum(),
-            Ok(Request::PgReadv(r)) => r.list.iter().map(|e| i64::from(e.rlen)).sum(),
-            _ => 0,
+        let (offset, asked): (i64, i64) = match Request::decode(frame) {
+            Ok(Request::Read(r)) => (r.offset, r.rlen.into()),
+            Ok(Request::Pgread(r)) => (r.offset, r.rlen.into()),
+            Ok(Request::Readv(r)) => (
+                r.list.first().map_or(0, |e| e.offset),
+                r.list.iter().map(|e| i64::from(e.rlen)).sum(),
+            ),
+            Ok(Request::PgReadv(r)) => (
+                r.list.first().map_or(0, |e| e.offset),
+                r.list.iter().map(|e| i64::from(e.rlen)).sum(),
+            ),
+            _ => (0, 0),
         };
-        self.read_bytes_asked += asked.max(0) as u64;
+        let asked = asked.max(0) as u64;
+        self.read_bytes_asked += asked;
+        (offset.max(0) as u64, asked)
+    }
+}
+
+/// Most [`Exchange`]s a proxy keeps (about 64 bytes each); later ones are
+/// counted in [`Timeline::left_out`] only.
+pub const TIMELINE_CAP: usize = 1 << 16;
+
+/// One request (or handshake) relayed toward the server, and when it was
+/// answered; times from the proxy's start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Exchange {
+    /// The relayed connection (numbered from 0 in accept order).
+    pub conn: usize,
+    /// The request's streamid ([`StreamId::ZERO`] for the handshake).
+    pub streamid: StreamId,
+    /// The request id; `None` for the handshake.
+    pub request: Option<RequestId>,
+    /// A read's offset in bytes (the first element's for a vector read);
+    /// 0 for others.
+    pub offset: u64,
+    /// The bytes a read asked (see [`Traffic::read_bytes_asked`]); 0 for
+    /// others.
+    pub len: u64,
+    /// When the request reached the relay (the client sent it then).
+    pub sent: Duration,
+    /// When the relay delivered its final answer frame to the client (not
+    /// `kXR_oksofar`, `kXR_wait`, `kXR_waitresp`); `None` while not.
+    pub answered: Option<Duration>,
+}
+
+/// The [`Exchange`]s a proxy relayed, in the order requests arrived.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Timeline {
+    /// The first [`TIMELINE_CAP`] exchanges.
+    pub exchanges: Vec<Exchange>,
+    /// Exchanges past the cap, not kept.
+    pub left_out: u64,
+}
+
+impl Timeline {
+    /// The exchanges sent at or after `from` (a time from the proxy's
+    /// start, [`DelayProxy::now`]).
+    pub fn since(&self, from: Duration) -> Vec<Exchange> {
+        self.exchanges
+            .iter()
+            .filter(|e| e.sent >= from)
+            .copied()
+            .collect()
     }
 }
 
 /// What the proxy's observers share: the counts, and what the round trip
 /// count needs (the highest wave delivered, the waves of the requests
-/// awaiting answers).
-#[derive(Debug, Default)]
+/// awaiting answers), and the timeline.
+#[derive(Debug)]
 struct Counted {
     traffic: Traffic,
     /// The highest wave of the answers delivered to the client so far.
     delivered: u64,
     /// By connection and streamid: the waves of the requests sent and not
-    /// yet answered, oldest first.
-    pending: HashMap<(usize, StreamId), VecDeque<u64>>,
+    /// yet answered, oldest first, each with its exchange's index in
+    /// `timeline` (`None` past the cap).
+    pending: HashMap<(usize, StreamId), VecDeque<Pending>>,
+    /// The proxy's start: the timeline's zero.
+    start: StdInstant,
+    timeline: Timeline,
+}
+
+/// A request awaiting its answer: its wave, and its exchange's index in
+/// the timeline (`None` past [`TIMELINE_CAP`]).
+type Pending = (u64, Option<usize>);
+
+impl Default for Counted {
+    fn default() -> Counted {
+        Counted {
+            traffic: Traffic::default(),
+            delivered: 0,
+            pending: HashMap::new(),
+            start: StdInstant::now(),
+            timeline: Timeline::default(),
+        }
+    }
 }
 
 impl Counted {
@@ -154,13 +237,30 @@ impl Counted {
     fn sent(&mut self, conn: usize, streamid: StreamId, frame: Option<RequestFrame>) {
         let wave = self.delivered + 1;
         self.traffic.round_trips = self.traffic.round_trips.max(wave);
+        let request = frame.as_ref().map(|f| f.header.requestid);
+        let (offset, len) = match frame {
+            Some(frame) => self.traffic.request(frame, wave),
+            None => (0, 0),
+        };
+        let index = if self.timeline.exchanges.len() < TIMELINE_CAP {
+            self.timeline.exchanges.push(Exchange {
+                conn,
+                streamid,
+                request,
+                offset,
+                len,
+                sent: self.start.elapsed(),
+                answered: None,
+            });
+            Some(self.timeline.exchanges.len() - 1)
+        } else {
+            self.timeline.left_out += 1;
+            None
+        };
         self.pending
             .entry((conn, streamid))
             .or_default()
-            .push_back(wave);
-        if let Some(frame) = frame {
-            self.traffic.request(frame, wave);
-        }
+            .push_back((wave, index));
     }
 
     /// An answer on connection `conn` was delivered to the client.
@@ -169,13 +269,17 @@ impl Counted {
             return; // unsolicited
         };
         let partial = [Status::OKSOFAR, Status::WAIT, Status::WAITRESP];
-        let wave = if partial.contains(&header.status) {
-            waves.front().copied()
+        let (wave, done) = if partial.contains(&header.status) {
+            (waves.front().copied(), None)
         } else {
-            waves.pop_front()
+            let w = waves.pop_front();
+            (w, w.and_then(|(_, index)| index))
         };
-        if let Some(w) = wave {
+        if let Some((w, _)) = wave {
             self.delivered = self.delivered.max(w);
+        }
+        if let Some(e) = done.and_then(|i| self.timeline.exchanges.get_mut(i)) {
+            e.answered = Some(self.start.elapsed());
         }
     }
 }
@@ -240,6 +344,16 @@ impl DelayProxy {
     /// What it relayed so far.
     pub fn traffic(&self) -> Traffic {
         self.counted.lock().unwrap().traffic.clone()
+    }
+
+    /// The time since the proxy started, the timeline's clock.
+    pub fn now(&self) -> Duration {
+        self.counted.lock().unwrap().start.elapsed()
+    }
+
+    /// The requests relayed so far and their answers, in arrival order.
+    pub fn timeline(&self) -> Timeline {
+        self.counted.lock().unwrap().timeline.clone()
     }
 }
 

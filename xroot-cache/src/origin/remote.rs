@@ -36,26 +36,35 @@ impl Origin for File {
             return Ok(Fetched::nothing());
         }
         let err = |e| OriginError::client(self.url(), e);
-        let support = self.read_support().await.map_err(err)?;
-        let (data, requests, checksummed) = match contiguous(runs) {
+        if let Some((offset, len)) = contiguous(runs) {
             // one range (the block runs of a long read, cut at io_size):
             // one pgread, as a client reading it directly would send, not
-            // a vector read the origin answers element after element
-            Some((offset, len)) => (
-                cut_runs(self.pgread(offset, len).await.map_err(err)?, runs),
+            // a vector read the origin answers element after element. It
+            // needs nothing of kXR_Qconfig, so the query (asked once per
+            // connection, for the counts) goes out with it, not a round
+            // trip before the file's first read.
+            let (data, support) = tokio::join!(self.pgread(offset, len), self.read_support());
+            let (data, support) = (data.map_err(err)?, support.map_err(err)?);
+            return Fetched::checked(
+                runs,
+                cut_runs(data, runs),
                 support.pgread_requests(offset, len),
                 support.pgread(),
-            ),
-            _ if support.pgreadv() => (
+            );
+        }
+        let support = self.read_support().await.map_err(err)?;
+        let (data, requests, checksummed) = if support.pgreadv() {
+            (
                 self.pgreadv(runs).await.map_err(err)?,
                 support.pgreadv_requests(runs),
                 true,
-            ),
-            _ => (
+            )
+        } else {
+            (
                 self.readv(runs).await.map_err(err)?,
                 support.readv_requests(runs),
                 false,
-            ),
+            )
         };
         Fetched::checked(runs, data, requests, checksummed)
     }
