@@ -216,6 +216,7 @@ async fn run(args: Args) -> Res<()> {
     let end = start + Duration::from_secs_f64(args.duration);
     let (depth, len) = (args.depth, args.size);
     let mut readers = tokio::task::JoinSet::new();
+    let mut raw_readers = tokio::task::JoinSet::new();
     let mut held = None;
     match sessions {
         Sessions::Client(files) if depth > 0 => {
@@ -230,7 +231,7 @@ async fn run(args: Args) -> Res<()> {
         Sessions::Raw(raw) if depth > 0 => {
             for (s, session) in raw.into_iter().enumerate() {
                 let rng = Rng::new(s as u64);
-                readers.spawn(raw::reads(session, depth, len, end, rng));
+                raw_readers.spawn(raw::reads(session, depth, len, end, rng));
             }
         }
         idle => {
@@ -239,12 +240,14 @@ async fn run(args: Args) -> Res<()> {
         }
     }
     let mut all = Tally::default();
+    let mut raw_held = Vec::new();
+    while let Some(done) = raw_readers.join_next().await {
+        let (t, session) = done?;
+        raw_held.push(session);
+        all.add(t);
+    }
     while let Some(t) = readers.join_next().await {
-        let t = t?;
-        all.latencies.extend(t.latencies);
-        all.bytes += t.bytes;
-        all.errors += t.errors;
-        all.first_error = all.first_error.or(t.first_error);
+        all.add(t?);
     }
     let took = start.elapsed().as_secs_f64();
     let cpu_after = server.and_then(cpu_seconds);
@@ -264,6 +267,7 @@ async fn run(args: Args) -> Res<()> {
         }
     }
     drop(held);
+    drop(raw_held);
 
     let total = all.bytes;
     let mb_s = total as f64 / took / 1e6;
@@ -323,6 +327,14 @@ async fn run(args: Args) -> Res<()> {
 }
 
 impl Tally {
+    /// Adds what `t` saw.
+    fn add(&mut self, t: Tally) {
+        self.latencies.extend(t.latencies);
+        self.bytes += t.bytes;
+        self.errors += t.errors;
+        self.first_error = self.first_error.take().or(t.first_error);
+    }
+
     /// A read of `len` bytes completed after `took`.
     fn done(&mut self, len: usize, took: Duration) {
         self.latencies.push(took.as_micros() as u32);

@@ -1,7 +1,8 @@
 //! The `--raw` engine: each session its own connection driven by one task
 //! that speaks just enough of the protocol (handshake, `kXR_protocol`,
 //! `kXR_login` without authentication, `kXR_open` with `kXR_retstat`), then
-//! keeps D `kXR_read`s outstanding on streamids `0..D`, pipelined: the new
+//! keeps D `kXR_read`s outstanding on streamids `1..=D` (0 is the
+//! unsolicited `kXR_attn`'s), pipelined: the new
 //! requests of a round go out in one write, and every answer is read into
 //! one buffer per worker thread, frame by frame, each byte copied once
 //! from the socket and then dropped.
@@ -145,7 +146,7 @@ struct Frame {
     message: Vec<u8>,
 }
 
-/// One read outstanding on streamid = its slot.
+/// One read outstanding, on streamid = its slot + 1.
 #[derive(Clone, Copy)]
 struct Slot {
     sent: Option<Instant>,
@@ -155,18 +156,20 @@ struct Slot {
 
 /// Keeps `depth` reads of `len` bytes outstanding at random `len`-aligned
 /// offsets (from `rng`) until `end`, then waits for those in flight.
+/// Returns the session too, still connected, so that the server's
+/// descriptors are counted before it closes.
 pub(crate) async fn reads(
     mut s: Session,
     depth: usize,
     len: usize,
     end: Instant,
     mut rng: Rng,
-) -> Tally {
+) -> (Tally, Session) {
     let mut tally = Tally::default();
     if let Err(e) = drive(&mut s, depth, len, end, &mut rng, &mut tally).await {
         tally.fail(e.to_string());
     }
-    tally
+    (tally, s)
 }
 
 async fn drive(
@@ -199,7 +202,7 @@ async fn drive(
                     rlen: len as i32,
                     args: None,
                 };
-                Request::from(read).encode(StreamId::from_u16(slot as u16), &mut out);
+                Request::from(read).encode(StreamId::from_u16(slot as u16 + 1), &mut out);
                 slots[slot] = Slot {
                     sent: Some(now),
                     got: 0,
@@ -270,7 +273,7 @@ fn take(
             continue;
         }
         f.header = None;
-        let sid = u16::from_be_bytes(h.streamid.0) as usize;
+        let sid = (u16::from_be_bytes(h.streamid.0) as usize).wrapping_sub(1);
         let Some(slot) = slots.get_mut(sid).filter(|s| s.sent.is_some()) else {
             return Err(bad(format!("an answer to no read: {h:?}")));
         };
