@@ -8,16 +8,21 @@
 //! - **busy**: [`SESSIONS`] sessions, each its own connection, keeping
 //!   [`DEPTH`] reads of 64 KiB outstanding at random offsets for
 //!   [`SECONDS`] s: throughput, the server's CPU per GB served, its peak
-//!   RSS, threads and descriptors, latency p50 / p99 and errors;
+//!   RSS, threads and descriptors, latency p50 / p99 and errors, and
+//!   what else shares the cores: `xrdload`'s own CPU per GB ("load
+//!   s/GB") and the machine's idle share of the window;
 //! - **idle**: [`IDLE_SESSIONS`] sessions logged in with the file open,
 //!   on a fresh server: its RSS per session.
 //!
 //! The load generator runs on the same two cores as the server, so the
 //! throughput is what both leave each other; it is the same for both
-//! servers.
+//! servers. It runs its `--raw` engine: through the client library it
+//! took 1.1-1.4 s of CPU per GB read, more than either server (0.3-0.6),
+//! and so set the throughput of both; raw, 0.17-0.29 s (issue 31).
 //!
 //! Last, one `summary: server_load.SERVER.KEY VALUE` line each, SERVER
-//! `stock` or `ours`, KEY `mb_s`, `cpu_s_per_gb`, `peak_rss_mib`,
+//! `stock` or `ours`, KEY `mb_s`, `cpu_s_per_gb`, `load_cpu_s_per_gb`,
+//! `idle` (a fraction), `peak_rss_mib`,
 //! `threads`, `fds`, `p50_ms`, `p99_ms`, `errors`, `idle_kb_per_session`.
 //!
 //! Prints "skipped" when the stock xrootd is not installed.
@@ -63,10 +68,12 @@ fn main() {
         "\n{SESSIONS} sessions x {DEPTH} reads of 64 KiB outstanding, {SECONDS} s, 1 GiB file in the page cache:"
     );
     println!(
-        "  {:6} {:>8} {:>11} {:>13} {:>8} {:>6} {:>8} {:>8} {:>7} {:>13}",
+        "  {:6} {:>8} {:>11} {:>11} {:>6} {:>13} {:>8} {:>6} {:>8} {:>8} {:>7} {:>13}",
         "",
         "MB/s",
         "CPU s/GB",
+        "load s/GB",
+        "idle",
         "peak RSS MiB",
         "threads",
         "fds",
@@ -82,9 +89,11 @@ fn main() {
             .copied()
             .unwrap_or(f64::NAN);
         println!(
-            "  {name:6} {:8.0} {:11.2} {:13.1} {:8.0} {:6.0} {:8.1} {:8.1} {:7.0} {:13.1}",
+            "  {name:6} {:8.0} {:11.2} {:11.2} {:5.0}% {:13.1} {:8.0} {:6.0} {:8.1} {:8.1} {:7.0} {:13.1}",
             f("mb_s"),
             f("server_cpu_s_per_gb"),
+            f("client_cpu_s_per_gb"),
+            f("machine_idle") * 100.0,
             f("server_peak_rss_mib"),
             f("server_threads"),
             f("server_fds"),
@@ -99,6 +108,8 @@ fn main() {
         for (key, field) in [
             ("mb_s", "mb_s"),
             ("cpu_s_per_gb", "server_cpu_s_per_gb"),
+            ("load_cpu_s_per_gb", "client_cpu_s_per_gb"),
+            ("idle", "machine_idle"),
             ("peak_rss_mib", "server_peak_rss_mib"),
             ("threads", "server_threads"),
             ("fds", "server_fds"),
@@ -140,6 +151,7 @@ fn load(
     seconds: u32,
 ) -> HashMap<String, f64> {
     let out = Command::new(xrdload)
+        .arg("--raw")
         .args(["--sessions", &sessions.to_string()])
         .args(["--depth", &depth.to_string()])
         .args(["--duration", &seconds.to_string()])

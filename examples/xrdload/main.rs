@@ -16,13 +16,21 @@
 //! is counted over the measured window only; its peak RSS is `VmHWM`
 //! (since it started), so start a fresh server for each run.
 //!
+//! Two engines drive the sessions: by default each session is a
+//! [`Client`] (any server: authentication, TLS, redirects), each of its D
+//! reads a task awaiting `File::read_at`; with `--raw` each session is one
+//! connection and one task that speaks the protocol itself (plain
+//! `root://`, no login authentication; see [`raw`]), costing `xrdload`
+//! far less CPU per read, for when it shares the server's cores. Both
+//! print `xrdload`'s own CPU per GB and the machine's idle share of the
+//! window, so a run shows what else the cores were busy with.
+//!
 //! The last lines are `summary: load.KEY VALUE`, one per figure, for
 //! scripts (`benches/server_load.rs` reads them).
 
 use std::collections::HashSet;
 use std::net::IpAddr;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -47,6 +55,10 @@ struct Args {
     /// Seconds of load, after every session has opened the file.
     #[arg(long, default_value_t = 10.0)]
     duration: f64,
+    /// Drive the sessions with the raw engine (plain root://, no login
+    /// authentication): far cheaper per read than the client.
+    #[arg(long)]
+    raw: bool,
     /// The server's process id (default: found from the port, on loopback).
     #[arg(long)]
     server_pid: Option<u32>,
@@ -69,6 +81,8 @@ fn main() -> ExitCode {
     }
 }
 
+mod raw;
+
 type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 
 /// What the reads of one session saw.
@@ -76,8 +90,84 @@ type Res<T> = Result<T, Box<dyn std::error::Error + Send + Sync>>;
 struct Tally {
     /// Latency of each completed read, microseconds.
     latencies: Vec<u32>,
+    /// Bytes of the completed reads.
+    bytes: u64,
     errors: u64,
     first_error: Option<String>,
+}
+
+/// The open sessions, by engine.
+enum Sessions {
+    /// Each a [`Client`] of its own with the file open.
+    Client(Vec<(Client, Arc<xroot::client::File>, u64)>),
+    /// Each a connection of the `--raw` engine.
+    Raw(Vec<raw::Session>),
+}
+
+impl Sessions {
+    /// The file's size, bytes, as the first session's open saw it.
+    fn size(&self) -> u64 {
+        match self {
+            Sessions::Client(files) => files.first().map_or(0, |f| f.2),
+            Sessions::Raw(raw) => raw.first().map_or(0, |s| s.size),
+        }
+    }
+}
+
+/// `n` sessions through [`Client`], each with `url` open.
+async fn open_clients(url: &str, n: usize) -> Res<Vec<(Client, Arc<xroot::client::File>, u64)>> {
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let target = url.to_string();
+        opening.spawn(async move {
+            let client = Client::new();
+            let file = client.open(&target, OpenFlags::READ).await?;
+            let size = file.stat().await?.size;
+            Ok::<_, xroot::client::Error>((client, Arc::new(file), size))
+        });
+    }
+    let mut sessions = Vec::new();
+    while let Some(opened) = opening.join_next().await {
+        sessions.push(opened??);
+    }
+    Ok(sessions)
+}
+
+/// `n` sessions of the `--raw` engine, each with `url` open.
+async fn open_raw(url: &Url, n: usize) -> Res<Vec<raw::Session>> {
+    let mut opening = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let url = url.clone();
+        opening.spawn(async move { raw::open(&url).await });
+    }
+    let mut sessions = Vec::new();
+    while let Some(opened) = opening.join_next().await {
+        sessions.push(opened??);
+    }
+    Ok(sessions)
+}
+
+/// One reader of the default engine: one read of `len` bytes at a time
+/// at random offsets of `file` (`size` bytes) until `end`.
+async fn client_reads(
+    file: Arc<xroot::client::File>,
+    size: u64,
+    len: usize,
+    end: Instant,
+    mut rng: Rng,
+) -> Tally {
+    let slots = size / len as u64;
+    let mut tally = Tally::default();
+    while Instant::now() < end {
+        let offset = rng.below(slots) * len as u64;
+        let t = Instant::now();
+        match file.read_at(offset, len).await {
+            Ok(data) if data.len() == len => tally.done(len, t.elapsed()),
+            Ok(data) => tally.fail(format!("{len} bytes at {offset}: got {}", data.len())),
+            Err(e) => tally.fail(e.to_string()),
+        }
+    }
+    tally
 }
 
 async fn run(args: Args) -> Res<()> {
@@ -93,21 +183,11 @@ async fn run(args: Args) -> Res<()> {
     let rss_before = server.and_then(|pid| status_field(pid, "VmRSS:"));
     // every session connects and opens before the clock starts
     let started = Instant::now();
-    let mut opening = tokio::task::JoinSet::new();
-    for _ in 0..args.sessions {
-        let target = args.url.clone();
-        opening.spawn(async move {
-            let client = Client::new();
-            let file = client.open(&target, OpenFlags::READ).await?;
-            let size = file.stat().await?.size;
-            Ok::<_, xroot::client::Error>((client, Arc::new(file), size))
-        });
-    }
-    let mut sessions = Vec::new();
-    while let Some(opened) = opening.join_next().await {
-        sessions.push(opened??);
-    }
-    let size = sessions[0].2;
+    let sessions = match args.raw {
+        false => Sessions::Client(open_clients(&args.url, args.sessions).await?),
+        true => Sessions::Raw(open_raw(&url, args.sessions).await?),
+    };
+    let size = sessions.size();
     if size < args.size as u64 {
         return Err(format!("{}: {size} bytes, less than one read", args.url).into());
     }
@@ -130,49 +210,49 @@ async fn run(args: Args) -> Res<()> {
         }
     }
     let cpu_before = server.and_then(cpu_seconds);
-    let bytes = Arc::new(AtomicU64::new(0));
+    let own_before = cpu_seconds(std::process::id());
+    let idle_before = machine_idle();
     let start = Instant::now();
     let end = start + Duration::from_secs_f64(args.duration);
-    let slots = size / args.size as u64;
+    let (depth, len) = (args.depth, args.size);
     let mut readers = tokio::task::JoinSet::new();
-    for (s, (_, file, _)) in sessions.iter().enumerate() {
-        for d in 0..args.depth {
-            let file = Arc::clone(file);
-            let bytes = Arc::clone(&bytes);
-            let len = args.size;
-            let mut rng = Rng::new((s * args.depth + d) as u64);
-            readers.spawn(async move {
-                let mut tally = Tally::default();
-                while Instant::now() < end {
-                    let offset = rng.below(slots) * len as u64;
-                    let t = Instant::now();
-                    match file.read_at(offset, len).await {
-                        Ok(data) if data.len() == len => {
-                            tally.latencies.push(t.elapsed().as_micros() as u32);
-                            bytes.fetch_add(len as u64, Ordering::Relaxed);
-                        }
-                        Ok(data) => {
-                            tally.fail(format!("{len} bytes at {offset}: got {}", data.len()))
-                        }
-                        Err(e) => tally.fail(e.to_string()),
-                    }
+    let mut raw_readers = tokio::task::JoinSet::new();
+    let mut held = None;
+    match sessions {
+        Sessions::Client(files) if depth > 0 => {
+            for (s, (_, file, _)) in files.iter().enumerate() {
+                for d in 0..depth {
+                    let rng = Rng::new((s * depth + d) as u64);
+                    readers.spawn(client_reads(Arc::clone(file), size, len, end, rng));
                 }
-                tally
-            });
+            }
+            held = Some(Sessions::Client(files));
+        }
+        Sessions::Raw(raw) if depth > 0 => {
+            for (s, session) in raw.into_iter().enumerate() {
+                let rng = Rng::new(s as u64);
+                raw_readers.spawn(raw::reads(session, depth, len, end, rng));
+            }
+        }
+        idle => {
+            tokio::time::sleep_until(end.into()).await;
+            held = Some(idle);
         }
     }
-    if args.depth == 0 {
-        tokio::time::sleep_until(end.into()).await;
-    }
     let mut all = Tally::default();
+    let mut raw_held = Vec::new();
+    while let Some(done) = raw_readers.join_next().await {
+        let (t, session) = done?;
+        raw_held.push(session);
+        all.add(t);
+    }
     while let Some(t) = readers.join_next().await {
-        let t = t?;
-        all.latencies.extend(t.latencies);
-        all.errors += t.errors;
-        all.first_error = all.first_error.or(t.first_error);
+        all.add(t?);
     }
     let took = start.elapsed().as_secs_f64();
     let cpu_after = server.and_then(cpu_seconds);
+    let own_after = cpu_seconds(std::process::id());
+    let idle_after = machine_idle();
     let status = server.map(|pid| {
         ["VmHWM:", "VmRSS:", "Threads:"].map(|f| status_field(pid, f).unwrap_or(f64::NAN))
     });
@@ -181,12 +261,15 @@ async fn run(args: Args) -> Res<()> {
             .ok()
             .map(|d| d.count())
     });
-    for (_, file, _) in &sessions {
-        let _ = file.close().await;
+    if let Some(Sessions::Client(files)) = &held {
+        for (_, file, _) in files {
+            let _ = file.close().await;
+        }
     }
-    drop(sessions);
+    drop(held);
+    drop(raw_held);
 
-    let total = bytes.load(Ordering::Relaxed);
+    let total = all.bytes;
     let mb_s = total as f64 / took / 1e6;
     all.latencies.sort_unstable();
     let pct = |p: f64| -> f64 {
@@ -212,11 +295,21 @@ async fn run(args: Args) -> Res<()> {
     summary("p50_ms", pct(0.5));
     summary("p99_ms", pct(0.99));
     summary("errors", all.errors as f64);
+    let gb = total as f64 / 1e9;
+    if let (Some(a), Some(b)) = (own_before, own_after) {
+        // this process: the load generator's own cost, on the same cores
+        println!("xrdload: CPU {:.2} s, {:.2} s per GB", b - a, (b - a) / gb);
+        summary("client_cpu_s_per_gb", (b - a) / gb);
+    }
+    if let (Some((i0, t0)), Some((i1, t1))) = (idle_before, idle_after) {
+        let idle = (i1 - i0) / (t1 - t0).max(1.0);
+        println!("machine idle {:.1}% of the window", idle * 100.0);
+        summary("machine_idle", idle);
+    }
     match (server, cpu_before, cpu_after) {
         (Some(pid), Some(a), Some(b)) => {
             let [peak_kb, rss_kb, threads] = status.unwrap_or([f64::NAN; 3]);
             let cpu = b - a;
-            let gb = total as f64 / 1e9;
             let (peak_mb, rss_mb) = (peak_kb / 1024.0, rss_kb / 1024.0);
             println!(
                 "server (pid {pid}): CPU {cpu:.2} s, {:.2} s per GB; RSS peak {peak_mb:.1} MiB, now {rss_mb:.1} MiB; {threads} threads, {} fds",
@@ -234,6 +327,20 @@ async fn run(args: Args) -> Res<()> {
 }
 
 impl Tally {
+    /// Adds what `t` saw.
+    fn add(&mut self, t: Tally) {
+        self.latencies.extend(t.latencies);
+        self.bytes += t.bytes;
+        self.errors += t.errors;
+        self.first_error = self.first_error.take().or(t.first_error);
+    }
+
+    /// A read of `len` bytes completed after `took`.
+    fn done(&mut self, len: usize, took: Duration) {
+        self.latencies.push(took.as_micros() as u32);
+        self.bytes += len as u64;
+    }
+
     fn fail(&mut self, why: String) {
         self.errors += 1;
         self.first_error.get_or_insert(why);
@@ -277,6 +384,21 @@ fn cpu_seconds(pid: u32) -> Option<f64> {
     let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
     // in USER_HZ, which Linux fixes at 100 for /proc
     Some(ticks / 100.0)
+}
+
+/// The machine's idle and total CPU time so far, in clock ticks of all
+/// CPUs (the first line of `/proc/stat`; idle counts iowait too).
+fn machine_idle() -> Option<(f64, f64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let ticks: Vec<f64> = stat
+        .lines()
+        .next()?
+        .split_whitespace()
+        .skip(1)
+        .filter_map(|t| t.parse().ok())
+        .collect();
+    let idle = ticks.get(3)? + ticks.get(4)?;
+    Some((idle, ticks.iter().sum()))
 }
 
 /// The process listening on `url`'s port, when its host is this machine's
