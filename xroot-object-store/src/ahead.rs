@@ -230,23 +230,35 @@ impl Ahead {
     /// their file is still the one held. Two calls at once may decode the
     /// same footer twice; the first kept is kept.
     fn decode_footers(&self) {
-        let pending: Vec<(String, u64, Option<Bytes>)> = {
-            let mut table = self.table.lock().unwrap();
-            table.prune();
-            table
-                .files
-                .iter()
-                .filter(|(_, h)| h.meta.is_none())
-                .map(|(p, h)| (p.clone(), h.generation, h.footer_bytes()))
-                .collect()
-        };
+        let pending = self.footers_to_decode();
         if pending.is_empty() {
             return;
         }
-        let decoded: Vec<(String, u64, Option<Arc<ParquetMetaData>>)> = pending
+        let decoded = pending
             .into_iter()
             .map(|(p, generation, bytes)| (p, generation, bytes.and_then(|b| decode_footer(&b))))
             .collect();
+        self.keep_footers(decoded);
+    }
+
+    /// Under the lock: each held file whose footer is not decoded, its
+    /// generation and its footer's metadata bytes (`None`: the tail does
+    /// not hold them).
+    fn footers_to_decode(&self) -> Vec<(String, u64, Option<Bytes>)> {
+        let mut table = self.table.lock().unwrap();
+        table.prune();
+        table
+            .files
+            .iter()
+            .filter(|(_, h)| h.meta.is_none())
+            .map(|(p, h)| (p.clone(), h.generation, h.footer_bytes()))
+            .collect()
+    }
+
+    /// Under the lock: keeps each decoded footer (`None`: it does not
+    /// decode) if its file is still held in the generation it was taken
+    /// from and no other call kept one meanwhile.
+    fn keep_footers(&self, decoded: Vec<(String, u64, Option<Arc<ParquetMetaData>>)>) {
         let mut table = self.table.lock().unwrap();
         for (p, generation, meta) in decoded {
             if let Some(held) = table.files.get_mut(&p) {
@@ -516,6 +528,34 @@ mod tests {
         ahead.forget("/f");
         ahead.started(&fills[0], done());
         assert_eq!(ahead.held(), 0);
+    }
+
+    #[test]
+    fn a_footer_decoded_while_its_file_was_replaced_is_not_kept() {
+        let (old, new) = (file(2), file(3));
+        let ahead = Ahead::new(1 << 20);
+        let keep = |f: &Bytes, groups: usize| {
+            let tail = chunk(f, groups - 1, 1).end;
+            ahead.keep_tail("/f", f.len() as u64, tail, f.slice(tail as usize..));
+        };
+        keep(&old, 2);
+        // the old file's footer is taken to be decoded outside the lock...
+        let pending = ahead.footers_to_decode();
+        assert_eq!(pending.len(), 1);
+        assert!(pending[0].2.is_some(), "the tail holds the footer");
+        // ...the file is replaced meanwhile (another size: a new holding)...
+        keep(&new, 3);
+        let decoded = pending
+            .into_iter()
+            .map(|(p, g, b)| (p, g, b.and_then(|b| decode_footer(&b))))
+            .collect();
+        ahead.keep_footers(decoded);
+        // ...so the old footer is not the new file's: the new one's is
+        // decoded at the next plan, and its three row groups are read ahead
+        let fills = ahead.plan("/f", &[chunk(&new, 0, 1)]);
+        assert_eq!(fills.len(), 1, "{fills:?}");
+        let want: Vec<_> = (0..3).map(|rg| chunk(&new, rg, 1)).collect();
+        assert_eq!(fills[0].ranges, want);
     }
 
     #[test]
