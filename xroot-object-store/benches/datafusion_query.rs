@@ -44,7 +44,28 @@
 //! `datafusion_query.counted_round_trips` and
 //! `datafusion_query.stock_counted_round_trips` (by the relay).
 //!
-//! BUILD_NOTES
+//! # Building it
+//!
+//! A plain `cargo bench` builds DataFusion, arrow and parquet at
+//! opt-level 3: 95 minutes on the 2-core development machine under load
+//! (2026-12-07). What this bench is for does not need that: the round
+//! trips per query subtract two medians of the same query on the same
+//! engine (its CPU time is in both and cancels, to first order), and ours
+//! ÷ stock compares two servers under the same client and engine. So the
+//! engine may be built with fewer optimisations:
+//!
+//! ```sh
+//! cargo bench -p xroot-object-store --bench datafusion_query \
+//!     --config xroot-object-store/benches/datafusion_query.toml
+//! ```
+//!
+//! builds the crates that file lists (DataFusion's, arrow's, parquet and
+//! sqlparser) at opt-level 1, and everything else (our crates: client,
+//! server, store; tokio; the relay) as any release build does. The
+//! absolute walls (`local_s`, `root_s`, ...) are then longer than a full
+//! release build's, since the engine's own work is slower: compare them
+//! only with walls of the same build. It is not in `benches/report.sh`:
+//! even so its build does not fit the report's time.
 mod support;
 mod timeline;
 
@@ -173,7 +194,10 @@ fn main() {
             medians[ROOT] / medians[STOCK_ROOT],
             medians[WAN] / medians[STOCK_WAN]
         );
-        println!("stock, the requests of each round trip:\n{}", waves[STOCK_WAN]);
+        println!(
+            "stock, the requests of each round trip:\n{}",
+            waves[STOCK_WAN]
+        );
     }
     // one more query at 50 ms each, its calls to the store timed: which
     // waits for which (not part of the figures)
@@ -199,10 +223,7 @@ fn main() {
     bench::summary("datafusion_query.relay0_s", medians[RELAY0]);
     bench::summary("datafusion_query.wan_s", medians[WAN]);
     bench::summary("datafusion_query.round_trips", by_clock(RELAY0, WAN));
-    bench::summary(
-        "datafusion_query.round_trips_no_relay",
-        by_clock(ROOT, WAN),
-    );
+    bench::summary("datafusion_query.round_trips_no_relay", by_clock(ROOT, WAN));
     bench::summary("datafusion_query.counted_round_trips", counted[WAN] as f64);
     if with_stock {
         bench::summary("datafusion_query.stock_root_s", medians[STOCK_ROOT]);
@@ -279,7 +300,11 @@ fn query(rt: &Runtime, url: &str) -> (String, f64) {
 
 /// [`query`], with every call DataFusion makes to the store recorded in
 /// `timeline` when given.
-fn query_with(rt: &Runtime, url: &str, timeline: Option<&Arc<timeline::Timeline>>) -> (String, f64) {
+fn query_with(
+    rt: &Runtime,
+    url: &str,
+    timeline: Option<&Arc<timeline::Timeline>>,
+) -> (String, f64) {
     rt.block_on(async {
         let t = Instant::now();
         let ctx = SessionContext::new();

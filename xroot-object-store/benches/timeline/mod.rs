@@ -17,11 +17,14 @@ use object_store::{
     PutMultipartOptions, PutOptions, PutPayload, PutResult, Result,
 };
 
+/// Calls: when each began and ended (ms), and what it was.
+type Calls = Vec<(f64, f64, String)>;
+
 /// The calls recorded: what, when it began and ended (ms since
 /// [`Timeline::restart`]).
 #[derive(Debug)]
 pub struct Timeline {
-    inner: Mutex<(Instant, Vec<(f64, f64, String)>)>,
+    inner: Mutex<(Instant, Calls)>,
 }
 
 impl Default for Timeline {
@@ -159,7 +162,8 @@ impl<S: ObjectStore> ObjectStore for Timed<S> {
     async fn list_with_delimiter(&self, prefix: Option<&Path>) -> Result<ListResult> {
         let t = Instant::now();
         let got = self.store.list_with_delimiter(prefix).await;
-        self.timeline.record(t, format!("list_with_delimiter {prefix:?}"));
+        self.timeline
+            .record(t, format!("list_with_delimiter {prefix:?}"));
         got
     }
 
