@@ -64,8 +64,13 @@
 //! server, store; tokio; the relay) as any release build does. The
 //! absolute walls (`local_s`, `root_s`, ...) are then longer than a full
 //! release build's, since the engine's own work is slower: compare them
-//! only with walls of the same build. It is not in `benches/report.sh`:
-//! even so its build does not fit the report's time.
+//! only with walls of the same build. Measured once (2026-12-07, from a
+//! target holding the workspace's other release artifacts, load average
+//! 6–13 from four other builds): 81 min 41 s wall, 2074 s of CPU; so on a
+//! loaded machine the saving is small, and the load, not the optimisation
+//! level, is what makes it long. It is not in `benches/report.sh`: its
+//! build does not fit the report's time.
+
 mod support;
 mod timeline;
 
