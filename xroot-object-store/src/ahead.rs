@@ -50,18 +50,24 @@ struct Table {
     files: HashMap<String, Held>,
     /// Bytes held and reserved by fills under way, over all files.
     held: u64,
+    /// The generation the next file held gets.
+    next_generation: u64,
 }
 
 #[derive(Default)]
 struct Held {
+    /// Which holding of the path this is: a footer decoded outside the
+    /// table's lock is kept only if its file is still the one it was
+    /// taken from.
+    generation: u64,
     /// When the first bytes were kept: all go [`FRESH`] after it.
     since: Option<Instant>,
     /// The file's size, from the read that kept its tail.
     size: u64,
     /// Bytes by offset.
     chunks: BTreeMap<u64, Bytes>,
-    /// The decoded footer, once asked for; `None` inside when it does not
-    /// decode.
+    /// The decoded footer, once decoded (outside the table's lock, by
+    /// [`Ahead::plan`]); `None` inside when it does not decode.
     meta: Option<Option<Arc<ParquetMetaData>>>,
     /// Column chunks being fetched, and the fill that fetches them.
     filling: Option<(Vec<Range<u64>>, Filling)>,
@@ -142,12 +148,17 @@ impl Ahead {
         if table.held + len > self.budget {
             return;
         }
+        let generation = table.next_generation;
         let held = table.files.entry(path.to_string()).or_default();
         if held.size != size {
             // another file than the one held (or the first tail)
             let old = held.bytes();
-            *held = Held::default();
+            *held = Held {
+                generation,
+                ..Held::default()
+            };
             table.held -= old;
+            table.next_generation += 1;
         }
         let held = table.files.get_mut(path).expect("inserted above");
         held.since.get_or_insert_with(Instant::now);
@@ -174,9 +185,10 @@ impl Ahead {
     /// file's first. Empty when nothing can be read ahead. Each fill must
     /// be registered with [`Ahead::started`].
     pub(crate) fn plan(&self, path: &str, ranges: &[Range<u64>]) -> Vec<Fill> {
+        self.decode_footers();
         let mut table = self.table.lock().unwrap();
         table.prune();
-        let Some(meta) = table.files.get_mut(path).and_then(Held::meta) else {
+        let Some(meta) = table.files.get(path).and_then(Held::meta) else {
             return Vec::new();
         };
         let Some(columns) = columns_of(&meta, ranges) else {
@@ -188,7 +200,7 @@ impl Ahead {
         paths.insert(0, path.to_string());
         let mut fills = Vec::new();
         for p in paths {
-            let held = table.files.get_mut(&p).expect("listed above");
+            let held = table.files.get(&p).expect("listed above");
             if held.filling.is_some() {
                 continue;
             }
@@ -208,6 +220,53 @@ impl Ahead {
             });
         }
         fills
+    }
+
+    /// Decodes the footers of the files held whose footer is not decoded
+    /// yet: their bytes are taken under the table's lock (reference
+    /// counted, not copied), decoded without it (parquet's Thrift decoder
+    /// takes milliseconds for a footer of many row groups, during which
+    /// other calls would wait for the lock), and kept under it again if
+    /// their file is still the one held. Two calls at once may decode the
+    /// same footer twice; the first kept is kept.
+    fn decode_footers(&self) {
+        let pending = self.footers_to_decode();
+        if pending.is_empty() {
+            return;
+        }
+        let decoded = pending
+            .into_iter()
+            .map(|(p, generation, bytes)| (p, generation, bytes.and_then(|b| decode_footer(&b))))
+            .collect();
+        self.keep_footers(decoded);
+    }
+
+    /// Under the lock: each held file whose footer is not decoded, its
+    /// generation and its footer's metadata bytes (`None`: the tail does
+    /// not hold them).
+    fn footers_to_decode(&self) -> Vec<(String, u64, Option<Bytes>)> {
+        let mut table = self.table.lock().unwrap();
+        table.prune();
+        table
+            .files
+            .iter()
+            .filter(|(_, h)| h.meta.is_none())
+            .map(|(p, h)| (p.clone(), h.generation, h.footer_bytes()))
+            .collect()
+    }
+
+    /// Under the lock: keeps each decoded footer (`None`: it does not
+    /// decode) if its file is still held in the generation it was taken
+    /// from and no other call kept one meanwhile.
+    fn keep_footers(&self, decoded: Vec<(String, u64, Option<Arc<ParquetMetaData>>)>) {
+        let mut table = self.table.lock().unwrap();
+        for (p, generation, meta) in decoded {
+            if let Some(held) = table.files.get_mut(&p) {
+                if held.generation == generation && held.meta.is_none() {
+                    held.meta = Some(meta);
+                }
+            }
+        }
     }
 
     /// Registers the fill that fetches `fill`; when the store forgot its
@@ -285,19 +344,19 @@ impl Table {
 }
 
 impl Held {
-    /// The footer, decoded from the held tail the first time (`None`
-    /// when the tail does not hold it or it does not decode).
-    fn meta(&mut self) -> Option<Arc<ParquetMetaData>> {
-        if self.meta.is_none() {
-            self.meta = Some(self.decode_footer());
-        }
+    /// The footer, once decoded ([`Ahead::decode_footers`]); `None` when
+    /// it is not decoded yet, the tail does not hold it or it does not
+    /// decode.
+    fn meta(&self) -> Option<Arc<ParquetMetaData>> {
         self.meta.clone().flatten()
     }
 
-    /// The footer: the last [`FOOTER_SIZE`] bytes are the metadata's
-    /// length and `PAR1` (parquet's [`FooterTail`]; an encrypted footer is
-    /// not read); the metadata (Thrift) precedes them.
-    fn decode_footer(&self) -> Option<Arc<ParquetMetaData>> {
+    /// The footer's metadata bytes (Thrift), found from the tail: the last
+    /// [`FOOTER_SIZE`] bytes are the metadata's length and `PAR1`
+    /// (parquet's [`FooterTail`]; an encrypted footer is not read), the
+    /// metadata precedes them. `None` when the held tail does not hold
+    /// them all. A slice of what is held: no bytes are copied.
+    fn footer_bytes(&self) -> Option<Bytes> {
         let (size, footer) = (self.size, FOOTER_SIZE as u64);
         let tail = self.get(&(size.checked_sub(footer)?..size))?;
         let tail = FooterTail::try_new(tail.as_ref().try_into().ok()?).ok()?;
@@ -305,13 +364,18 @@ impl Held {
             return None;
         }
         let start = size.checked_sub(footer + tail.metadata_length() as u64)?;
-        let metadata = self.get(&(start..size - footer))?;
-        match ParquetMetaDataReader::decode_metadata(&metadata) {
-            Ok(meta) => Some(Arc::new(meta)),
-            Err(e) => {
-                tracing::debug!("a Parquet footer that does not decode: {e}");
-                None
-            }
+        self.get(&(start..size - footer))
+    }
+}
+
+/// The footer decoded from its metadata bytes ([`Held::footer_bytes`]),
+/// or `None` when they do not decode.
+fn decode_footer(metadata: &Bytes) -> Option<Arc<ParquetMetaData>> {
+    match ParquetMetaDataReader::decode_metadata(metadata) {
+        Ok(meta) => Some(Arc::new(meta)),
+        Err(e) => {
+            tracing::debug!("a Parquet footer that does not decode: {e}");
+            None
         }
     }
 }
@@ -464,6 +528,34 @@ mod tests {
         ahead.forget("/f");
         ahead.started(&fills[0], done());
         assert_eq!(ahead.held(), 0);
+    }
+
+    #[test]
+    fn a_footer_decoded_while_its_file_was_replaced_is_not_kept() {
+        let (old, new) = (file(2), file(3));
+        let ahead = Ahead::new(1 << 20);
+        let keep = |f: &Bytes, groups: usize| {
+            let tail = chunk(f, groups - 1, 1).end;
+            ahead.keep_tail("/f", f.len() as u64, tail, f.slice(tail as usize..));
+        };
+        keep(&old, 2);
+        // the old file's footer is taken to be decoded outside the lock...
+        let pending = ahead.footers_to_decode();
+        assert_eq!(pending.len(), 1);
+        assert!(pending[0].2.is_some(), "the tail holds the footer");
+        // ...the file is replaced meanwhile (another size: a new holding)...
+        keep(&new, 3);
+        let decoded = pending
+            .into_iter()
+            .map(|(p, g, b)| (p, g, b.and_then(|b| decode_footer(&b))))
+            .collect();
+        ahead.keep_footers(decoded);
+        // ...so the old footer is not the new file's: the new one's is
+        // decoded at the next plan, and its three row groups are read ahead
+        let fills = ahead.plan("/f", &[chunk(&new, 0, 1)]);
+        assert_eq!(fills.len(), 1, "{fills:?}");
+        let want: Vec<_> = (0..3).map(|rg| chunk(&new, rg, 1)).collect();
+        assert_eq!(fills[0].ranges, want);
     }
 
     #[test]

@@ -112,8 +112,9 @@
 //! (`head`) and read from its cached blocks **without contacting the
 //! server**, so a query over what was cached runs with the server down. So
 //! are listings within the window: each directory's, kept beside the cache
-//! directory (`DIR.listings/`) after the server's answer, is reused without
-//! a request, so a directory table runs with the server down too.
+//! directory (`DIR.listings/`, pruned as it is written to the newest 4096
+//! files within the window) after the server's answer, is reused without a request, so a
+//! directory table runs with the server down too.
 //!
 //! # Registries
 //!

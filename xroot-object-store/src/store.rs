@@ -127,11 +127,14 @@ impl XrootStore {
     /// and `head`ed from the cache alone, without contacting the server; a
     /// file changed on the server meanwhile is then served as it was
     /// cached, until the window ends. So is a directory's listing: kept in
-    /// `DIR.listings/` beside `dir` (one small file per directory) after
-    /// each answer of the server, it is reused within the window without a
-    /// request, and dropped when this store writes, renames or deletes
-    /// below it; a file added or removed on the server by someone else is
-    /// seen once the window ends. A block not cached (or a page that
+    /// `DIR.listings/` beside `dir` (one small file per directory, named
+    /// by the crc32c of its path) after each answer of the server, it is
+    /// reused within the window without a request, and dropped when this
+    /// store writes, renames or deletes below it; a file added or removed
+    /// on the server by someone else is seen once the window ends. The
+    /// store prunes `DIR.listings/` as it writes there (at its first
+    /// listing and every 256th): listings older than the window go, and
+    /// the oldest beyond 4096 files. A block not cached (or a page that
     /// fails its crc32c) opens the file at the server then, and a changed
     /// file is not mixed in: that read fails and the entry is dropped.
     ///
