@@ -180,6 +180,10 @@ async fn dropping_relay(upstream: u16, drop: usize) -> (u16, tokio::task::AbortH
     (port, task.abort_handle())
 }
 
+/// Seconds a copy of [`retry_tries_a_failed_copy_again`] may take (each
+/// takes about one).
+const HANG_GUARD: &str = "60";
+
 /// `--retry N`: the first connection closed during the handshake, one
 /// connection attempt each (XRD_CONNECTIONRETRY=1): without `--retry`
 /// both tools fail with 51; with `--retry 1` both copy the file on the
@@ -187,6 +191,10 @@ async fn dropping_relay(upstream: u16, drop: usize) -> (u16, tokio::task::AbortH
 /// (51). The stock client refuses a server whose connection failed for
 /// `XRD_STREAMERRORWINDOW` seconds (1800), so that a retry would meet the
 /// same error at once: the window is 0 here, as ours has none.
+///
+/// Each copy runs under `timeout` [`HANG_GUARD`]: a copy of ours that hangs
+/// fails the test (exit 124); the stock one that hangs is reported and not
+/// compared.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(missing_xrootd, ignore = "needs the stock xrootd (see scripts/test)")]
 #[cfg_attr(missing_xrootd_client, ignore = "needs the stock xrdcp and xrdfs")]
@@ -203,14 +211,20 @@ async fn retry_tries_a_failed_copy_again() {
             let (port, relay) = dropping_relay(server.port, dropped).await;
             let target = local.path().join(format!("{tool:?}-{retry}-{dropped}.bin"));
             let src = format!("root://127.0.0.1:{port}//src.bin");
-            let o = xrdcp(
-                tool,
-                &["-N", "--retry", retry, &src, target.to_str().unwrap()],
-                &env,
-            )
-            .await;
+            let program = tool.program();
+            let args = ["-N", "--retry", retry, &src, target.to_str().unwrap()];
+            let guarded = [&[HANG_GUARD, program.to_str().unwrap()][..], &args].concat();
+            let o = tools::run_off_workers(tools::command("timeout", &guarded, &env)).await;
             relay.abort();
             let what = format!("{tool:?} --retry {retry}, {dropped} connection(s) closed");
+            if matches!(tool, Tool::Stock) && o.status.code() == Some(124) {
+                // XrdCl 5.5.3 can deadlock reconnecting (its threads all in
+                // futex waits; xrootd/xrootd#1883 shows one such lock
+                // cycle in PostMaster::Send): seen once here, so its exit
+                // code cannot be compared then; ours still is
+                eprintln!("{what}: the stock xrdcp hung and was stopped after {HANG_GUARD} s");
+                continue;
+            }
             assert_eq!(o.status.code(), Some(want), "{what}: {}", stderr(&o));
             if want == 0 {
                 assert_eq!(std::fs::read(&target).unwrap(), content, "{what}");
