@@ -66,7 +66,7 @@ pub(crate) async fn open(url: &Url) -> Res<Session> {
     let mut out = BytesMut::new();
     ClientHandshake.encode(&mut out);
     let protocol = Protocol {
-        clientpv: 0x511,
+        clientpv: xroot::proto::codes::version::CURRENT,
         flags: ProtocolFlags::default(),
         expect: Expect::LOGIN,
     };
@@ -78,7 +78,7 @@ pub(crate) async fn open(url: &Url) -> Res<Session> {
     let login = Login {
         pid: std::process::id() as i32,
         username: Login::pack_username("xrdload"),
-        capver: Capver(0x85),
+        capver: Capver::new(5, true),
         ..Default::default()
     };
     send(&mut stream, Request::from(login)).await?;
